@@ -1,0 +1,5 @@
+import sys
+
+from serq.cli import main
+
+sys.exit(main())

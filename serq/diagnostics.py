@@ -1,0 +1,82 @@
+"""Located diagnostics: `file:line:col: error[CODE]: message`, the source
+line, a caret under the spot. Every user-facing error of serq is one of
+these; no traceback reaches a user for bad input."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    line: int
+    col: int
+    code: str
+    message: str
+    severity: str = "error"  # "error" | "warning"
+    file: str = field(default="<input>", compare=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    span: int = field(default=1, compare=False)  # caret width
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def render(self, source: str | None) -> str:
+        head = f"{self.file}:{self.line}:{self.col}: {self.severity}[{self.code}]: {self.message}"
+        out = [head]
+        if source is not None and self.line >= 1:
+            lines = source.splitlines()
+            if self.line <= len(lines):
+                text = lines[self.line - 1].expandtabs(1)
+                out.append(f"  {text}")
+                out.append("  " + " " * max(self.col - 1, 0) + "^" * max(self.span, 1))
+        for n in self.notes:
+            out.append(f"  note: {n}")
+        return "\n".join(out)
+
+
+class SerqError(Exception):
+    """Raised with the collected diagnostics when an input is rejected."""
+
+    def __init__(self, diagnostics: list[Diagnostic], source: str | None = None):
+        self.diagnostics = sorted(diagnostics)
+        self.source = source
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        return render_all(self.diagnostics, self.source)
+
+
+def render_all(diags: list[Diagnostic], source: str | None) -> str:
+    parts = [d.render(source) for d in sorted(diags)]
+    n_err = sum(1 for d in diags if d.is_error)
+    n_warn = len(diags) - n_err
+    if n_err or n_warn:
+        summary = []
+        if n_err:
+            summary.append(f"{n_err} error{'s' if n_err != 1 else ''}")
+        if n_warn:
+            summary.append(f"{n_warn} warning{'s' if n_warn != 1 else ''}")
+        parts.append(", ".join(summary))
+    return "\n".join(parts)
+
+
+class Sink:
+    """Collects diagnostics for one source file."""
+
+    def __init__(self, file: str):
+        self.file = file
+        self.items: list[Diagnostic] = []
+
+    def error(self, at, code: str, message: str, *notes: str, span: int = 1) -> None:
+        line, col = at if at else (0, 0)
+        self.items.append(Diagnostic(line, col, code, message, "error", self.file, tuple(notes), span))
+
+    def warn(self, at, code: str, message: str, *notes: str, span: int = 1) -> None:
+        line, col = at if at else (0, 0)
+        self.items.append(Diagnostic(line, col, code, message, "warning", self.file, tuple(notes), span))
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.items if d.is_error]

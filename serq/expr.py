@@ -1,0 +1,137 @@
+"""Expression evaluation, shared by constant folding and the model.
+
+An IR expression is compiled once to a Python function `f(a, x)`: `a` is
+the attribute vector of the session the moment evaluates for (or None),
+`x` the moment's context (`x.ctx(name)`, `x.pool(fn, pool)`). Arithmetic is
+on Python ints, `/` is true division (a real), `//` floor division;
+`floor`/`ceil` return ints. A division by zero is an `EvalError` the caller
+reports with the expression's location."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+from serq import ir
+
+
+class EvalError(Exception):
+    def __init__(self, message: str, at=None):
+        super().__init__(message)
+        self.at = at
+
+
+def _div(l, r):
+    if r == 0:
+        raise EvalError("division by zero")
+    q = l / r
+    return q
+
+
+def _fdiv(l, r):
+    if r == 0:
+        raise EvalError("division by zero")
+    return l // r
+
+
+def _mod(l, r):
+    if r == 0:
+        raise EvalError("modulo by zero")
+    return l % r
+
+
+def _floor(v):
+    return math.floor(v)
+
+
+def _ceil(v):
+    return math.ceil(v)
+
+
+_BIN = {
+    "+": lambda l, r: l + r,
+    "-": lambda l, r: l - r,
+    "*": lambda l, r: l * r,
+    "/": _div,
+    "//": _fdiv,
+    "%": _mod,
+    "==": lambda l, r: l == r,
+    "!=": lambda l, r: l != r,
+    "<": lambda l, r: l < r,
+    "<=": lambda l, r: l <= r,
+    ">": lambda l, r: l > r,
+    ">=": lambda l, r: l >= r,
+    "and": lambda l, r: bool(l) and bool(r),
+    "or": lambda l, r: bool(l) or bool(r),
+}
+
+
+def apply_bin(op: str, l, r):
+    return _BIN[op](l, r)
+
+
+def apply_call(fn: str, args: list):
+    if fn == "min":
+        return min(args)
+    if fn == "max":
+        return max(args)
+    if fn == "floor":
+        return _floor(args[0])
+    if fn == "ceil":
+        return _ceil(args[0])
+    if fn == "abs":
+        return abs(args[0])
+    raise EvalError(f"unknown function `{fn}`")
+
+
+def _src(e: ir.Expr, slots: dict[str, int]) -> str:
+    if isinstance(e, ir.Num):
+        return repr(e.v)
+    if isinstance(e, ir.BoolLit):
+        return repr(e.v)
+    if isinstance(e, ir.Name):
+        return f"a[{slots[e.name]}]"
+    if isinstance(e, ir.Ctx):
+        return f"x.ctx({e.name!r})"
+    if isinstance(e, ir.PoolRef):
+        return f"x.pool({e.fn!r}, {e.pool!r})"
+    if isinstance(e, ir.Un):
+        inner = _src(e.e, slots)
+        return f"(not {inner})" if e.op == "not" else f"(-{inner})"
+    if isinstance(e, ir.Cond):
+        return f"({_src(e.t, slots)} if {_src(e.c, slots)} else {_src(e.f, slots)})"
+    if isinstance(e, ir.Bin):
+        l, r = _src(e.l, slots), _src(e.r, slots)
+        if e.op in ("and", "or"):
+            return f"bool({l} {e.op} {r})"
+        if e.op in ("/", "//", "%"):
+            fn = {"/": "_div", "//": "_fdiv", "%": "_mod"}[e.op]
+            return f"{fn}({l}, {r})"
+        return f"({l} {e.op} {r})"
+    if isinstance(e, ir.Call):
+        args = ", ".join(_src(a, slots) for a in e.args)
+        fn = {"min": "min", "max": "max", "floor": "_floor", "ceil": "_ceil", "abs": "abs"}[e.fn]
+        return f"{fn}({args})"
+    raise TypeError(e)
+
+
+_GLOBALS = {"_div": _div, "_fdiv": _fdiv, "_mod": _mod, "_floor": _floor, "_ceil": _ceil,
+            "min": min, "max": max, "abs": abs, "bool": bool}
+
+
+def compile_expr(e: ir.Expr, slots: dict[str, int]) -> Callable:
+    """A function `f(a, x)` computing `e`; errors carry `e.at`."""
+    src = _src(e, slots)
+    code = eval(f"lambda a, x: {src}", dict(_GLOBALS))  # noqa: S307 - generated from the IR only
+    at = e.at
+
+    def run(a, x):
+        try:
+            return code(a, x)
+        except EvalError as err:
+            raise EvalError(str(err), err.at or at) from None
+        except (OverflowError, ValueError, TypeError) as err:
+            raise EvalError(f"cannot evaluate: {err}", at) from None
+
+    run.src = src  # type: ignore[attr-defined]
+    return run

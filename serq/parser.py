@@ -1,0 +1,121 @@
+"""Source text → lark tree, with lark's errors turned into located
+diagnostics whose expected-token lists are in words."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+
+import lark
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from serq.diagnostics import Diagnostic, SerqError
+
+# Words for the terminals that are patterns; literal terminals print as `text`.
+_WORDS = {
+    "NAME": "a name",
+    "NUMBER": "a number",
+    "INT": "an integer",
+    "DURATION": "a duration (e.g. `14ms`)",
+    "STRING": "a string",
+    "CMP": "a comparison",
+    "ADDOP": "`+` or `-`",
+    "MULOP": "`*`, `/`, `//` or `%`",
+    "RUNKIND": "`prefill` or `decode`",
+    "REQUEUE": "`front`, `back` or `order`",
+    "HOL": "`block` or `skip`",
+    "CHECKNAME": "a check (`deadlock`, `livelock`, `stuck`, `completes`, `invariant`)",
+    "$END": "end of input",
+}
+
+# Readable groups: when these terminals are all expected, say one word.
+_EXPR_START = {"NAME", "NUMBER", "DURATION", "LPAR", "MINUS", "TRUE", "FALSE", "NOT", "IF"}
+_STMT_START = {"LET", "SET", "DRAW", "IF", "REPEAT", "WHILE", "CHOOSE", "TURN", "HOLD",
+               "RUNKIND", "SPAWN", "JOIN", "DROP", "END", "ASSERT"}
+_ITEM_START = {"CONST", "POOL", "STAGE", "SESSION", "WORKLOAD", "CHECK"}
+
+
+@lru_cache(maxsize=1)
+def grammar_parser() -> lark.Lark:
+    text = resources.files("serq").joinpath("grammar.lark").read_text()
+    return lark.Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def _terminal_word(parser: lark.Lark, name: str) -> str:
+    if name in _WORDS:
+        return _WORDS[name]
+    try:
+        term = parser.get_terminal(name)
+    except KeyError:
+        return name.lower()
+    pat = term.pattern
+    if isinstance(pat, lark.lexer.PatternStr):
+        return f"`{pat.value}`"
+    return name.lower()
+
+
+def expected_words(parser: lark.Lark, expected: set[str]) -> list[str]:
+    """Turn a set of terminal names into a short sorted list of words."""
+    exp = set(expected)
+    words: list[str] = []
+    if _ITEM_START <= exp:
+        words.append("a declaration (`const`, `pool`, `stage`, `session`, `workload`, `check`)")
+        exp -= _ITEM_START
+    if _STMT_START <= exp:
+        words.append("a statement")
+        exp -= _STMT_START
+    if {"NAME", "NUMBER", "LPAR"} <= exp:
+        words.append("an expression")
+        exp -= _EXPR_START
+    words.extend(sorted({_terminal_word(parser, n) for n in exp}))
+    return words
+
+
+def _join_words(words: list[str]) -> str:
+    if len(words) <= 1:
+        return "".join(words)
+    if len(words) > 8:
+        return ", ".join(words[:8]) + ", ..."
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def parse_tree(text: str, file: str = "<input>") -> lark.Tree:
+    """Parse or raise SerqError with one located syntax diagnostic."""
+    parser = grammar_parser()
+    try:
+        return parser.parse(text)
+    except UnexpectedInput as e:
+        raise SerqError([syntax_diagnostic(parser, e, text, file)], text) from None
+    except RecursionError:
+        raise SerqError([Diagnostic(1, 1, "E001", "input nested too deeply", file=file)], text) from None
+
+
+def syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    line = getattr(e, "line", None) or 1
+    col = getattr(e, "column", None) or 1
+    if line < 1:  # lark reports -1 at end of input
+        lines = text.splitlines() or [""]
+        line, col = len(lines), len(lines[-1]) + 1
+    if isinstance(e, UnexpectedCharacters):
+        ch = text[e.pos_in_stream] if 0 <= e.pos_in_stream < len(text) else "?"
+        allowed = expected_words(parser, set(e.allowed or ()))
+        msg = f"unexpected character {ch!r}"
+        if allowed:
+            msg += f"; expected {_join_words(allowed)}"
+        return Diagnostic(line, col, "E002", msg, file=file)
+    if isinstance(e, UnexpectedEOF):
+        words = expected_words(parser, set(e.expected or ()))
+        return Diagnostic(line, col, "E003", f"unexpected end of input; expected {_join_words(words)}", file=file)
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        if tok.type == "$END":
+            found = "end of input"
+        else:
+            found = f"`{tok.value}`"
+        words = expected_words(parser, set(e.accepts or e.expected or ()))
+        notes = []
+        if tok.type != "$END" and tok.type in {"NAME"} and "SEMICOLON" in (e.accepts or ()):
+            notes.append("is a `;` missing before it?")
+        return Diagnostic(line, col, "E001", f"unexpected {found}; expected {_join_words(words)}",
+                          file=file, notes=tuple(notes), span=max(1, len(str(tok.value))) if tok.type != "$END" else 1)
+    return Diagnostic(line, col, "E001", "syntax error", file=file)

@@ -1,0 +1,506 @@
+"""`Program.validate`: names, arity, types and the moment table.
+
+The position of an expression fixes its moment (seed note section 1):
+a statement is @session, a hold's admission header @admit(P), a stage's
+budget/chunk/cost/serve @step(S), an evict key @evict(P), an invariant
+@check. `MOMENTS` says what each may read. Hidden attributes are readable
+at @session only: the scheduler may not peek at the answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from serq import ir
+from serq.compiler import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
+from serq.diagnostics import Diagnostic, Sink
+
+
+@dataclass(frozen=True)
+class Moment:
+    label: str
+    attrs: str | None  # "all" | "visible" | None (no session attributes)
+    ctx: frozenset = frozenset()
+    poolfns: frozenset = frozenset()
+    scheduler: bool = True  # a scheduler moment (hidden attributes forbidden)
+
+
+def M(label, attrs, ctx=(), poolfns=(), scheduler=True):
+    return Moment(label, attrs, frozenset(ctx), frozenset(poolfns), scheduler)
+
+
+# The moment table. `now` is the simulator's clock; the explorer rejects it.
+def moment(kind: str, where: str = "") -> Moment:
+    return {
+        "session": M("@session", "all", ("now",), ("cached",), scheduler=False),
+        "admit": M(f"@admit({where})", "visible", ("budget_left", "now"), ("cached",)),
+        "queue": M(f"@admit({where}) queue key", "visible", ("arrived", "now")),
+        "victim": M(f"@admit({where}) victim key", "visible", ("arrived", "admitted", "now")),
+        "evict": M(f"@evict({where})", None, ("age", "size", "last", "released", "now")),
+        "budget": M(f"@step({where}) budget", None, ("nreq", "ndec", "kvb", "now")),
+        "chunk": M(f"@step({where}) chunk", None, ("nreq", "ndec", "kvb", "budget_left", "now")),
+        "cost": M(f"@step({where}) cost", None, ("ntok", "ndec", "nreq", "kvb", "now")),
+        "serve": M(f"@step({where}) serve key", "visible", ("arrived", "admitted", "now")),
+        "check": M("@check", None, (), POOL_FUNCS),
+        "const": M("a constant position", None),
+    }[kind]
+
+
+MOMENT_TABLE_ROWS = [  # for docs and `serq explain`-style listings
+    ("session", ""), ("admit", "P"), ("queue", "P"), ("victim", "P"), ("evict", "P"),
+    ("budget", "S"), ("chunk", "S"), ("cost", "S"), ("serve", "S"), ("check", ""),
+]
+
+_EXPLORER_BANNED = ("now", "age")
+
+
+def expr_names(e: ir.Expr | None) -> set[str]:
+    """Attribute names an expression reads."""
+    out: set[str] = set()
+
+    def walk(x):
+        if x is None:
+            return
+        if isinstance(x, ir.Name):
+            out.add(x.name)
+        elif isinstance(x, ir.Bin):
+            walk(x.l), walk(x.r)
+        elif isinstance(x, ir.Un):
+            walk(x.e)
+        elif isinstance(x, ir.Cond):
+            walk(x.c), walk(x.t), walk(x.f)
+        elif isinstance(x, ir.Call):
+            for a in x.args:
+                walk(a)
+
+    walk(e)
+    return out
+
+
+def walk_expr(e: ir.Expr | None):
+    if e is None:
+        return
+    yield e
+    for child in (getattr(e, "l", None), getattr(e, "r", None), getattr(e, "e", None),
+                  getattr(e, "c", None), getattr(e, "t", None), getattr(e, "f", None)):
+        if isinstance(child, (ir.Num, ir.BoolLit, ir.Name, ir.Ctx, ir.Bin, ir.Un, ir.Cond, ir.Call, ir.PoolRef)):
+            yield from walk_expr(child)
+    if isinstance(e, ir.Call):
+        for a in e.args:
+            yield from walk_expr(a)
+
+
+def infer_type(e: ir.Expr | None, types: dict[str, str], report=None) -> str:
+    """'int' | 'real' | 'bool' | '?' (unknown, already reported)."""
+
+    def bad(at, msg):
+        if report:
+            report(at, msg)
+        return "?"
+
+    def t(x) -> str:
+        if isinstance(x, ir.Num):
+            return "real" if isinstance(x.v, float) else "int"
+        if isinstance(x, ir.BoolLit):
+            return "bool"
+        if isinstance(x, ir.Name):
+            return types.get(x.name, "?")
+        if isinstance(x, (ir.Ctx, ir.PoolRef)):
+            return "int"
+        if isinstance(x, ir.Un):
+            inner = t(x.e)
+            if x.op == "not":
+                if inner not in ("bool", "?"):
+                    return bad(x.at, f"`not` needs a condition, got {inner}")
+                return "bool"
+            if inner == "bool":
+                return bad(x.at, "cannot negate a condition; use `not`")
+            return inner
+        if isinstance(x, ir.Cond):
+            c, a, b = t(x.c), t(x.t), t(x.f)
+            if c not in ("bool", "?"):
+                bad(x.c.at or x.at, f"the condition of `if ... then ... else` must be a condition, got {c}")
+            if "?" in (a, b):
+                return "?"
+            if a == b:
+                return a
+            if {a, b} == {"int", "real"}:
+                return "real"
+            return bad(x.at, f"the branches of `if ... then ... else` have different types ({a} and {b})")
+        if isinstance(x, ir.Bin):
+            l, r = t(x.l), t(x.r)
+            if x.op in ("and", "or"):
+                for side, ty in ((x.l, l), (x.r, r)):
+                    if ty not in ("bool", "?"):
+                        bad(side.at or x.at, f"`{x.op}` needs conditions on both sides, got {ty}")
+                return "bool"
+            if x.op in ("==", "!="):
+                if "?" not in (l, r) and (l == "bool") != (r == "bool"):
+                    bad(x.at, f"cannot compare {l} with {r}")
+                return "bool"
+            for side, ty in ((x.l, l), (x.r, r)):
+                if ty == "bool":
+                    return bad(side.at or x.at, f"`{x.op}` needs numbers, got a condition")
+            if x.op in ("<", "<=", ">", ">="):
+                return "bool"
+            if "?" in (l, r):
+                return "?"
+            if x.op == "/":
+                return "real"
+            return "int" if (l, r) == ("int", "int") else "real"
+        if isinstance(x, ir.Call):
+            args = [t(a) for a in x.args]
+            if any(a == "bool" for a in args):
+                return bad(x.at, f"`{x.fn}` needs numbers, got a condition")
+            if x.fn in ("floor", "ceil"):
+                return "int"
+            if "?" in args:
+                return "?"
+            return "real" if "real" in args else "int"
+        return "?"
+
+    return t(e)
+
+
+@dataclass
+class _Ctx:
+    prog: ir.Program
+    sink: Sink
+    explorer: bool
+    theorem: bool
+    pools: dict = field(default_factory=dict)
+    stages: dict = field(default_factory=dict)
+    sessions: dict = field(default_factory=dict)
+
+
+class Validator:
+    def __init__(self, prog: ir.Program, theorem: bool, explorer: bool):
+        self.p = prog
+        self.sink = Sink(prog.source)
+        self.theorem = theorem
+        self.explorer = explorer
+        self.pools = {p.name: p for p in prog.pools}
+        self.stages = {s.name: s for s in prog.stages}
+        self.sessions = {s.name: s for s in prog.sessions}
+
+    # ---------------------------------------------------------- expressions
+    def expr(self, e: ir.Expr | None, m: Moment, session: ir.SessionProgram | None = None,
+             want: str | None = None, what: str = "this expression", programs=None) -> str:
+        """Check names and the moment; return the type."""
+        if e is None:
+            return "?"
+        progs = [session] if session is not None else list(programs or [])
+        for x in walk_expr(e):
+            at = x.at or e.at
+            if isinstance(x, ir.Name):
+                if m.attrs is None:
+                    if not progs and x.name not in {a.name for s in self.p.sessions for a in s.attrs}:
+                        self.sink.error(at, "E100", f"unknown name `{x.name}`")
+                    else:
+                        self.sink.error(at, "E302", f"`{x.name}` is a session attribute; {m.label} reads no session attribute")
+                    continue
+                for s in progs:
+                    attr = next((a for a in s.attrs if a.name == x.name), None)
+                    if attr is None:
+                        hint = self._similar(x.name, [a.name for a in s.attrs] + list(CTX_NAMES))
+                        where = f" of session `{s.name}`" if session is None else ""
+                        self.sink.error(at, "E100", f"unknown name `{x.name}`{where}",
+                                        *([f"did you mean `{hint}`?"] if hint else []))
+                    elif attr.hidden and m.attrs == "visible":
+                        self.sink.error(at, "E301",
+                                        f"`{x.name}` is hidden: {m.label} is a scheduler moment and may not read it",
+                                        "hidden attributes are readable at @session only: the scheduler must not peek at the answer",
+                                        "declare a bound (e.g. `let max_out = 4;`) and use it instead")
+            elif isinstance(x, ir.Ctx):
+                if x.name not in m.ctx:
+                    legal = [k for k, w in MOMENT_TABLE_ROWS if x.name in moment(k, w).ctx]
+                    where = ", ".join(moment(k, w).label for k, w in MOMENT_TABLE_ROWS if x.name in moment(k, w).ctx)
+                    self.sink.error(at, "E300", f"context variable `{x.name}` cannot be read at {m.label}",
+                                    *([f"it is readable at {where}"] if legal else []))
+                elif self.explorer and x.name in _EXPLORER_BANNED:
+                    self.sink.error(at, "E600", f"`{x.name}` reads the clock; the explorer has no clock and cannot treat it finitely")
+            elif isinstance(x, ir.PoolRef):
+                if x.pool not in self.pools:
+                    self.sink.error(at, "E101", f"unknown pool `{x.pool}`")
+                if x.fn not in m.poolfns:
+                    self.sink.error(at, "E303", f"`{x.fn}({x.pool})` cannot be read at {m.label}")
+            elif isinstance(x, ir.Call):
+                if x.fn not in FUNCS:
+                    hint = self._similar(x.fn, list(FUNCS) + list(POOL_FUNCS))
+                    self.sink.error(at, "E104", f"unknown function `{x.fn}`",
+                                    *([f"did you mean `{hint}`?"] if hint else []))
+                else:
+                    lo, hi = FUNCS[x.fn]
+                    n = len(x.args)
+                    if n < lo or (hi is not None and n > hi):
+                        want_n = f"{lo}" if lo == hi else f"at least {lo}"
+                        self.sink.error(at, "E107", f"`{x.fn}` takes {want_n} argument{'s' if lo != 1 else ''}, got {n}")
+        types_by_prog = [{a.name: a.type for a in s.attrs} for s in progs] or [{}]
+        ty = "?"
+        for i, types in enumerate(types_by_prog):
+            ty = infer_type(e, types, (lambda at, msg: self.sink.error(at, "E200", msg)) if i == 0 else None)
+        if want and ty != "?":
+            ok = ty == want or (want == "real" and ty == "int") or (want == "number" and ty in ("int", "real"))
+            if not ok:
+                self.sink.error(e.at, "E200", f"{what} must be {_article(want)}, got {_article(ty)}")
+        return ty
+
+    @staticmethod
+    def _similar(name: str, options: list[str]) -> str | None:
+        import difflib
+
+        m = difflib.get_close_matches(name, options, n=1, cutoff=0.75)
+        return m[0] if m else None
+
+    # ---------------------------------------------------------- top level
+    def run(self) -> list[Diagnostic]:
+        for pool in self.p.pools:
+            self.pool(pool)
+        for st in self.p.stages:
+            self.stage(st)
+        for s in self.p.sessions:
+            self.session(s)
+        for w in self.p.workload:
+            self.call(w.program, w.args, w.at, "workload line", None, moment("const"))
+            if self.explorer and isinstance(w.arrival, ir.ArriveTrace):
+                pass  # the explorer ignores arrival times
+        for c in self.p.checks:
+            if c.kind == "invariant":
+                self.expr(c.e, moment("check"), want="bool", what="an invariant")
+        if not self.p.workload:
+            self.sink.warn((1, 1), "W502", "the instance has no workload: no session will run")
+        return sorted(self.sink.items)
+
+    def _users(self, pred) -> list[ir.SessionProgram]:
+        return [s for s in self.p.sessions if any(pred(st) for st in s.states)]
+
+    def pool(self, pool: ir.Pool) -> None:
+        if pool.admit_via is not None and pool.admit_via not in self.stages:
+            self.sink.error(pool.at, "E102", f"pool `{pool.name}` is admitted via unknown stage `{pool.admit_via}`")
+        holders = self._users(lambda st: isinstance(st, ir.SAcquire) and any(i.pool == pool.name for i in st.hold.items))
+        for key in pool.queue.keys:
+            self.expr(key.e, moment("queue", pool.name), programs=holders, want="number", what="a queue key")
+        if pool.victim is not None:
+            for key in pool.victim.keys:
+                self.expr(key.e, moment("victim", pool.name), programs=holders, want="number", what="a victim key")
+        for key in pool.evict.keys:
+            self.expr(key.e, moment("evict", pool.name), want="number", what="an evict key")
+        if pool.queue.tie.event == "released":
+            self.sink.error(pool.at, "E404", f"pool `{pool.name}`: a queue cannot be ordered by `released`")
+        if pool.victim is not None and pool.victim.tie.event == "released":
+            self.sink.error(pool.at, "E404", f"pool `{pool.name}`: a victim order cannot end with `released`")
+        if pool.evict.tie.event != "released":
+            self.sink.error(pool.at, "E404", f"pool `{pool.name}`: an eviction order must end with `released`")
+
+    def stage(self, st: ir.Stage) -> None:
+        runners = self._users(lambda s: isinstance(s, ir.SRun) and s.stage == st.name)
+        self.expr(st.budget, moment("budget", st.name), want="int", what="a budget")
+        self.expr(st.chunk, moment("chunk", st.name), want="int", what="a chunk")
+        self.expr(st.cost, moment("cost", st.name), want="number", what="a cost")
+        for key in st.serve.keys:
+            self.expr(key.e, moment("serve", st.name), programs=runners, want="number", what="a serve key")
+        if st.serve.tie.event == "released":
+            self.sink.error(st.at, "E404", f"stage `{st.name}`: a serve order cannot end with `released`")
+
+    def call(self, program: str, args, at, what: str, session, m: Moment) -> None:
+        target = self.sessions.get(program)
+        if target is None:
+            hint = self._similar(program, list(self.sessions))
+            self.sink.error(at, "E103", f"unknown session program `{program}`",
+                            *([f"did you mean `{hint}`?"] if hint else []))
+            for _, e in args:
+                self.expr(e, m, session=session)
+            return
+        names = [p.name for p in target.params]
+        given = set()
+        for n, e in args:
+            self.expr(e, m, session=session, want="number", what="an argument")
+            if n.startswith("#"):
+                self.sink.error(e.at or at, "E107", f"too many arguments: `{program}` takes {len(names)}")
+            elif n not in names:
+                self.sink.error(e.at or at, "E107", f"`{program}` has no parameter `{n}`",
+                                f"its parameters: {', '.join(names) or 'none'}")
+            elif n in given:
+                self.sink.error(e.at or at, "E107", f"parameter `{n}` is given twice")
+            given.add(n)
+        for p in target.params:
+            if p.default is None and p.name not in given:
+                self.sink.error(at, "E107", f"{what}: `{program}` needs a value for parameter `{p.name}`")
+
+    # ---------------------------------------------------------- sessions
+    def session(self, s: ir.SessionProgram) -> None:
+        S = moment("session")
+        types = {a.name: a.type for a in s.attrs}
+        attr_names = set(types)
+        for p in s.params:
+            if p.default is not None:
+                self.expr(p.default, moment("const"), want="number", what="a parameter default")
+        held_at: dict[int, set[str]] = {}
+
+        def held(scope_id: int) -> set[str]:
+            if scope_id not in held_at:
+                sc = s.scopes[scope_id]
+                held_at[scope_id] = set(sc.pools) | (held(sc.parent) if sc.parent is not None else set())
+            return held_at[scope_id]
+
+        def finite_holds(scope_id: int) -> list[str]:
+            return sorted(p for p in held(scope_id) if self.pools.get(p) and self.pools[p].cap is not None)
+
+        for st in s.states:
+            at = st.at
+            if isinstance(st, ir.SSet):
+                if st.attr not in attr_names:
+                    hint = self._similar(st.attr, sorted(attr_names))
+                    self.sink.error(at, "E109", f"`set {st.attr}`: `{st.attr}` is not declared",
+                                    *([f"did you mean `{hint}`?"] if hint else [f"declare it first with `let {st.attr} = ...;`"]))
+                    self.expr(st.e, S, session=s)
+                else:
+                    ty = self.expr(st.e, S, session=s)
+                    want = types[st.attr]
+                    if ty != "?" and not (ty == want or (want == "real" and ty == "int")):
+                        self.sink.error(st.e.at or at, "E200", f"`{st.attr}` is {_article(want)}; cannot assign {_article(ty)}")
+            elif isinstance(st, ir.SBranch):
+                self.expr(st.cond, S, session=s, want="bool", what="a condition")
+            elif isinstance(st, (ir.SDraw, ir.SChoose)):
+                self.domain(st.domain, s)
+                if isinstance(st, ir.SDraw) and st.dist is not None:
+                    self.dist(st.dist, st.domain, s)
+                if isinstance(st, ir.SChoose) and st.key is not None:
+                    self.expr(st.key, S, session=s, want="number", what="a choose key")
+            elif isinstance(st, ir.STurn):
+                self.expr(st.think, S, session=s, want="number", what="a think time")
+            elif isinstance(st, ir.SAcquire):
+                self.acquire(st, s)
+            elif isinstance(st, ir.SRun):
+                self.expr(st.amount, S, session=s, want="int", what="a run length")
+                if st.stage not in self.stages and st.stage != "?":
+                    hint = self._similar(st.stage, list(self.stages))
+                    self.sink.error(at, "E102", f"{st.run} on unknown stage `{st.stage}`",
+                                    *([f"did you mean `{hint}`?"] if hint else []))
+                if st.growing is not None:
+                    if st.growing not in self.pools:
+                        self.sink.error(at, "E101", f"`growing {st.growing}`: unknown pool `{st.growing}`")
+                    elif st.growing not in held(st.scope):
+                        self.sink.error(at, "E406", f"`growing {st.growing}`: no enclosing hold holds `{st.growing}`",
+                                        f"wrap the run in `hold {st.growing} ... {{ }}`")
+                if st.progress is not None:
+                    a = next((x for x in s.attrs if x.name == st.progress), None)
+                    if a is None:
+                        self.sink.error(at, "E108", f"`progress {st.progress}`: `{st.progress}` is not an attribute of `{s.name}`",
+                                        f"declare it before the hold, e.g. `let {st.progress} = 0;`")
+                    elif a.type != "int" or a.origin in ("draw", "choose", "internal"):
+                        self.sink.error(at, "E108", f"`progress {st.progress}`: a progress counter must be an int `let` attribute or parameter")
+            elif isinstance(st, ir.SSpawn):
+                self.call(st.program, st.args, at, "spawn", s, S)
+                self.expr(st.count, S, session=s, want="int", what="a spawn count")
+            elif isinstance(st, ir.SJoin):
+                fin = finite_holds(st.scope)
+                if fin:
+                    msg = f"`join` while holding finite pool{'s' if len(fin) > 1 else ''} {', '.join(f'`{p}`' for p in fin)}"
+                    note = "children that need these units can wait forever for a parent that waits for them"
+                    if self.theorem:
+                        self.sink.error(at, "E500", msg + ": the completion theorem forbids it", note)
+                    else:
+                        self.sink.warn(at, "W500", msg + " can deadlock", note)
+            elif isinstance(st, ir.SDrop):
+                if st.pool not in self.pools:
+                    self.sink.error(at, "E101", f"`drop {st.pool}`: unknown pool `{st.pool}`")
+            elif isinstance(st, ir.SAssert):
+                self.expr(st.e, S, session=s, want="bool", what="an assertion")
+        for sc in s.scopes:
+            for k in sc.keep:
+                if k.pool not in sc.pools:
+                    self.sink.error(k.at, "E406", f"`keep ({k.pool} ...)`: this hold does not hold `{k.pool}`")
+                if k.e is not None:
+                    self.expr(k.e, S, session=s, want="int", what="a keep amount")
+        self.busy_loops(s)
+
+    def acquire(self, st: ir.SAcquire, s: ir.SessionProgram) -> None:
+        spec = st.hold
+        first = spec.items[0].pool if spec.items else "?"
+        A = moment("admit", first)
+        for b in spec.bindings:
+            self.expr(b.e, A, session=s)
+        vias = set()
+        for it in spec.items:
+            pool = self.pools.get(it.pool)
+            if pool is None:
+                hint = self._similar(it.pool, list(self.pools))
+                self.sink.error(it.at, "E101", f"hold on unknown pool `{it.pool}`",
+                                *([f"did you mean `{hint}`?"] if hint else []))
+            else:
+                vias.add(pool.admit_via)
+            Ai = moment("admit", it.pool)
+            self.expr(it.reuse, Ai, session=s, want="int", what="`reuse`")
+            self.expr(it.need, Ai, session=s, want="int", what="`need`")
+            self.expr(it.take, Ai, session=s, want="int", what="`take`")
+        if len(vias) > 1:
+            desc = ", ".join(f"`{i.pool}` ({'via ' + self.pools[i.pool].admit_via if self.pools[i.pool].admit_via else 'event driven'})"
+                             for i in spec.items if i.pool in self.pools)
+            self.sink.error(st.at, "E405", "one hold is one admission decision: its pools must be admitted the same way",
+                            f"here: {desc}")
+        if spec.admit_if is not None:
+            self.expr(spec.admit_if, A, session=s, want="bool", what="`admit if`")
+
+    def domain(self, d: ir.Domain, s: ir.SessionProgram) -> None:
+        S = moment("session")
+        for v in d.values:
+            self.expr(v, S, session=s, want="int", what="a domain value")
+        self.expr(d.lo, S, session=s, want="int", what="a range bound")
+        self.expr(d.hi, S, session=s, want="int", what="a range bound")
+
+    def dist(self, dist: ir.Dist, dom: ir.Domain, s: ir.SessionProgram) -> None:
+        S = moment("session")
+        for p in dist.params:
+            self.expr(p, S, session=s, want="number", what="a distribution parameter")
+        want = {"uniform": 0, "geometric": 1, "poisson": 1}.get(dist.name)
+        if dist.name == "weights":
+            if dom.values and len(dist.params) != len(dom.values):
+                self.sink.error(dist.at, "E107", f"`weights` needs one weight per domain value ({len(dom.values)}), got {len(dist.params)}")
+            elif not dom.values and not dist.params:
+                self.sink.error(dist.at, "E107", "`weights` needs one weight per domain value")
+        elif want is not None and len(dist.params) != want:
+            self.sink.error(dist.at, "E107", f"`{dist.name}` takes {want} parameter{'s' if want != 1 else ''}, got {len(dist.params)}")
+
+    def busy_loops(self, s: ir.SessionProgram) -> None:
+        """Warn about a cycle of internal states: a loop whose body never
+        blocks runs forever inside one macro step."""
+        blocking = set(ir.BLOCKING_KINDS)
+        succ: dict[int, list[int]] = {}
+        for i, st in enumerate(s.states):
+            if st.kind in blocking:
+                continue
+            nxt = [st.next]
+            if isinstance(st, ir.SBranch):
+                nxt.append(st.alt)
+            succ[i] = [n for n in nxt if n is not None and s.states[n].kind not in blocking]
+        color: dict[int, int] = {}
+        reported: set[int] = set()
+        for root in succ:
+            if root in color:
+                continue
+            stack = [(root, iter(succ[root]))]
+            color[root] = 1
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    color[node] = 2
+                    stack.pop()
+                elif color.get(nxt) == 1:
+                    head = s.states[nxt]
+                    if nxt not in reported:
+                        reported.add(nxt)
+                        self.sink.warn(head.at, "W501", "this loop can repeat without ever blocking (no turn, hold, run, join or end in it)",
+                                       "if its condition stays true the session spins forever in one step")
+                elif nxt not in color:
+                    color[nxt] = 1
+                    stack.append((nxt, iter(succ[nxt])))
+
+
+def _article(ty: str) -> str:
+    return {"int": "an integer", "real": "a number", "bool": "a condition", "number": "a number", "?": "unknown"}.get(ty, ty)
+
+
+def validate(prog: ir.Program, *, theorem: bool = False, explorer: bool = False) -> list[Diagnostic]:
+    return Validator(prog, theorem, explorer).run()
