@@ -20,7 +20,7 @@ _WORDS = {
     "STRING": "a string",
     "CMP": "a comparison",
     "ADDOP": "`+` or `-`",
-    "MULOP": "`*`, `/`, `//` or `%`",
+    "MULOP": "`*`, `/` or `%`",
     "RUNKIND": "`prefill` or `decode`",
     "REQUEUE": "`front`, `back` or `order`",
     "HOL": "`block` or `skip`",
