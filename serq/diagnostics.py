@@ -23,7 +23,8 @@ class Diagnostic:
         return self.severity == "error"
 
     def render(self, source: str | None) -> str:
-        head = f"{self.file}:{self.line}:{self.col}: {self.severity}[{self.code}]: {self.message}"
+        where = f"{self.file}:{self.line}:{self.col}" if self.line >= 1 else self.file
+        head = f"{where}: {self.severity}[{self.code}]: {self.message}"
         out = [head]
         if source is not None and self.line >= 1:
             lines = source.splitlines()

@@ -208,6 +208,7 @@ class World:
              s.arrived, s.admitted, s.last_pos, s.stuck) = t
             s.attrs = list(attrs)
             s.holds = [list(h) for h in holds]
+            s.stuck = 0  # transient: marks the state right after a stuck preemption
             self.sessions.append(s)
         self.pools: list[PoolS] = []
         for free, cache, queue in pools:
@@ -1033,10 +1034,12 @@ class Model:
             if st.f["progress"] is not None:
                 s.attrs[st.f["progress"]] += n
             g = st.f["growing"]
+            own = None
             if g is not None:
                 h = w.hold_of(sid, g)
                 h[3] += n
-            w.ev("serve", sid, n, st.ir.run, s.run_done, s.run_total)
+                own = h[2]
+            w.ev("serve", sid, n, st.ir.run, s.run_done, s.run_total, g, own)
         for sid in served:
             s = w.sessions[sid]
             st = self.progs[s.prog].states[s.pc]

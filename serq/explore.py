@@ -1,0 +1,361 @@
+"""serq's model in the explorer: the engine's protocol over `serq.model`.
+
+The engine (`explorer/`) knows nothing of serq; this adapter gives it the
+canonical form (relative orders instead of sequence numbers, no clock,
+symmetry between sessions of one program), the properties an instance's
+`check` lines select, and the words a trace is printed in. Every
+successor comes from `Model.transitions`: the explorer and the simulator
+drive the same step function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from serq import ir
+from serq.model import ITERATE, TURN, Model
+
+ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
+
+
+@dataclass(frozen=True)
+class Checks:
+    deadlock: bool = True
+    livelock: bool = True
+    stuck: bool = True
+    invariant: bool = True
+
+    @classmethod
+    def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
+        """`check` lines select the properties; `completes` (or no line at
+        all) selects every one. Conservation, `assert` and run-time errors
+        are always checked."""
+        kinds = set(override) if override else {c.kind for c in prog.checks}
+        if not kinds or "completes" in kinds:
+            return cls()
+        return cls(deadlock="deadlock" in kinds, livelock="livelock" in kinds,
+                   stuck="stuck" in kinds, invariant="invariant" in kinds)
+
+    def names(self) -> list[str]:
+        return [n for n in ALL_CHECKS if getattr(self, n)]
+
+
+class SerqModel:
+    """The engine's model protocol (see explorer/model.py)."""
+
+    def __init__(self, program: ir.Program, *, ties: str = "all", symmetry: bool = True,
+                 checks: Checks | None = None):
+        self.program = program
+        self.m = Model(program, ties=ties)
+        self.symmetry = symmetry
+        self.checks = checks or Checks.of_program(program)
+
+    # -- protocol -----------------------------------------------------------
+    def initial_states(self):
+        return [self.m.initial_state()]
+
+    def actions(self, state):
+        return self.m.actions(state)
+
+    def step(self, state, action):
+        return self.m.step(state, action)
+
+    def is_done(self, state) -> bool:
+        # a faulted state is terminal: its fault is reported by `invariants`
+        return self.m.is_done(state) or state[3] is not None
+
+    def is_progress(self, state, action, nxt) -> bool:
+        # In a finite graph a cycle cannot raise any position for good, so a
+        # cycle is progress only through what the user does: a `turn`.
+        return action[0] == TURN
+
+    def invariants(self, state):
+        out = []
+        for kind, msg in self.m.check_invariants(state):
+            if kind == "stuck" and not self.checks.stuck:
+                continue
+            if kind == "invariant" and not self.checks.invariant:
+                continue
+            out.append((kind, msg))
+        return out[:1]
+
+    # -- canonical form -----------------------------------------------------
+    def canonical(self, state):
+        sessions, pools, _seq, fault = state
+        progs = self.m.progs
+        done = [progs[s[0]].states[s[1]].kind == "end" for s in sessions]
+        seqs = set()
+        for s, d in zip(sessions, done):
+            if not d:
+                seqs.update((s[8], s[9]))
+                seqs.update(h[4] for h in s[5])
+        for p in pools:
+            seqs.update(e[2] for e in p[1])
+        rank = {v: i for i, v in enumerate(sorted(seqs))}
+
+        def local(i):
+            s = sessions[i]
+            if done[i]:
+                # a finished session only matters through its cache entries
+                return (s[0], s[1], (), 0, 0, (), s[7], -1, -1, -1, s[11])
+            holds = tuple((h[0], h[1], h[2], h[3], rank[h[4]]) for h in s[5])
+            return (s[0], s[1], s[2], s[3], s[4], holds, s[7], rank[s[8]], rank[s[9]], s[10], s[11])
+
+        locs = [local(i) for i in range(len(sessions))]
+        if not self.checks.stuck:
+            # the previous preemption position only feeds the stuck check
+            locs = [l[:9] + (-1, 0) for l in locs]
+        n = len(sessions)
+        if self.symmetry:
+            def skey(i):
+                par = sessions[i][6]
+                return (locs[i], locs[par] if par >= 0 else ())
+            perm = sorted(range(n), key=skey)
+        else:
+            perm = list(range(n))
+        new = [0] * n
+        for pos, old in enumerate(perm):
+            new[old] = pos
+        out_sessions = tuple(locs[old] + ((new[sessions[old][6]] if sessions[old][6] >= 0 else -1),)
+                             for old in perm)
+        out_pools = []
+        for free, cache, queue in pools:
+            entries = sorted(((new[o] if not done[o] else -1), u, rank[r]) for o, u, r in cache)
+            out_pools.append((free, tuple(entries), tuple(new[q] for q in queue)))
+        return (out_sessions, tuple(out_pools), fault)
+
+    # -- words --------------------------------------------------------------
+    def label(self, state, sid: int) -> str:
+        return self.m.session_label(state, sid)
+
+    def format_action(self, state, action) -> str:
+        nxt, events = self.m.step_events(state, action)
+        return describe(self, state, nxt, action, events)
+
+    def format_diff(self, state, nxt) -> list[str]:
+        return diff_lines(self, state, nxt)
+
+    def format_state(self, state) -> list[str]:
+        return [f"{self.label(state, i)}: {session_text(self, state, i)}" for i in range(len(state[0]))]
+
+    def describe_deadlock(self, state) -> list[str]:
+        return deadlock_lines(self, state)
+
+
+# ---------------------------------------------------------------- trace text
+
+
+def _pool(sm: SerqModel, p: int) -> str:
+    return sm.m.pools[p].name
+
+
+def _victim_words(sm: SerqModel, p: int) -> str:
+    pool = sm.m.pools[p]
+    v = pool.victim
+    if v is None:
+        return "none"
+    if not v.keys and v.tie.event == "admitted":
+        return "lifo" if v.tie.desc else "fifo"
+    return "victim order"
+
+
+def describe(sm: SerqModel, state, nxt, action, events) -> str:
+    m = sm.m
+    kind, subj = action[0], action[1]
+    lab = lambda sid: m.session_label(nxt if nxt is not None else state, sid)  # noqa: E731
+    parts: list[str] = []
+    head = ""
+    if kind == ITERATE:
+        head = f"iterate {m.stages[subj].name}"
+    elif kind == TURN:
+        head = f"turn {lab(subj)}: the user replies"
+    else:
+        head = f"arrive {lab(subj)}"
+    draws = []
+    for e in events:
+        t = e[0]
+        if t in ("draw", "choose"):
+            draws.append(f"{lab(e[1])} {t}s {e[2]}={e[3]}")
+        elif t == "admit":
+            parts.append(f"admit {lab(e[1])} ({', '.join(_pool(sm, p) for p in e[2])})")
+        elif t == "hit":
+            parts.append(f"{lab(e[1])} reuses {e[3]} cached {_pool(sm, e[2])}")
+        elif t == "serve":
+            sid, n, run = e[1], e[2], e[3]
+            grow = ""
+            g, after = e[6], e[7]
+            if g is not None:
+                b = m.blocks[g]
+                grow = f" ({_pool(sm, g)} {_own(state, sid, g) // b}→{after // b} blocks)"
+            parts.append(f"{lab(sid)} {run} {n} [{e[4]}/{e[5]}]{grow}")
+        elif t == "preempt":
+            reason = e[3]
+            why = f"{_pool(sm, e[2])} full, {_victim_words(sm, e[2])}"
+            if reason == "self":
+                why += ", self-preemption"
+            parts.append(f"preempt {lab(e[1])} ({why})")
+        elif t == "stuck":
+            parts.append(f"{lab(e[1])} is stuck (preempted again without passing its previous position)")
+        elif t == "evict":
+            owner = "a finished session" if e[2] >= len(state[0]) or _done(m, nxt, e[2]) else lab(e[2])
+            parts.append(f"evict {e[3]} {_pool(sm, e[1])} cached for {owner}")
+        elif t == "release":
+            kept = f", {e[4]} kept cached" if e[4] else ""
+            parts.append(f"{lab(e[1])} releases {e[3]} {_pool(sm, e[2])}{kept}")
+        elif t == "drop":
+            parts.append(f"{lab(e[1])} drops {e[3]} cached {_pool(sm, e[2])}")
+        elif t == "spawn":
+            parts.append(f"{lab(e[1])} spawns {lab(e[2])}")
+        elif t == "joined":
+            parts.append(f"{lab(e[1])} joins its children")
+        elif t == "end":
+            parts.append(f"{lab(e[1])} ends")
+        elif t == "at_turn":
+            parts.append(f"{lab(e[1])} waits for the user")
+        elif t == "fault":
+            parts.append(f"FAULT {e[1]}: {e[2]}")
+        elif t == "queued" and kind != ITERATE:
+            parts.append(f"{lab(e[1])} queues for {_pool(sm, e[2])}")
+    if draws:
+        head += " (" + ", ".join(draws) + ")"
+    return head + (": " + "; ".join(parts) if parts else "")
+
+
+def _done(m: Model, state, sid) -> bool:
+    s = state[0][sid]
+    return m.progs[s[0]].states[s[1]].kind == "end"
+
+
+def _own(state, sid, p) -> int:
+    if sid >= len(state[0]):
+        return 0
+    for h in state[0][sid][5]:
+        if h[1] == p:
+            return h[2]
+    return 0
+
+
+def session_text(sm: SerqModel, state, sid: int) -> str:
+    m = sm.m
+    s = state[0][sid]
+    prog = m.progs[s[0]]
+    st = prog.states[s[1]]
+    line = f" (line {st.at[0]})" if st.at else ""
+    k = st.kind
+    if k == "arrive":
+        where = "not arrived"
+    elif k == "end":
+        where = "done"
+    elif k == "turn":
+        where = f"waits at turn{line}"
+    elif k == "acquire":
+        pools = ", ".join(_pool(sm, it[0]) for it in st.f["items"])
+        q = state[1][st.f["gate"]][2]
+        pos = q.index(sid) + 1 if sid in q else "?"
+        where = f"queued for {pools} (#{pos} in {_pool(sm, st.f['gate'])}'s queue){line}"
+    elif k == "run":
+        where = f"{st.ir.run} {s[3]}/{s[4]} on {m.stages[st.f['stage']].name}{line}"
+    elif k == "join":
+        where = f"waits at join for {s[7]} child{'ren' if s[7] != 1 else ''}{line}"
+    else:
+        where = f"at {k}{line}"
+    holds = ", ".join(f"{_pool(sm, h[1])} {h[2]} (uses {h[3]})" for h in s[5])
+    attrs = " ".join(f"{a.name}={v}" for a, v in zip(prog.attrs, s[2]) if a.origin != "internal")
+    out = where
+    if holds:
+        out += f"; holds {holds}"
+    if attrs and k != "arrive":
+        out += f"; {attrs}"
+    if s[11]:
+        out += "; STUCK"
+    return out
+
+
+def pool_text(sm: SerqModel, state, p: int) -> str:
+    free, cache, queue = state[1][p]
+    cap = sm.m.caps[p]
+    parts = []
+    if cap is not None:
+        parts.append(f"free {free}/{cap}")
+    if cache:
+        parts.append("cached " + ", ".join(f"{sm.label(state, o)} {u}" for o, u, _ in sorted(cache, key=lambda e: e[2])))
+    if queue:
+        parts.append("queue [" + ", ".join(sm.label(state, q) for q in queue) + "]")
+    return "; ".join(parts) if parts else "empty"
+
+
+def diff_lines(sm: SerqModel, state, nxt) -> list[str]:
+    out = []
+    for sid in range(len(nxt[0])):
+        after = session_text(sm, nxt, sid)
+        before = session_text(sm, state, sid) if sid < len(state[0]) else None
+        if after != before:
+            out.append(f"{sm.label(nxt, sid)}: {after}")
+    for p in range(len(nxt[1])):
+        a, b = pool_text(sm, nxt, p), pool_text(sm, state, p)
+        if a != b:
+            out.append(f"{_pool(sm, p)}: {a}")
+    return out
+
+
+def deadlock_lines(sm: SerqModel, state) -> list[str]:
+    """Who holds what, who waits for what, and the wait-for cycle."""
+    m = sm.m
+    sessions = state[0]
+    out = []
+    waits: dict[int, list[tuple[int, str]]] = {}
+    for sid, s in enumerate(sessions):
+        st = m.progs[s[0]].states[s[1]]
+        if st.kind == "end":
+            continue
+        out.append(f"{sm.label(state, sid)}: {session_text(sm, state, sid)}")
+        if st.kind == "acquire":
+            for it in st.f["items"]:
+                p = it[0]
+                for other, o in enumerate(sessions):
+                    if other != sid and any(h[1] == p for h in o[5]):
+                        waits.setdefault(sid, []).append((other, f"{_pool(sm, p)}"))
+        elif st.kind == "join":
+            for other, o in enumerate(sessions):
+                if o[6] == sid and not _done(m, state, other):
+                    waits.setdefault(sid, []).append((other, "join"))
+    for p in range(len(state[1])):
+        out.append(f"{_pool(sm, p)}: {pool_text(sm, state, p)}")
+    cycle = _find_cycle(waits)
+    if cycle:
+        steps = []
+        for a, b, why in cycle:
+            steps.append(f"{sm.label(state, a)} waits for {sm.label(state, b)} ({'its child' if why == 'join' else 'which holds ' + why})")
+        out.append("wait-for cycle: " + "; ".join(steps))
+    else:
+        out.append("no wait-for cycle: the waiting holds do not fit and nothing will free units")
+    return out
+
+
+def _find_cycle(waits):
+    for start in sorted(waits):
+        path = []
+        seen = {}
+
+        def dfs(u):
+            if u in seen:
+                return path[seen[u]:] if seen[u] >= 0 else None
+            seen[u] = len(path)
+            for v, why in waits.get(u, []):
+                path.append((u, v, why))
+                found = dfs(v)
+                if found:
+                    return found
+                path.pop()
+            seen[u] = -1
+            return None
+
+        cyc = dfs(start)
+        if cyc:
+            # the edges from the repeated node on
+            first = cyc[-1][1]
+            for i, (a, _, _) in enumerate(cyc):
+                if a == first:
+                    return cyc[i:]
+            return cyc
+    return None

@@ -1,0 +1,124 @@
+"""`serq explore`: exhaustive exploration of a small finite instance."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from explorer.model import ModelFactory
+from explorer.report import render_json, render_text, stats_line
+from explorer.search import check
+from explorer.trace import NondeterministicModel, ReplayError, replay
+from explorer.verdict import EXIT_NONDETERMINISTIC
+from serq import ir
+from serq.diagnostics import Diagnostic, SerqError
+from serq.explore import ALL_CHECKS, Checks, SerqModel
+
+
+def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | None = None,
+            max_depth: int | None = None, time_limit: float | None = None, ties: str = "all",
+            symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None):
+    """Explore an instance; returns the engine's Result."""
+    ch = Checks.of_program(program, checks)
+    factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch})
+    return check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
+                 max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
+                 check_livelock=ch.livelock, workers=workers, progress=progress)
+
+
+def register(sub) -> None:
+    e = sub.add_parser("explore", help="explore every interleaving of a small instance",
+                       description="Explore every arrival order, tie and drawn value of a small finite "
+                                   "instance; report deadlocks, livelocks, stuck sessions and violated "
+                                   "invariants with the shortest counterexample.")
+    e.add_argument("instance", help="a .sq file or an .ir.json file")
+    e.add_argument("--strategy", choices=("bfs", "dfs"), default="bfs",
+                   help="bfs (default) finds shortest counterexamples")
+    e.add_argument("--max-states", type=int, metavar="N", help="stop after N distinct states")
+    e.add_argument("--max-depth", type=int, metavar="N", help="do not go deeper than N steps")
+    e.add_argument("--time-limit", type=float, metavar="SEC", help="stop after SEC seconds")
+    e.add_argument("--ties", choices=("all", "seq"), default="all",
+                   help="all: explore every order of elements tied on declared keys (default); "
+                        "seq: break ties by the tie event as the simulator does")
+    e.add_argument("--no-symmetry", action="store_true",
+                   help="do not identify states that differ by a permutation of like sessions")
+    e.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
+                   help="check this property instead of the instance's `check` lines "
+                        "(deadlock, livelock, stuck, invariant, completes); repeatable")
+    e.add_argument("--workers", type=int, default=1, metavar="N", help="parallel workers (hash-partitioned)")
+    e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
+    e.add_argument("--json", action="store_true", help="print the result as JSON")
+    e.add_argument("--no-timing", action="store_true", help="omit times from the stats line (byte-stable output)")
+    e.add_argument("--theorem", action="store_true",
+                   help="check the completion theorem's hypotheses first, then explore")
+    e.add_argument("-q", "--quiet", action="store_true", help="no periodic progress on stderr")
+    e.set_defaults(func=cmd_explore)
+
+
+def _progress(stats) -> None:
+    print(f"  {stats_line(stats)}", file=sys.stderr, flush=True)
+
+
+def cmd_explore(args) -> int:
+    from serq.load import load_path
+
+    loaded = load_path(args.instance, explorer=True, theorem=args.theorem)
+    if loaded.warnings and not args.json:
+        from serq.diagnostics import render_all
+
+        print(render_all(loaded.warnings, loaded.source), file=sys.stderr)
+    prog = loaded.program
+    for name, v in (("--max-states", args.max_states), ("--max-depth", args.max_depth),
+                    ("--workers", args.workers)):
+        if v is not None and v < (1 if name == "--workers" else 0):
+            raise SerqError([Diagnostic(0, 0, "E012", f"{name} must be {'at least 1' if name == '--workers' else 'non-negative'}",
+                                        file="serq explore")])
+    if args.theorem:
+        from serq.theorem import cmd_theorem
+
+        return cmd_theorem(args, loaded)
+    if args.replay:
+        return _replay(args, prog)
+    result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
+                     time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
+                     workers=args.workers, checks=args.check,
+                     progress=None if (args.quiet or args.json) else _progress)
+    return print_result(result, args)
+
+
+def print_result(result, args) -> int:
+    timing = not args.no_timing
+    if args.json:
+        print(json.dumps(render_json(result, with_timing=timing), indent=1))
+    else:
+        sys.stdout.write(render_text(result, with_timing=timing))
+    return result.exit_code
+
+
+def _replay(args, prog) -> int:
+    model = SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
+                      checks=Checks.of_program(prog, args.check))
+    try:
+        trace = replay(model, args.replay)
+    except NondeterministicModel as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_NONDETERMINISTIC
+    except ReplayError as e:
+        raise SerqError([Diagnostic(0, 0, "E013", f"bad replay path `{args.replay}`: {e}", file="serq explore")]) from None
+    from explorer.result import Result
+
+    last = trace[-1].state
+    bad = model.invariants(last)
+    verdict, kind, msg = "pass", None, f"replayed {len(trace) - 1} step(s)"
+    if bad:
+        verdict, kind, msg = "violation", bad[0][0], bad[0][1]
+    elif not model.actions(last) and not model.is_done(last):
+        verdict, msg = "deadlock", f"replayed {len(trace) - 1} step(s) into a deadlock"
+    r = Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=args.replay,
+               diagnosis=model.describe_deadlock(last) if verdict == "deadlock" else [])
+    timing = not args.no_timing
+    if args.json:
+        print(json.dumps(render_json(r, with_timing=False, with_stats=False), indent=1))
+    else:
+        sys.stdout.write(render_text(r, with_timing=timing, with_stats=False))
+    return r.exit_code
