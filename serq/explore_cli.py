@@ -62,11 +62,17 @@ def _progress(stats) -> None:
 def cmd_explore(args) -> int:
     from serq.load import load_path
 
-    loaded = load_path(args.instance, explorer=True, theorem=args.theorem)
-    if loaded.warnings and not args.json:
-        from serq.diagnostics import render_all
+    from serq.diagnostics import render_all
 
-        print(render_all(loaded.warnings, loaded.source), file=sys.stderr)
+    # In theorem mode a join inside a finite hold is error E500 *and* the
+    # failed hypothesis H5: it is reported, and the exploration still shows
+    # the counterexample the hypothesis prevents.
+    loaded = load_path(args.instance, explorer=True)
+    diags = loaded.warnings
+    if args.theorem:
+        diags = [d for d in loaded.program.validate(theorem=True, explorer=True)]
+    if diags and not args.json:
+        print(render_all(diags, loaded.source), file=sys.stderr)
     prog = loaded.program
     for name, v in (("--max-states", args.max_states), ("--max-depth", args.max_depth),
                     ("--workers", args.workers)):

@@ -1,0 +1,257 @@
+"""`serq explore --theorem`: the completion theorem's hypotheses, checked
+statically on an instance, then the exploration of `completes`.
+
+The theorem (seed note section 7): under `preempt lifo` and reservation, if
+every session fits the pool alone (cap ≥ prompt + max_out) and no session
+joins while holding a finite pool, every admitted session completes.
+
+Hypotheses, each evaluated over every value of the finite domains:
+  H1 lifo      every finite pool that a run grows preempts `lifo`;
+  H2 reserve   every hold on such a pool takes what it needs (take = need);
+  H3 fits      every session's largest demand on every finite pool, in
+               blocks, is at most the pool's capacity in blocks;
+  H4 bounded   every hidden drawn value is at most its declared bound
+               (`max_<name>`, or `max_out`);
+  H5 no-join   no `join` inside a hold of a finite pool.
+H3 and H4 are measured by running each workload session alone on the same
+step function with every finite pool made infinite, over every drawn value
+(the peak of its holds is its demand): one semantics, no second reading of
+the program.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+
+from serq import ir
+from serq.model import Model
+
+SOLO_LIMIT = 200_000  # states per solo exploration
+
+EXIT_THEOREM = 14
+
+
+@dataclass
+class Hypothesis:
+    code: str
+    name: str
+    text: str
+    holds: bool | None  # None: could not be decided (bound)
+    witnesses: list[str] = field(default_factory=list)
+
+
+def _no_pos(v):
+    if isinstance(v, dict):
+        return {k: _no_pos(x) for k, x in v.items() if k != "at"}
+    if isinstance(v, list):
+        return [_no_pos(x) for x in v]
+    return v
+
+
+def _same_expr(a: ir.Expr, b: ir.Expr) -> bool:
+    """Equal as expressions, wherever they were written."""
+    return _no_pos(a.model_dump(mode="json")) == _no_pos(b.model_dump(mode="json"))
+
+
+def grown_pools(prog: ir.Program) -> list[str]:
+    out = []
+    for s in prog.sessions:
+        for st in s.states:
+            if isinstance(st, ir.SRun) and st.growing and st.growing not in out:
+                out.append(st.growing)
+    return [p for p in out if prog.pool(p) and prog.pool(p).cap is not None]
+
+
+def h1_lifo(prog: ir.Program) -> Hypothesis:
+    wit = []
+    for name in grown_pools(prog):
+        v = prog.pool(name).victim
+        is_lifo = v is not None and not v.keys and v.tie.event == "admitted" and v.tie.desc
+        if not is_lifo:
+            what = "none" if v is None else ("fifo" if not v.keys and not v.tie.desc else "a custom victim order")
+            wit.append(f"pool `{name}` (line {prog.pool(name).at[0] if prog.pool(name).at else '?'}) preempts {what}")
+    return Hypothesis("H1", "lifo", "every finite pool that a run grows preempts lifo", not wit, wit)
+
+
+def h2_reserve(prog: ir.Program) -> Hypothesis:
+    grown = set(grown_pools(prog))
+    wit = []
+    for s in prog.sessions:
+        for st in s.states:
+            if isinstance(st, ir.SAcquire):
+                for it in st.hold.items:
+                    if it.pool in grown and not _same_expr(it.need, it.take):
+                        line = f"line {it.at[0]}" if it.at else "?"
+                        wit.append(f"`{s.name}` ({line}): hold on `{it.pool}` needs one amount and takes another")
+    return Hypothesis("H2", "reserve", "every hold on a grown finite pool takes what it needs (reserve)", not wit, wit)
+
+
+def h5_nojoin(prog: ir.Program) -> Hypothesis:
+    wit = []
+    for s in prog.sessions:
+        held: dict[int, set[str]] = {}
+
+        def pools_at(scope: int) -> set[str]:
+            if scope not in held:
+                sc = s.scopes[scope]
+                held[scope] = set(sc.pools) | (pools_at(sc.parent) if sc.parent is not None else set())
+            return held[scope]
+
+        for st in s.states:
+            if isinstance(st, ir.SJoin):
+                fin = sorted(p for p in pools_at(st.scope) if prog.pool(p) and prog.pool(p).cap is not None)
+                if fin:
+                    wit.append(f"`{s.name}` (line {st.at[0] if st.at else '?'}) joins while holding {', '.join(fin)}")
+    return Hypothesis("H5", "no-join", "no join inside a hold of a finite pool", not wit, wit)
+
+
+def solo_programs(prog: ir.Program):
+    """One instance per distinct workload entry: that session alone, every
+    finite pool made infinite."""
+    pools = tuple(p.model_copy(update={"cap": None}) for p in prog.pools)
+    seen = []
+    for line in prog.workload:
+        key = (line.program, line.args)
+        if key in seen or line.count == 0:
+            continue
+        seen.append(key)
+        yield line, prog.model_copy(update={
+            "pools": pools, "checks": (),
+            "workload": (line.model_copy(update={"count": 1, "arrival": None}),)})
+
+
+def _bound_slot(sp: ir.SessionProgram, attr: str) -> str | None:
+    names = {a.name for a in sp.attrs}
+    for cand in (f"max_{attr}", "max_out"):
+        if cand in names and cand != attr:
+            return cand
+    return None
+
+
+def measure(prog: ir.Program):
+    """(peaks, bound_failures, undecided): peaks[(program, pool)] = (blocks,
+    witness text) over every solo run; bound failures as text."""
+    peaks: dict[tuple[str, str], tuple[int, str]] = {}
+    bound_fail: list[str] = []
+    undecided: list[str] = []
+    for line, solo in solo_programs(prog):
+        m = Model(solo, ties="seq")
+        hidden = {}
+        for cp in m.progs:
+            sp = prog.session(cp.name)
+            hs = []
+            for a in sp.attrs:
+                if a.hidden and a.origin == "draw":
+                    hs.append((cp.slots[a.name], a.name, _bound_slot(sp, a.name)))
+            hidden[cp.index] = hs
+        start = m.initial_state()
+        seen = {start}
+        todo = deque([start])
+        while todo:
+            st = todo.popleft()
+            for sid, s in enumerate(st[0]):
+                cp = m.progs[s[0]]
+                if cp.states[s[1]].kind == "arrive":
+                    continue
+                attrs = s[2]
+                for h in s[5]:
+                    p = h[1]
+                    blocks = -(-h[2] // m.blocks[p])
+                    key = (cp.name, m.pools[p].name)
+                    if blocks > peaks.get(key, (-1, ""))[0]:
+                        vals = ", ".join(f"{a.name}={v}" for a, v in zip(cp.attrs, attrs)
+                                         if a.origin in ("draw", "choose", "param"))
+                        peaks[key] = (blocks, f"{cp.name}({vals})" if vals else cp.name)
+                for slot, name, bound in hidden[s[0]]:
+                    if bound is None:
+                        msg = f"`{cp.name}`: hidden `{name}` has no declared bound (declare `max_{name}` or `max_out`)"
+                    elif attrs[slot] > attrs[cp.slots[bound]]:
+                        msg = f"`{cp.name}`: hidden {name}={attrs[slot]} exceeds its bound {bound}={attrs[cp.slots[bound]]}"
+                    else:
+                        continue
+                    if msg not in bound_fail:
+                        bound_fail.append(msg)
+            for _a, nxt, _ in m.transitions(st):
+                if nxt not in seen:
+                    if len(seen) >= SOLO_LIMIT:
+                        undecided.append(f"`{line.program}` alone has more than {SOLO_LIMIT} states")
+                        todo.clear()
+                        break
+                    seen.add(nxt)
+                    todo.append(nxt)
+    return peaks, bound_fail, undecided
+
+
+def hypotheses(prog: ir.Program) -> list[Hypothesis]:
+    peaks, bound_fail, undecided = measure(prog)
+    fit_wit = []
+    for (pname, pool), (blocks, wit) in sorted(peaks.items()):
+        p = prog.pool(pool)
+        if p.cap is None:
+            continue
+        cap_blocks = p.cap // p.block
+        if blocks > cap_blocks:
+            fit_wit.append(f"{wit} needs {blocks} blocks of `{pool}`; its cap is {cap_blocks} blocks")
+    und = bool(undecided)
+    h3 = Hypothesis("H3", "fits", "every session's largest demand fits each finite pool alone (in blocks)",
+                    None if (und and not fit_wit) else not fit_wit, fit_wit + undecided)
+    h4 = Hypothesis("H4", "bounded", "every hidden drawn value is at most its declared bound",
+                    None if (und and not bound_fail) else not bound_fail, bound_fail + (undecided if und else []))
+    return [h1_lifo(prog), h2_reserve(prog), h3, h4, h5_nojoin(prog)]
+
+
+def table(hs: list[Hypothesis]) -> str:
+    rows = [("hypothesis", "", "holds", "witness")]
+    for h in hs:
+        status = "yes" if h.holds else ("no" if h.holds is False else "unknown")
+        wit = h.witnesses[0] if h.witnesses else "-"
+        rows.append((h.code, h.text, status, wit))
+        for more in h.witnesses[1:]:
+            rows.append(("", "", "", more))
+    w0 = max(len(r[0]) for r in rows)
+    w1 = max(len(r[1]) for r in rows)
+    w2 = max(len(r[2]) for r in rows)
+    return "\n".join(f"{a:<{w0}}  {b:<{w1}}  {c:<{w2}}  {d}".rstrip() for a, b, c, d in rows) + "\n"
+
+
+def theorem_verdict(hs: list[Hypothesis], result) -> tuple[str, int]:
+    failed = [h for h in hs if h.holds is False]
+    unknown = [h for h in hs if h.holds is None]
+    if result.verdict == "bound":
+        return ("no violation within the bound: the theorem's conclusion could not be checked fully", result.exit_code)
+    if not failed and not unknown:
+        if result.verdict == "pass":
+            return ("theorem holds on this instance: every hypothesis holds and every admitted session completes", 0)
+        return ("THEOREM VIOLATED: every hypothesis holds, yet the explorer found a counterexample "
+                "(a bug in the semantics or in the theorem)", EXIT_THEOREM)
+    names = ", ".join(f"{h.code} ({h.name})" for h in failed + unknown)
+    verb = "fails" if len(failed + unknown) == 1 else "fail"
+    if result.verdict == "pass":
+        return (f"hypothesis {names} {verb}; the explorer found no counterexample on this instance", 0)
+    return (f"hypothesis {names} {verb}; the counterexample below is what {'it prevents' if len(failed) == 1 else 'they prevent'}",
+            result.exit_code)
+
+
+def cmd_theorem(args, loaded) -> int:
+    from explorer.report import render_json, render_text
+    from serq.explore_cli import explore
+
+    prog = loaded.program
+    hs = hypotheses(prog)
+    result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
+                     time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
+                     workers=args.workers, checks=["completes"], progress=None)
+    line, code = theorem_verdict(hs, result)
+    timing = not args.no_timing
+    if args.json:
+        out = {"theorem": line, "exit_code": code,
+               "hypotheses": [{"code": h.code, "name": h.name, "text": h.text, "holds": h.holds,
+                               "witnesses": h.witnesses} for h in hs],
+               "exploration": render_json(result, with_timing=timing)}
+        print(json.dumps(out, indent=1))
+    else:
+        sys.stdout.write(line + "\n\n" + table(hs) + "\n" + render_text(result, with_timing=timing))
+    return code
