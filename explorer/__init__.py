@@ -1,0 +1,48 @@
+"""explorer: a generic explicit-state model checker (BFS/DFS, Stateright/TLC style).
+
+Public API::
+
+    from explorer import check, replay, render_text, render_json, Model, ModelFactory
+    result = check(model, strategy="bfs", max_states=None, max_depth=None,
+                   time_limit=None, check_deadlock=True, check_livelock=True,
+                   progress=None, workers=1)
+    print(render_text(result)); sys.exit(result.exit_code)
+
+The engine knows nothing about any particular system: see ``explorer.model``
+for the protocol.
+"""
+
+from .fingerprint import fingerprint, format_fp, state_fingerprint
+from .model import Model, ModelFactory
+from .report import render_json, render_text, stats_line, verdict_line
+from .result import Result, Stats
+from .search import check
+from .trace import NondeterministicModel, ReplayError, Step, format_path, parse_path, replay
+from .verdict import (
+    BOUND,
+    DEADLOCK,
+    EXIT_BOUND,
+    EXIT_CODES,
+    EXIT_DEADLOCK,
+    EXIT_INPUT_ERROR,
+    EXIT_LIVELOCK,
+    EXIT_NONDETERMINISTIC,
+    EXIT_PASS,
+    EXIT_THEOREM,
+    EXIT_VIOLATION,
+    LIVELOCK,
+    PASS,
+    VERDICTS,
+    VIOLATION,
+    exit_code,
+)
+
+__all__ = [
+    "check", "replay", "render_text", "render_json", "stats_line", "verdict_line",
+    "Model", "ModelFactory", "Result", "Stats", "Step",
+    "NondeterministicModel", "ReplayError", "format_path", "parse_path",
+    "fingerprint", "state_fingerprint", "format_fp",
+    "PASS", "DEADLOCK", "LIVELOCK", "VIOLATION", "BOUND", "VERDICTS",
+    "EXIT_CODES", "EXIT_PASS", "EXIT_INPUT_ERROR", "EXIT_DEADLOCK", "EXIT_LIVELOCK",
+    "EXIT_VIOLATION", "EXIT_BOUND", "EXIT_THEOREM", "EXIT_NONDETERMINISTIC", "exit_code",
+]

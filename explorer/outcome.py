@@ -1,0 +1,77 @@
+"""Turning what a search found into a Result (shared by BFS, DFS, parallel).
+
+Each builder gets a ``chain_of(fp)`` function returning the stored
+[(fingerprint, action index)] chain, so it works whether the seen-set lives in
+this process or is spread over parallel workers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from .graph import find_livelock
+from .result import Result, Stats
+from .trace import extend_along, format_path, rebuild
+from .verdict import BOUND, DEADLOCK, LIVELOCK, PASS, VIOLATION
+
+ChainOf = Callable[[int], list[tuple[int, int]]]
+
+__all__ = ["passed", "bounded", "violation", "deadlock", "livelock_or_pass"]
+
+
+def _steps(n: int) -> str:
+    return f"{n} step" if n == 1 else f"{n} steps"
+
+
+def passed(stats: Stats) -> Result:
+    return Result(PASS, f"no violation in {stats.distinct} distinct states", stats=stats)
+
+
+def bounded(stats: Stats, reason: str, limit: Any) -> Result:
+    return Result(
+        BOUND,
+        f"no violation within the bound ({reason}={limit}); exploration incomplete",
+        stats=stats,
+        bound_reason=reason,
+    )
+
+
+def violation(model: Any, chain_of: ChainOf, fp: int, kind: str, message: str, stats: Stats) -> Result:
+    trace = rebuild(model, chain_of(fp))
+    return Result(
+        VIOLATION, str(message), kind=str(kind), trace=trace, stats=stats,
+        replay_path=format_path(trace), fingerprint=fp,
+    )
+
+
+def deadlock(model: Any, chain_of: ChainOf, fp: int, stats: Stats) -> Result:
+    trace = rebuild(model, chain_of(fp))
+    diagnosis = [str(x) for x in model.describe_deadlock(trace[-1].state)]
+    return Result(
+        DEADLOCK,
+        f"no action is applicable after {_steps(len(trace) - 1)} and the state is not done",
+        trace=trace, diagnosis=diagnosis, stats=stats,
+        replay_path=format_path(trace), fingerprint=fp,
+    )
+
+
+def livelock_or_pass(
+    model: Any,
+    chain_of: ChainOf,
+    edges: Mapping[int, Sequence[int]],
+    first_of: Callable[[Iterable[int]], int],
+    stats: Stats,
+) -> Result:
+    found = find_livelock(edges, first_of) if edges else None
+    if found is None:
+        return passed(stats)
+    entry, cycle = found
+    trace = rebuild(model, chain_of(entry))
+    start = len(trace) - 1
+    extend_along(model, trace, cycle, progress=False)
+    return Result(
+        LIVELOCK,
+        f"a cycle of {_steps(len(cycle))} that make no progress, reached after {_steps(start)}",
+        trace=trace, lasso_start=start, stats=stats,
+        replay_path=format_path(trace), fingerprint=entry,
+    )

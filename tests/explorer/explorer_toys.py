@@ -1,0 +1,206 @@
+"""Toy models for the explorer tests (no serq).  Top-level classes so that
+ModelFactory(cls, args) pickles for parallel workers."""
+
+from __future__ import annotations
+
+
+class Base:
+    """Defaults for the optional-ish protocol methods."""
+
+    def is_done(self, state):
+        return False
+
+    def is_progress(self, state, action, nxt):
+        return True
+
+    def invariants(self, state):
+        return []
+
+    def format_action(self, state, action):
+        return str(action)
+
+    def format_diff(self, state, nxt):
+        return [f"{state!r} -> {nxt!r}"]
+
+    def describe_deadlock(self, state):
+        return [f"stuck in {state!r}"]
+
+    def canonical(self, state):
+        return state
+
+
+class CounterPair(Base):
+    """(x, y) with 0 <= x, y <= n; inc_x / inc_y.  (n+1)**2 states, no deadlock.
+    With ``limit``: invariant x + y < limit."""
+
+    def __init__(self, n, limit=None):
+        self.n, self.limit = n, limit
+
+    def initial_states(self):
+        return [(0, 0)]
+
+    def actions(self, state):
+        return ["inc_x", "inc_y"]
+
+    def step(self, state, action):
+        x, y = state
+        if action == "inc_x":
+            return (x + 1, y) if x < self.n else None
+        return (x, y + 1) if y < self.n else None
+
+    def is_done(self, state):
+        return state == (self.n, self.n)
+
+    def invariants(self, state):
+        if self.limit is not None and sum(state) >= self.limit:
+            return [("invariant", f"x+y={sum(state)} reached {self.limit}")]
+        return []
+
+    def format_diff(self, state, nxt):
+        names = ("x", "y")
+        return [f"{names[i]}: {a} -> {b}" for i, (a, b) in enumerate(zip(state, nxt)) if a != b]
+
+    def format_state(self, state):
+        return [f"x={state[0]} y={state[1]}"]
+
+
+class TwoLocks(Base):
+    """P0 takes A then B, P1 takes B then A, each then releases both.
+    State: (pc0, pc1, holder_of_A, holder_of_B); pc 0 start, 1 holds first,
+    2 holds both, 3 finished.  Deadlock after 2 steps."""
+
+    ORDER = {0: ("A", "B"), 1: ("B", "A")}
+
+    def initial_states(self):
+        return [(0, 0, None, None)]
+
+    def actions(self, state):
+        return [0, 1]
+
+    def _holder(self, state, lock):
+        return state[2] if lock == "A" else state[3]
+
+    def _set(self, state, lock, who):
+        s = list(state)
+        s[2 if lock == "A" else 3] = who
+        return tuple(s)
+
+    def step(self, state, p):
+        pc = state[p]
+        first, second = self.ORDER[p]
+        if pc in (0, 1):
+            lock = first if pc == 0 else second
+            if self._holder(state, lock) is not None:
+                return None
+            s = list(self._set(state, lock, p))
+            s[p] = pc + 1
+            return tuple(s)
+        if pc == 2:
+            s = list(self._set(self._set(state, "A", None), "B", None))
+            s[p] = 3
+            return tuple(s)
+        return None
+
+    def is_done(self, state):
+        return state[0] == 3 and state[1] == 3
+
+    def format_action(self, state, p):
+        pc = state[p]
+        if pc == 2:
+            return f"P{p} releases A and B"
+        return f"P{p} takes {self.ORDER[p][pc]}"
+
+    def describe_deadlock(self, state):
+        lines = []
+        for p in (0, 1):
+            if state[p] in (0, 1):
+                lock = self.ORDER[p][state[p]]
+                lines.append(f"P{p} waits for lock {lock} held by P{self._holder(state, lock)}")
+        return lines
+
+
+class Graph(Base):
+    """Explicit graph: states are ints, action k goes to succ[state][k].
+
+    ``done``/``bad`` are node sets, ``np_edges`` the (u, v) edges that make no
+    progress, ``init`` the initial nodes in order."""
+
+    def __init__(self, succ, init=(0,), done=(), bad=(), np_edges=()):
+        self.succ = {int(k): tuple(v) for k, v in dict(succ).items()}
+        self.init = tuple(init)
+        self.done = frozenset(done)
+        self.bad = frozenset(bad)
+        self.np = frozenset(tuple(e) for e in np_edges)
+
+    def initial_states(self):
+        return list(self.init)
+
+    def actions(self, state):
+        return list(range(len(self.succ.get(state, ()))))
+
+    def step(self, state, k):
+        return self.succ[state][k]
+
+    def is_done(self, state):
+        return state in self.done
+
+    def is_progress(self, state, action, nxt):
+        return (state, nxt) not in self.np
+
+    def invariants(self, state):
+        return [("assert", f"node {state} is bad")] if state in self.bad else []
+
+    def format_action(self, state, k):
+        return f"{state} -> {self.succ[state][k]}"
+
+    def format_diff(self, state, nxt):
+        return [f"node: {state} -> {nxt}"]
+
+
+def retry_loop(self_loop=False):
+    """0 -start-> 1; 1 -retry-> 2 -back-> 1 (non-progress); 1 -finish-> 3 (done).
+    With self_loop: 1 -spin-> 1 instead of the 1/2 cycle."""
+    if self_loop:
+        return Graph({0: (1,), 1: (1, 3), 3: ()}, done={3}, np_edges={(1, 1)})
+    return Graph({0: (1,), 1: (2, 3), 2: (1,), 3: ()}, done={3}, np_edges={(1, 2), (2, 1)})
+
+
+class Flaky(CounterPair):
+    """Nondeterministic on purpose: after `budget` calls, inc_x jumps by 2.
+    The search stays within the budget; the replay of the trace does not."""
+
+    def __init__(self, n, limit, budget):
+        super().__init__(n, limit)
+        self.calls, self.budget = 0, budget
+
+    def step(self, state, action):
+        self.calls += 1
+        nxt = super().step(state, action)
+        if nxt is not None and action == "inc_x" and self.calls > self.budget:
+            return (min(nxt[0] + 1, self.n), nxt[1])
+        return nxt
+
+
+class Unhashable(CounterPair):
+    """States are lists (not hashable); canonical makes them tuples."""
+
+    def initial_states(self):
+        return [[0, 0]]
+
+    def step(self, state, action):
+        nxt = super().step(tuple(state), action)
+        return None if nxt is None else list(nxt)
+
+    def canonical(self, state):
+        return tuple(state)
+
+    def is_done(self, state):
+        return tuple(state) == (self.n, self.n)
+
+
+class Evented(CounterPair):
+    """Has the optional step_events."""
+
+    def step_events(self, state, action):
+        nxt = self.step(state, action)
+        return nxt, ([f"{action} fired"] if nxt is not None else [])
