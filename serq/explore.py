@@ -124,6 +124,11 @@ class SerqModel:
             out_pools.append((free, tuple(entries), tuple(new[q] for q in queue)))
         return (out_sessions, tuple(out_pools), fault)
 
+    def canonical_bytes(self, state) -> bytes:
+        # The canonical form holds only tuples, ints, strings, bools and
+        # None, whose repr is the same in every process (no hash order).
+        return repr(self.canonical(state)).encode()
+
     # -- words --------------------------------------------------------------
     def label(self, state, sid: int) -> str:
         return self.m.session_label(state, sid)

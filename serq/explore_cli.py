@@ -85,10 +85,14 @@ def cmd_explore(args) -> int:
         return cmd_theorem(args, loaded)
     if args.replay:
         return _replay(args, prog)
-    result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
-                     time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-                     workers=args.workers, checks=args.check,
-                     progress=None if (args.quiet or args.json) else _progress)
+    try:
+        result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
+                         time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
+                         workers=args.workers, checks=args.check,
+                         progress=None if (args.quiet or args.json) else _progress)
+    except NondeterministicModel as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_NONDETERMINISTIC
     return print_result(result, args)
 
 
