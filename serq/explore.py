@@ -49,6 +49,7 @@ class SerqModel:
         self.m = Model(program, ties=ties)
         self.symmetry = symmetry
         self.checks = checks or Checks.of_program(program)
+        self._is_end = [[st.kind == "end" for st in p.states] for p in self.m.progs]
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):
@@ -81,48 +82,52 @@ class SerqModel:
 
     # -- canonical form -----------------------------------------------------
     def canonical(self, state):
+        """Relative orders instead of sequence numbers, no clock; with
+        symmetry, sessions sorted by their local state (ids remapped in
+        parents, cache owners and queues). The sort may leave two like
+        sessions in id order when only their relations differ: the reduction
+        is then incomplete, never unsound (the result is still a
+        permutation of the state)."""
         sessions, pools, _seq, fault = state
-        progs = self.m.progs
-        done = [progs[s[0]].states[s[1]].kind == "end" for s in sessions]
+        is_end = self._is_end
+        done = [is_end[s[0]][s[1]] for s in sessions]
         seqs = set()
         for s, d in zip(sessions, done):
             if not d:
-                seqs.update((s[8], s[9]))
-                seqs.update(h[4] for h in s[5])
+                seqs.add(s[8])
+                seqs.add(s[9])
+                for h in s[5]:
+                    seqs.add(h[4])
         for p in pools:
-            seqs.update(e[2] for e in p[1])
+            for e in p[1]:
+                seqs.add(e[2])
         rank = {v: i for i, v in enumerate(sorted(seqs))}
-
-        def local(i):
-            s = sessions[i]
-            if done[i]:
+        keep_pos = self.checks.stuck
+        locs = []
+        for s, d in zip(sessions, done):
+            if d:
                 # a finished session only matters through its cache entries
-                return (s[0], s[1], (), 0, 0, (), s[7], -1, -1, -1, s[11])
-            holds = tuple((h[0], h[1], h[2], h[3], rank[h[4]]) for h in s[5])
-            return (s[0], s[1], s[2], s[3], s[4], holds, s[7], rank[s[8]], rank[s[9]], s[10], s[11])
-
-        locs = [local(i) for i in range(len(sessions))]
-        if not self.checks.stuck:
-            # the previous preemption position only feeds the stuck check
-            locs = [l[:9] + (-1, 0) for l in locs]
+                locs.append((s[0], s[1], (), 0, 0, (), s[7], -1, -1, -1, s[11]))
+            else:
+                holds = tuple((h[0], h[1], h[2], h[3], rank[h[4]]) for h in s[5]) if s[5] else ()
+                # the previous preemption position only feeds the stuck check
+                locs.append((s[0], s[1], s[2], s[3], s[4], holds, s[7], rank[s[8]], rank[s[9]],
+                             s[10] if keep_pos else -1, s[11] if keep_pos else 0))
         n = len(sessions)
-        if self.symmetry:
-            def skey(i):
-                par = sessions[i][6]
-                return (locs[i], locs[par] if par >= 0 else ())
-            perm = sorted(range(n), key=skey)
+        if self.symmetry and n > 1:
+            perm = sorted(range(n), key=lambda i: (locs[i], locs[sessions[i][6]] if sessions[i][6] >= 0 else ()))
+            new = [0] * n
+            for pos, old in enumerate(perm):
+                new[old] = pos
         else:
-            perm = list(range(n))
-        new = [0] * n
-        for pos, old in enumerate(perm):
-            new[old] = pos
+            perm = new = list(range(n))
         out_sessions = tuple(locs[old] + ((new[sessions[old][6]] if sessions[old][6] >= 0 else -1),)
                              for old in perm)
-        out_pools = []
-        for free, cache, queue in pools:
-            entries = sorted(((new[o] if not done[o] else -1), u, rank[r]) for o, u, r in cache)
-            out_pools.append((free, tuple(entries), tuple(new[q] for q in queue)))
-        return (out_sessions, tuple(out_pools), fault)
+        out_pools = tuple(
+            (free, tuple(sorted(((new[o] if not done[o] else -1), u, rank[r]) for o, u, r in cache)),
+             tuple(new[q] for q in queue))
+            for free, cache, queue in pools)
+        return (out_sessions, out_pools, fault)
 
     def canonical_bytes(self, state) -> bytes:
         # The canonical form holds only tuples, ints, strings, bools and
