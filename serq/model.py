@@ -881,12 +881,12 @@ class Model:
         for ps in w.pools:
             if victim in ps.queue:
                 ps.queue.remove(victim)
+        w.ev("preempt", victim, p, reason)
         self.release_scope(w, victim, scope)
         s.pc = prog.scopes[scope].reentry
         s.run_done = s.run_total = 0
         gate = prog.states[s.pc].f["gate"]
         self.enqueue(w, victim, gate, arrival=False, where=self.pools[p].requeue)
-        w.ev("preempt", victim, p, reason)
         if stuck:
             s.stuck = 1
             w.ev("stuck", victim, p)
