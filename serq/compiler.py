@@ -280,11 +280,13 @@ class Compiler:
             return ()
         params = self.signatures.get(program)
         out: list[tuple[str, ir.Expr]] = []
+        named = False
         for i, a in enumerate(x for x in t.children if x is not None):
             if a.data == "kwarg":
+                named = True
                 out.append((str(a.children[0]), self.expr(a.children[1])))
             else:
-                if out and not out[-1][0].startswith("#") and any(n for n, _ in out if not n.startswith("#")):
+                if named:
                     self.sink.error(pos(a), "E107", "a positional argument cannot follow a named one")
                     continue
                 if params is None:

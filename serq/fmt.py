@@ -35,7 +35,6 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import lark
@@ -44,7 +43,7 @@ from lark.exceptions import UnexpectedInput
 
 from serq.diagnostics import Diagnostic, SerqError
 from serq.irutil import strip_positions  # noqa: F401  (re-exported for callers of serq.fmt)
-from serq.parser import syntax_diagnostic
+from serq.parser import make_parser, syntax_diagnostic
 
 WIDTH = 100
 INDENT = "  "
@@ -57,9 +56,7 @@ _comments: list[Token] = []
 
 @lru_cache(maxsize=1)
 def _parser() -> lark.Lark:
-    text = resources.files("serq").joinpath("grammar.lark").read_text()
-    return lark.Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True,
-                     lexer_callbacks={"COMMENT": _comments.append, "BLOCK_COMMENT": _comments.append})
+    return make_parser(lexer_callbacks={"COMMENT": _comments.append, "BLOCK_COMMENT": _comments.append})
 
 
 def parse_with_comments(text: str, file: str) -> tuple[Tree, list[Token]]:

@@ -21,24 +21,37 @@ _WORDS = {
     "CMP": "a comparison",
     "ADDOP": "`+` or `-`",
     "MULOP": "`*`, `/` or `%`",
-    "RUNKIND": "`prefill` or `decode`",
-    "REQUEUE": "`front`, `back` or `order`",
-    "HOL": "`block` or `skip`",
-    "CHECKNAME": "a check (`deadlock`, `livelock`, `stuck`, `completes`, `invariant`)",
     "$END": "end of input",
 }
 
 # Readable groups: when these terminals are all expected, say one word.
 _EXPR_START = {"NAME", "NUMBER", "DURATION", "LPAR", "MINUS", "TRUE", "FALSE", "NOT", "IF"}
 _STMT_START = {"LET", "SET", "DRAW", "IF", "REPEAT", "WHILE", "CHOOSE", "TURN", "HOLD",
-               "RUNKIND", "SPAWN", "JOIN", "DROP", "END", "ASSERT"}
+               "PREFILL", "DECODE", "SPAWN", "JOIN", "DROP", "END", "ASSERT"}
 _ITEM_START = {"CONST", "POOL", "STAGE", "SESSION", "WORKLOAD", "CHECK"}
+
+
+class KeywordsAreWords:
+    """A no-op post-lexer whose only job is `always_accept`: with NAME in
+    every state's lexer, lark's contextual lexer reads `capacity` as one
+    word (then rejects it) instead of the keyword `cap` followed by `acity`;
+    a keyword stays a keyword only where the grammar can take it."""
+
+    always_accept = ("NAME",)
+
+    def process(self, stream):
+        return stream
+
+
+def make_parser(**options) -> lark.Lark:
+    text = resources.files("serq").joinpath("grammar.lark").read_text()
+    return lark.Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True,
+                     postlex=KeywordsAreWords(), **options)
 
 
 @lru_cache(maxsize=1)
 def grammar_parser() -> lark.Lark:
-    text = resources.files("serq").joinpath("grammar.lark").read_text()
-    return lark.Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+    return make_parser()
 
 
 def _terminal_word(parser: lark.Lark, name: str) -> str:
@@ -114,7 +127,7 @@ def syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: st
             found = f"`{tok.value}`"
         words = expected_words(parser, set(e.accepts or e.expected or ()))
         notes = []
-        if tok.type != "$END" and tok.type in {"NAME"} and "SEMICOLON" in (e.accepts or ()):
+        if tok.type != "$END" and "SEMICOLON" in (e.accepts or ()):
             notes.append("is a `;` missing before it?")
         return Diagnostic(line, col, "E001", f"unexpected {found}; expected {_join_words(words)}",
                           file=file, notes=tuple(notes), span=max(1, len(str(tok.value))) if tok.type != "$END" else 1)

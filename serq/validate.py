@@ -111,7 +111,7 @@ def infer_type(e: ir.Expr | None, types: dict[str, str], report=None) -> str:
             inner = t(x.e)
             if x.op == "not":
                 if inner not in ("bool", "?"):
-                    return bad(x.at, f"`not` needs a condition, got {inner}")
+                    return bad(x.at, f"`not` needs a condition, got {_article(inner)}")
                 return "bool"
             if inner == "bool":
                 return bad(x.at, "cannot negate a condition; use `not`")
@@ -119,24 +119,24 @@ def infer_type(e: ir.Expr | None, types: dict[str, str], report=None) -> str:
         if isinstance(x, ir.Cond):
             c, a, b = t(x.c), t(x.t), t(x.f)
             if c not in ("bool", "?"):
-                bad(x.c.at or x.at, f"the condition of `if ... then ... else` must be a condition, got {c}")
+                bad(x.c.at or x.at, f"the test of `if ... then ... else` must be a condition, got {_article(c)}")
             if "?" in (a, b):
                 return "?"
             if a == b:
                 return a
             if {a, b} == {"int", "real"}:
                 return "real"
-            return bad(x.at, f"the branches of `if ... then ... else` have different types ({a} and {b})")
+            return bad(x.at, f"the branches of `if ... then ... else` have different types ({_article(a)} and {_article(b)})")
         if isinstance(x, ir.Bin):
             l, r = t(x.l), t(x.r)
             if x.op in ("and", "or"):
                 for side, ty in ((x.l, l), (x.r, r)):
                     if ty not in ("bool", "?"):
-                        bad(side.at or x.at, f"`{x.op}` needs conditions on both sides, got {ty}")
+                        bad(side.at or x.at, f"`{x.op}` needs conditions on both sides, got {_article(ty)}")
                 return "bool"
             if x.op in ("==", "!="):
                 if "?" not in (l, r) and (l == "bool") != (r == "bool"):
-                    bad(x.at, f"cannot compare {l} with {r}")
+                    bad(x.at, f"cannot compare {_article(l)} with {_article(r)}")
                 return "bool"
             for side, ty in ((x.l, l), (x.r, r)):
                 if ty == "bool":
@@ -360,7 +360,7 @@ class Validator:
                     if ty != "?" and not (ty == want or (want == "real" and ty == "int")):
                         self.sink.error(st.e.at or at, "E200", f"`{st.attr}` is {_article(want)}; cannot assign {_article(ty)}")
             elif isinstance(st, ir.SBranch):
-                self.expr(st.cond, S, session=s, want="bool", what="a condition")
+                self.expr(st.cond, S, session=s, want="bool", what="the test of `if` or `while`")
             elif isinstance(st, (ir.SDraw, ir.SChoose)):
                 self.domain(st.domain, s)
                 if isinstance(st, ir.SDraw) and st.dist is not None:
@@ -433,7 +433,8 @@ class Validator:
             Ai = moment("admit", it.pool)
             self.expr(it.reuse, Ai, session=s, want="int", what="`reuse`")
             self.expr(it.need, Ai, session=s, want="int", what="`need`")
-            self.expr(it.take, Ai, session=s, want="int", what="`take`")
+            if it.take != it.need:  # `reserve E` and `P E` set both to one expression: report it once
+                self.expr(it.take, Ai, session=s, want="int", what="`take`")
         if len(vias) > 1:
             desc = ", ".join(f"`{i.pool}` ({'via ' + self.pools[i.pool].admit_via if self.pools[i.pool].admit_via else 'event driven'})"
                              for i in spec.items if i.pool in self.pools)
