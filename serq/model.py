@@ -875,8 +875,13 @@ class Model:
         prog = self.progs[s.prog]
         h = w.hold_of(victim, p)
         scope = h[0]
-        pos = sum(s.attrs[i] for i in prog.progress_slots) + s.run_done
-        stuck = s.last_pos >= 0 and pos <= s.last_pos
+        # The position: progress counters first, then how far into the
+        # program (states are laid out in text order), then the run position.
+        # A later run has passed an earlier one even at position 0: a
+        # session preempted in its prefill and again at its first decode
+        # token has progressed (its prefill is cached).
+        pos = (sum(s.attrs[i] for i in prog.progress_slots), s.pc, s.run_done)
+        stuck = s.last_pos != -1 and pos <= tuple(s.last_pos)
         s.last_pos = pos
         for ps in w.pools:
             if victim in ps.queue:
