@@ -45,7 +45,8 @@ def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = Fal
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
-        raise SerqError([Diagnostic(1, 1, "E010", f"not a serq IR file: {first.get('msg')} at `{where}`",
+        where = f" at `{where}`" if where else ""
+        raise SerqError([Diagnostic(1, 1, "E010", f"not a serq IR file: {first.get('msg')}{where}",
                                     file=file, notes=(f"{len(e.errors())} problem(s) in all",))], None) from None
     src_text = None
     src = Path(prog.source)

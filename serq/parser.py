@@ -118,7 +118,8 @@ def syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: st
         return Diagnostic(line, col, "E002", msg, file=file)
     if isinstance(e, UnexpectedEOF):
         words = expected_words(parser, set(e.expected or ()))
-        return Diagnostic(line, col, "E003", f"unexpected end of input; expected {_join_words(words)}", file=file)
+        return Diagnostic(line, col, "E003", f"unexpected end of input; expected {_join_words(words)}", file=file,
+                          notes=_unclosed(text))
     if isinstance(e, UnexpectedToken):
         tok = e.token
         if tok.type == "$END":
@@ -126,9 +127,48 @@ def syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: st
         else:
             found = f"`{tok.value}`"
         words = expected_words(parser, set(e.accepts or e.expected or ()))
-        notes = []
+        notes = list(_unclosed(text)) if tok.type == "$END" else []
         if tok.type != "$END" and "SEMICOLON" in (e.accepts or ()):
             notes.append("is a `;` missing before it?")
         return Diagnostic(line, col, "E001", f"unexpected {found}; expected {_join_words(words)}",
                           file=file, notes=tuple(notes), span=max(1, len(str(tok.value))) if tok.type != "$END" else 1)
     return Diagnostic(line, col, "E001", "syntax error", file=file)
+
+
+def _unclosed(text: str) -> tuple[str, ...]:
+    """A note naming the innermost `{` never closed, for errors at the end
+    of the input (skips comments and strings)."""
+    stack: list[tuple[int, int]] = []
+    line, col, i, n = 1, 1, 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            line += text.count("\n", i, j)
+            col = j - (text.rfind("\n", 0, j) + 1) + 1
+            i = j
+            continue
+        if c == '"':
+            j = text.find('"', i + 1)
+            j = n if j < 0 else j + 1
+            col += j - i
+            i = j
+            continue
+        if c == "{":
+            stack.append((line, col))
+        elif c == "}" and stack:
+            stack.pop()
+        if c == "\n":
+            line, col = line + 1, 1
+        else:
+            col += 1
+        i += 1
+    if not stack:
+        return ()
+    l, c = stack[-1]
+    return (f"the `{{` at line {l}, column {c} is never closed",)

@@ -207,8 +207,11 @@ class Validator:
                         self.sink.error(at, "E100", f"unknown name `{x.name}`{where}",
                                         *([f"did you mean `{hint}`?"] if hint else []))
                     elif attr.hidden and m.attrs == "visible":
+                        why = [] if attr.origin == "draw" else [
+                            f"`{x.name}` is hidden because a value assigned to it reads a hidden attribute"]
                         self.sink.error(at, "E301",
                                         f"`{x.name}` is hidden: {m.label} is a scheduler moment and may not read it",
+                                        *why,
                                         "hidden attributes are readable at @session only: the scheduler must not peek at the answer",
                                         "declare a bound (e.g. `let max_out = 4;`) and use it instead")
             elif isinstance(x, ir.Ctx):
@@ -254,6 +257,12 @@ class Validator:
 
     # ---------------------------------------------------------- top level
     def run(self) -> list[Diagnostic]:
+        # A hand-edited `.ir.json` can break the automaton itself; nothing
+        # else can be checked (or run) on a broken one.
+        for s in self.p.sessions:
+            self.structure(s)
+        if self.sink.errors:
+            return sorted(self.sink.items)
         for pool in self.p.pools:
             self.pool(pool)
         for st in self.p.stages:
@@ -328,6 +337,49 @@ class Validator:
                 self.sink.error(at, "E107", f"{what}: `{program}` needs a value for parameter `{p.name}`")
 
     # ---------------------------------------------------------- sessions
+    def structure(self, s: ir.SessionProgram) -> None:
+        """State and scope references in range, attributes declared: what
+        the compiler guarantees and an edited IR may not (E407)."""
+        n, k = len(s.states), len(s.scopes)
+        names = [a.name for a in s.attrs]
+
+        def bad(at, what):
+            self.sink.error(at, "E407", f"session `{s.name}`: malformed automaton: {what}")
+
+        if len(set(names)) != len(names):
+            bad(s.at, "an attribute is declared twice")
+        if not 0 <= s.entry < n:
+            bad(s.at, f"entry {s.entry} is not a state")
+        if not s.scopes or s.scopes[0].parent is not None:
+            bad(s.at, "scope 0 must be the root scope")
+        for i, sc in enumerate(s.scopes):
+            if sc.id != i:
+                bad(s.at, f"scope {i} has id {sc.id}")
+            for field_ in ("acquire", "reentry", "exit"):
+                v = getattr(sc, field_)
+                if v is not None and not 0 <= v < n:
+                    bad(s.at, f"scope {i}: {field_} {v} is not a state")
+            if i and (sc.parent is None or not 0 <= sc.parent < i):
+                bad(s.at, f"scope {i}: parent {sc.parent} is not an enclosing scope")
+        for i, st in enumerate(s.states):
+            refs = {"next": getattr(st, "next", None), "alt": getattr(st, "alt", None)}
+            for field_, v in refs.items():
+                if v is not None and not 0 <= v < n:
+                    bad(st.at, f"state {i}: {field_} {v} is not a state")
+            for field_ in ("scope", "opens", "closes"):
+                v = getattr(st, field_, None)
+                if v is not None and not 0 <= v < k:
+                    bad(st.at, f"state {i}: {field_} {v} is not a scope")
+            attr = getattr(st, "attr", None)
+            if isinstance(st, (ir.SDraw, ir.SChoose)) and attr not in names:
+                bad(st.at, f"state {i}: `{attr}` is not an attribute")
+            if isinstance(st, ir.SAcquire):
+                if not st.hold.items:
+                    bad(st.at, f"state {i}: a hold without pools")
+                for b in st.hold.bindings:
+                    if b.attr not in names:
+                        bad(b.at or st.at, f"state {i}: `{b.attr}` is not an attribute")
+
     def session(self, s: ir.SessionProgram) -> None:
         S = moment("session")
         types = {a.name: a.type for a in s.attrs}
