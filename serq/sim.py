@@ -1,0 +1,489 @@
+"""The deterministic simulator (`serq run`, `serq check`).
+
+The simulator never decides what a step does: `serq.model` does. It only
+picks *which* action happens *when* — by time, on an event heap — and
+answers the model's oracle: draws from a seeded RNG, ties by the tie event.
+
+Time is superdense over integer ticks (ns). The heap is keyed
+(tick, priority, counter) like SimPy's, so events at one tick come out in a
+fixed order and a run is reproducible:
+
+  priority 0  an iteration ends: its effects are stamped at this tick
+  priority 1  arrivals and turn returns (in the order they were scheduled)
+  then        idle stages try to start an iteration, in stage order, until
+              none can: every zero-time consequence settles before time
+              advances
+
+An iteration decides at its start: the model's `iterate` is applied at the
+start tick (the state changes then), its cost comes from the shape of what
+it served, and the stage is busy until start + cost. What it did — tokens
+served, runs done (first tokens), sessions reaching `turn` or `end`,
+holds queued on completion — is stamped at the end tick. The one
+approximation: another stage (or an event-driven pool) can observe the
+state of an iteration before that iteration ends. With a single stage
+there is no difference. docs/simulator.md states all of it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from serq import ir
+from serq.coalesce import licence, plan_block
+from serq.diagnostics import Diagnostic, SerqError
+from serq.expr import EvalError
+from serq.model import ARRIVE, ITERATE, TURN, Ctx, FirstOracle, Model, World
+from serq.report import Stats
+
+NS = 1_000_000_000
+END, ENV = 0, 1  # heap priorities within one tick
+DEFAULT_MAX_STEPS = 20_000_000
+
+# why a run stopped
+DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT = (
+    "done", "horizon", "fault", "stalled", "violation", "step limit")
+
+
+# ---------------------------------------------------------------- the oracle
+
+
+class RngOracle:
+    """Draws sample their distribution with a seeded RNG; ties go by the tie
+    event (option 0), the simulator's fixed rule."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def draw(self, values, weights) -> int:
+        total = float(sum(weights))
+        if not total > 0:  # all weights zero (or NaN): uniform
+            return int(self.rng.random() * len(values)) % len(values)
+        u = self.rng.random() * total
+        acc = 0.0
+        for i, w in enumerate(weights):
+            acc += w
+            if u < acc:
+                return i
+        # u landed on the rounding slack at the top: the last value with weight
+        return max(i for i, w in enumerate(weights) if w > 0)
+
+    def tie(self, n) -> int:
+        return 0
+
+
+# ---------------------------------------------------------------- durations and arrivals
+
+_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": NS, "min": 60 * NS, "h": 3600 * NS}
+
+
+def parse_duration(text: str) -> int:
+    """`10s`, `250ms`, `1.5min`, `200us`, `7ns`; a bare number is seconds."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(ns|us|ms|s|min|h)?\s*", text)
+    if not m:
+        raise ValueError(f"not a duration: {text!r} (write e.g. 10s, 250ms, 1.5min)")
+    return int(round(float(m.group(1)) * _UNITS[m.group(2) or "s"]))
+
+
+def _trace_times(path: Path, count: int, line: ir.WorkloadLine, file: str) -> list[int]:
+    where = line.at or (0, 0)
+
+    def err(msg, *notes):
+        return SerqError([Diagnostic(where[0], where[1], "E410", msg, file=file, notes=notes)])
+
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise err(f"cannot read the arrival trace {path}: {getattr(e, 'strerror', None) or e}") from None
+    times = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        s = raw.split("#", 1)[0].strip()
+        if not s:
+            continue
+        field0 = s.split(",", 1)[0].strip()
+        try:
+            v = float(field0)
+        except ValueError:
+            if not times and n == 1:
+                continue  # a header line
+            raise err(f"{path}:{n}: not an arrival time in seconds: {field0!r}") from None
+        if not math.isfinite(v) or v < 0:
+            raise err(f"{path}:{n}: an arrival time must be a finite number of seconds >= 0, got {field0}")
+        times.append(int(round(v * NS)))
+        if len(times) == count:
+            break
+    if len(times) < count:
+        raise err(f"the arrival trace {path} has {len(times)} arrival times; the line needs {count}")
+    return sorted(times)
+
+
+def arrival_times(program: ir.Program, seed: int, base_dir: Path | None = None) -> list[int]:
+    """Arrival tick of every workload session, in workload order (the order
+    of `Model.initial_state`).
+
+    `every P`: i * P for i = 0 .. count-1.  `at T`: all at T.  No process:
+    all at 0.  `trace "f"`: the first `count` times of the file (seconds,
+    one per line, first comma-separated field; `#` comments, blank lines
+    and one header line are skipped), relative to the instance file's
+    directory, sorted.  `poisson R/s seed S`: exponential gaps of mean 1/R
+    seconds, each rounded to ticks, from a stream seeded by the run's
+    `--seed`, the line's position in the workload and its own `seed S` —
+    so `--seed` changes every random thing of a run, and two lines with
+    the same rate and seed still differ.
+    """
+    base = base_dir if base_dir is not None else _base_dir(program)
+    out: list[int] = []
+    for li, line in enumerate(program.workload):
+        a = line.arrival
+        n = line.count
+        if a is None:
+            out.extend([0] * n)
+        elif isinstance(a, ir.ArriveAt):
+            out.extend([a.time] * n)
+        elif isinstance(a, ir.ArriveEvery):
+            out.extend(i * a.period for i in range(n))
+        elif isinstance(a, ir.ArrivePoisson):
+            rng = random.Random(f"serq/poisson/{seed}/{li}/{a.seed}")
+            t = 0
+            for _ in range(n):
+                t += int(round(rng.expovariate(a.rate) * NS))
+                out.append(t)
+        elif isinstance(a, ir.ArriveTrace):
+            p = Path(a.path)
+            if not p.is_absolute():
+                p = base / p
+            out.extend(_trace_times(p, n, line, program.source))
+        else:  # pragma: no cover - the IR has no other kind
+            raise TypeError(a)
+    return out
+
+
+def _base_dir(program: ir.Program) -> Path:
+    src = program.source
+    if src and not src.startswith("<"):
+        return Path(src).parent
+    return Path(".")
+
+
+# ---------------------------------------------------------------- configuration and result
+
+
+@dataclass
+class SimConfig:
+    seed: int = 0
+    horizon: int | None = None  # ticks: no event after it, no iteration ending after it
+    warmup: int = 0  # ticks: sessions arriving before it are left out of latency stats
+    coalesce: bool = True
+    stop_on_violation: bool = False  # `serq check`: stop at the first violation
+    max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts 1)
+    progress: Callable[[int, int, int], None] | None = None  # (now, ended, sessions)
+    trace: Callable | None = None  # (tick, what, events, model, state) per action taken
+
+
+@dataclass
+class SimResult:
+    program: ir.Program
+    config: SimConfig
+    state: tuple
+    now: int  # simulated time, ticks
+    stopped: str
+    stats: Stats
+    faults: list[tuple[int, str, str]] = field(default_factory=list)  # (tick, kind, message)
+    violations: list[tuple[int, str, str]] = field(default_factory=list)  # stuck / invariant
+    stalled: list[str] = field(default_factory=list)  # sessions left waiting forever
+    licence: list[tuple[bool, str]] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- the simulator
+
+
+class Simulator:
+    def __init__(self, program: ir.Program, config: SimConfig | None = None, base_dir: Path | None = None):
+        self.program = program
+        self.cfg = config or SimConfig()
+        self.m = Model(program, ties="seq")
+        self.rng = random.Random(self.cfg.seed)
+        self.oracle = RngOracle(self.rng)
+        self.arrivals = arrival_times(program, self.cfg.seed, base_dir)
+        self.licence = licence(program)
+        m = self.m
+        # per program, per pc: the stage a run state runs on (-1 otherwise)
+        self.run_stage = [[st.f["stage"] if st.kind == "run" else -1 for st in p.states] for p in m.progs]
+        self.think_plain = [[self._plain(st) for st in p.states] for p in m.progs]
+        self.stats = Stats(program, m, self.cfg.warmup)
+
+    @staticmethod
+    def _plain(st) -> bool:
+        """A think time that reads only attributes: evaluated without a World."""
+        if st.kind != "turn" or st.ir.think is None:
+            return True
+        from serq.coalesce import _walk
+
+        return not any(isinstance(x, (ir.Ctx, ir.PoolRef)) for x in _walk(st.ir.think))
+
+    # -- helpers ------------------------------------------------------------
+    def _push(self, tick: int, prio: int, kind: str, payload) -> None:
+        self._count += 1
+        heapq.heappush(self.heap, (tick, prio, self._count, kind, payload))
+
+    def _levels(self, state) -> tuple[int, ...]:
+        alloc = [0] * len(self.m.pools)
+        for s in state[0]:
+            for h in s[5]:
+                alloc[h[1]] += h[2]
+        return tuple(alloc)
+
+    def _might_work(self, state, si: int) -> bool:
+        """False only if an iteration of si would certainly be zero-work (no
+        resident, empty via queues): saves decoding the state for nothing."""
+        pools = state[1]
+        for p in self.m.via[si]:
+            if pools[p][2]:
+                return True
+        rs = self.run_stage
+        for s in state[0]:
+            if rs[s[0]][s[1]] == si and s[3] < s[4]:
+                return True
+        return False
+
+    def _think(self, state, sid: int, now: int) -> int | None:
+        s = state[0][sid]
+        st = self.m.progs[s[0]].states[s[1]]
+        if st.kind != "turn":
+            return None  # no longer waiting at this turn (preempted meanwhile)
+        f = st.f["think"]
+        if f is None:
+            return 0
+        if self.think_plain[s[0]][s[1]]:
+            v = f(s[2], None)
+        else:
+            w = World(self.m, state, FirstOracle(), None, now)
+            v = f(s[2], Ctx(w, sid))
+        return max(int(round(v)), 0)
+
+    # -- running ---------------------------------------------------------------
+    def run(self) -> SimResult:
+        m, cfg, stats = self.m, self.cfg, self.stats
+        self.state = m.initial_state()
+        self.heap: list = []
+        self._count = 0
+        self.busy = [False] * len(m.stages)
+        self.pending: list[list] = [[] for _ in m.stages]  # effects stamped at the iteration end
+        self.turn_gen: dict[int, int] = {}
+        self.steps = 0
+        self.faults: list = []
+        self.violations: list = []
+        self.now = 0
+        stopped = None
+        for sid, t in enumerate(self.arrivals):
+            self._push(t, ENV, ARRIVE, sid)
+        stats.level(0, self._levels(self.state))
+        horizon = cfg.horizon
+        last_report = 0
+        try:
+            while self.heap and stopped is None:
+                tick = self.heap[0][0]
+                if horizon is not None and tick > horizon:
+                    stopped = HORIZON
+                    break
+                self.now = tick
+                while self.heap and self.heap[0][0] == tick and stopped is None:
+                    _, _, _, kind, payload = heapq.heappop(self.heap)
+                    if kind == "end":
+                        self.busy[payload] = False
+                        effects, self.pending[payload] = self.pending[payload], []
+                        self._effects(tick, effects)
+                    elif kind == ARRIVE:
+                        stopped = self._apply((ARRIVE, payload), tick)
+                    elif kind == TURN:
+                        sid, gen = payload
+                        if self.turn_gen.get(sid) == gen:
+                            stopped = self._apply((TURN, sid), tick)
+                if stopped is None:
+                    stopped = self._starts(tick)
+                if cfg.progress is not None and self.steps - last_report >= 2000:
+                    last_report = self.steps
+                    cfg.progress(self.now, stats.ended_total, len(self.state[0]))
+        except _Stop as s:
+            stopped = s.why
+        if stopped is None:
+            stopped = DONE
+        if stopped == HORIZON:
+            self.now = horizon
+        stalled = []
+        if stopped == DONE and not m.is_done(self.state) and self.state[3] is None:
+            stalled = self._stalled()
+            if stalled:
+                stopped = STALLED
+        stats.finish(self.now, self.state)
+        return SimResult(self.program, cfg, self.state, self.now, stopped, stats, self.faults,
+                         self.violations, stalled, self.licence)
+
+    def _starts(self, tick: int) -> str | None:
+        """Idle stages start iterations, in stage order, until none can."""
+        m = self.m
+        changed = True
+        while changed:
+            changed = False
+            for si in range(len(m.stages)):
+                if self.busy[si] or not self._might_work(self.state, si):
+                    continue
+                r = self._start(si, tick)
+                if r is True:
+                    changed = True
+                elif isinstance(r, str):
+                    return r
+        return None
+
+    def _start(self, si: int, tick: int):
+        """Try to start an iteration of stage si at tick: True if one started,
+        False if none (zero work, or it would end after the horizon), or a
+        stop reason."""
+        m, cfg = self.m, self.cfg
+        if cfg.coalesce and self.licence[si][0] and self._others_quiet(si):
+            t_next = self.heap[0][0] if self.heap else None
+            blk = plan_block(m, self.state, si, tick, t_next, cfg.horizon, self._levels(self.state))
+            if blk is not None:
+                return self._apply_block(blk, tick)
+        rng_state = self.rng.getstate() if cfg.horizon is not None else None
+        nxt, events = m.run_with(self.state, (ITERATE, si), self.oracle, now=tick)
+        if nxt is None:
+            return False
+        # split: decisions (before the "iterate" event) at the start, effects at the end
+        cut = next((i for i, e in enumerate(events) if e[0] == "iterate"), None)
+        if cut is None:  # a fault before the iteration took shape
+            return self._commit(nxt, events, tick)
+        shape = events[cut][2]
+        try:
+            cost = m.cost(si, shape, tick)
+        except EvalError as e:
+            where = f" at line {e.at[0]}:{e.at[1]}" if e.at else ""
+            self.faults.append((tick, "error", f"cost of stage `{m.stages[si].name}`: {e}{where}"))
+            return FAULT
+        end = tick + cost
+        if cfg.horizon is not None and end > cfg.horizon:
+            self.rng.setstate(rng_state)  # not taken: as if never tried
+            return False
+        self.busy[si] = True
+        self.pending[si] = events[cut:]
+        self.stats.busy(si, cost)
+        self._push(end, END, "end", si)
+        if cfg.trace is not None:
+            cfg.trace(tick, f"iterate {m.stages[si].name} until {end / 1e6:.6f} ms", events, m, nxt)
+        return self._commit(nxt, events[:cut], tick) or True
+
+    def _others_quiet(self, si: int) -> bool:
+        """No other stage can start during a block of si: each is busy (its
+        end is on the heap, which bounds the block) or has nothing to do."""
+        for sj in range(len(self.m.stages)):
+            if sj != si and not self.busy[sj] and self._might_work(self.state, sj):
+                return False
+        return True
+
+    def _apply_block(self, blk, tick: int):
+        self.steps += 1
+        if self.steps > self.cfg.max_steps:
+            return STEP_LIMIT
+        si = blk.stage
+        t = tick
+        for c, lv in zip(blk.costs, blk.levels):
+            self.stats.level(t, lv)
+            t += c
+        self.stats.block(si, tick, blk)
+        if self.cfg.trace is not None:
+            self.cfg.trace(tick, f"{blk.k} iterations of {self.m.stages[si].name} coalesced, until {t / 1e6:.6f} ms",
+                           [("serve", sid, n * blk.k, "decode" if d else "prefill", None, None)
+                            for sid, n, d in blk.served], self.m, blk.state)
+        self.state = blk.state
+        self.busy[si] = True
+        self._push(t, END, "end", si)
+        return True
+
+    def _apply(self, base, tick: int) -> str | None:
+        nxt, events = self.m.run_with(self.state, base, self.oracle, now=tick)
+        if nxt is None:
+            return None
+        if self.cfg.trace is not None:
+            self.cfg.trace(tick, f"{base[0]} {self.m.session_label(nxt, base[1])}", events, self.m, nxt)
+        return self._commit(nxt, events, tick)
+
+    def _commit(self, nxt, events, tick: int) -> str | None:
+        """Take a successor: its decisions stamped at `tick`, then checks."""
+        self.steps += 1
+        self.state = nxt
+        self.stats.level(tick, self._levels(nxt))
+        self._effects(tick, events)
+        if nxt[3] is not None:
+            self.faults.append((tick, nxt[3][0], nxt[3][1]))
+            return FAULT
+        if self.m.invariant_f:
+            for kind, msg in self.m.check_invariants(nxt):
+                if kind == "invariant" and (kind, msg) not in self._seen_violation():
+                    self.violations.append((tick, kind, msg))
+        if self.cfg.stop_on_violation and self.violations:
+            return VIOLATION
+        if self.steps >= self.cfg.max_steps:
+            return STEP_LIMIT
+        return None
+
+    def _seen_violation(self):
+        return {(k, msg) for _, k, msg in self.violations}
+
+    def _effects(self, tick: int, events) -> None:
+        """Stamp events at tick; schedule the turn returns they imply."""
+        self.stats.events(tick, events, self.state)
+        for e in events:
+            k = e[0]
+            if k == "at_turn":
+                sid = e[1]
+                think = self._think(self.state, sid, tick)
+                if think is not None:
+                    gen = self.turn_gen.get(sid, 0) + 1
+                    self.turn_gen[sid] = gen
+                    self._push(tick + think, ENV, TURN, (sid, gen))
+            elif k == "stuck":
+                self.violations.append((tick, "stuck", f"{self.m.session_label(self.state, e[1])} was preempted again "
+                                                       f"from pool `{self.m.pools[e[2]].name}` without passing the "
+                                                       f"position of its previous preemption"))
+                if self.cfg.stop_on_violation:
+                    raise _Stop(VIOLATION)
+
+    def _stalled(self) -> list[str]:
+        """Sessions that can never move: nothing is scheduled and no stage
+        can start. Each with what it waits for."""
+        m, st = self.m, self.state
+        out = []
+        for sid, s in enumerate(st[0]):
+            cs = m.progs[s[0]].states[s[1]]
+            if cs.kind == "end":
+                continue
+            label = m.session_label(st, sid)
+            if cs.kind == "acquire":
+                p = cs.f["gate"]
+                q = st[1][p][2]
+                pos = q.index(sid) + 1 if sid in q else "?"
+                out.append(f"{label} waits in the queue of `{m.pools[p].name}` (position {pos} of {len(q)})")
+            elif cs.kind == "run":
+                out.append(f"{label} waits to be served by `{m.stages[cs.f['stage']].name}` "
+                           f"({cs.ir.run}, {s[3]} of {s[4]} tokens done)")
+            elif cs.kind == "join":
+                out.append(f"{label} waits at `join` for {s[7]} child session(s)")
+            else:
+                out.append(f"{label} waits at `{cs.kind}`")
+        return out
+
+
+class _Stop(Exception):
+    def __init__(self, why: str):
+        self.why = why
+
+
+def simulate(program: ir.Program, **kw) -> SimResult:
+    """Run a program to completion (or the horizon); keywords are SimConfig's."""
+    base_dir = kw.pop("base_dir", None)
+    return Simulator(program, SimConfig(**kw), base_dir).run()
