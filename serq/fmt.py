@@ -512,7 +512,10 @@ def format_program_source(text: str, file: str = "<input>") -> str:
     syntax error (formatting needs only the syntax, not a valid program)."""
     tree, comments = parse_with_comments(text, file)
     p = Printer(text, comments)
-    p.program(tree)
+    try:
+        p.program(tree)
+    except RecursionError:
+        raise SerqError([Diagnostic(1, 1, "E001", "input nested too deeply", file=file)], text) from None
     return render(p.lines, comments, text)
 
 

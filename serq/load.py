@@ -25,7 +25,10 @@ def compile_source(text: str, file: str = "<input>") -> tuple[ir.Program, list[D
     """Parse and compile, without validation. Raises on syntax or structure errors."""
     tree = parse_tree(text, file)
     sink = Sink(file)
-    prog = Compiler(file, sink).compile(tree)
+    try:
+        prog = Compiler(file, sink).compile(tree)
+    except RecursionError:
+        raise _too_deep(text, file) from None
     if sink.errors:
         raise SerqError(sink.items, text)
     return prog, sink.items
@@ -33,10 +36,17 @@ def compile_source(text: str, file: str = "<input>") -> tuple[ir.Program, list[D
 
 def load_text(text: str, file: str = "<input>", *, theorem: bool = False, explorer: bool = False) -> Loaded:
     prog, early = compile_source(text, file)
-    diags = early + prog.validate(theorem=theorem, explorer=explorer)
+    try:
+        diags = early + prog.validate(theorem=theorem, explorer=explorer)
+    except RecursionError:
+        raise _too_deep(text, file) from None
     if any(d.is_error for d in diags):
         raise SerqError(diags, text)
     return Loaded(prog, text, sorted(diags))
+
+
+def _too_deep(text: str, file: str) -> SerqError:
+    return SerqError([Diagnostic(1, 1, "E001", "input nested too deeply", file=file)], text)
 
 
 def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = False) -> Loaded:
