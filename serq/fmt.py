@@ -190,23 +190,11 @@ def _end_line(t) -> int:
 
 
 class Printer:
-    def __init__(self, source: str, comments: list[Token]):
+    def __init__(self):
         self.lines: list[Line] = []
-        self.comments = comments
-        self.src_lines = source.splitlines()
 
     def emit(self, depth: int, text: str, start, end_line: int, kind: str = "plain") -> None:
         self.lines.append(Line(depth, text, start, end_line, kind))
-
-    def _comment_inside(self, t: Tree) -> bool:
-        """A comment starts inside `t`'s span and is not a trailing
-        comment on its last line."""
-        first, last = t.meta.line, t.meta.end_line
-        for c in self.comments:
-            if first <= c.line <= last and not (c.line == last and not _whole_line(c, self.src_lines)):
-                if (c.line, c.column) > (t.meta.line, t.meta.column):
-                    return True
-        return False
 
     # ---------------------------------------------------------- declarations
     def program(self, tree: Tree) -> None:
@@ -218,7 +206,7 @@ class Printer:
 
     def _option_block(self, t: Tree, head: str, options: list[tuple[Tree, str]]) -> None:
         one = f"{head} {{ {' '.join(s for _, s in options)} }}" if options else f"{head} {{}}"
-        if t.meta.line == t.meta.end_line and len(one) <= WIDTH and not self._comment_inside(t):
+        if t.meta.line == t.meta.end_line and len(one) <= WIDTH:
             self.emit(0, one, _start(t), _end_line(t))
             return
         self.emit(0, f"{head} {{", _start(t), _start(t)[0], "open")
@@ -511,7 +499,7 @@ def format_program_source(text: str, file: str = "<input>") -> str:
     """The canonical layout of an instance's source. Raises `SerqError` on a
     syntax error (formatting needs only the syntax, not a valid program)."""
     tree, comments = parse_with_comments(text, file)
-    p = Printer(text, comments)
+    p = Printer()
     try:
         p.program(tree)
     except RecursionError:

@@ -130,7 +130,8 @@ def syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: st
         notes = list(_unclosed(text)) if tok.type == "$END" else []
         if tok.type != "$END" and "SEMICOLON" in (e.accepts or ()):
             notes.append("is a `;` missing before it?")
-        return Diagnostic(line, col, "E001", f"unexpected {found}; expected {_join_words(words)}",
+        code = "E003" if tok.type == "$END" else "E001"
+        return Diagnostic(line, col, code, f"unexpected {found}; expected {_join_words(words)}",
                           file=file, notes=tuple(notes), span=max(1, len(str(tok.value))) if tok.type != "$END" else 1)
     return Diagnostic(line, col, "E001", "syntax error", file=file)
 

@@ -67,7 +67,7 @@ bad.sq:1:11: error[E001]: unexpected `capacity`; expected `admit`, `block`, `cap
         'session s {\n  turn;\n',
         {},
         """\
-bad.sq:2:7: error[E001]: unexpected end of input; expected a statement or `}`
+bad.sq:2:7: error[E003]: unexpected end of input; expected a statement or `}`
     turn;
         ^
   note: the `{` at line 1, column 11 is never closed
@@ -88,7 +88,7 @@ bad.sq:1:13: error[E002]: unexpected character '$'; expected `)`, `*`, `/` or `%
         'const A = 1 +',
         {},
         """\
-bad.sq:1:13: error[E001]: unexpected end of input; expected an expression
+bad.sq:1:13: error[E003]: unexpected end of input; expected an expression
   const A = 1 +
               ^
 1 error""",

@@ -253,3 +253,46 @@ workload { 1 x s(x=2); }
 """
     names = [a.name for a in load_text(src).program.sessions[0].attrs]
     assert names == ["x", "block", "front", "hidden", "full"]
+
+
+def test_automaton_table():
+    from serq.irutil import automaton_table
+
+    assert automaton_table(load_text(SMALL, "small.sq").program) == """\
+session s: entry 0; attributes: n, _repeat1
+
+state  kind     scope  next  does
+-----  -------  -----  ----  --------------------------
+0      arrive   0      1
+1      set      0      2     n = 0
+2      set      0      3     _repeat1 = 2
+3      branch   0      4     if _repeat1 > 0 else -> 11
+4      set      0      5     _repeat1 = _repeat1 - 1
+5      acquire  0      6     opens 1: kv need 1 take 1
+6      run      1      7     decode 1 on gpu
+7      acquire  1      8     opens 2: kv2 need 1 take 1
+8      run      2      9     prefill 2 on gpu
+9      exit     1      10    closes 2
+10     exit     0      3     closes 1
+11     branch   0      12    if n < 1 else -> 14
+12     turn     0      13
+13     set      0      11    n = n + 1
+14     branch   0      15    if n > 0 else -> 16
+15     end      0
+16     turn     0      17
+17     end      0
+
+scope  parent  pools  acquire  reentry  exit  keep
+-----  ------  -----  -------  -------  ----  ----
+0
+1      0       kv     5        5        10
+2      1       kv2    7        7        9
+"""
+
+
+def test_ir_expressions_print_back_as_source():
+    from serq.irutil import expr_text
+
+    src = "session s(a, b, c) {\n  let x = (a - (b - c)) * -(a + 1) / 2 + min(a, b) + (if a > b then 1 else 2);\n}\n"
+    e = load_text(src).program.sessions[0].states[1].e
+    assert expr_text(e) == "(a - (b - c)) * -(a + 1) / 2 + min(a, b) + (if a > b then 1 else 2)"
