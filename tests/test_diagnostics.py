@@ -116,6 +116,21 @@ bad.sq:4:8: error[E101]: hold on unknown pool `kb`
         id='unknown_pool',
     ),
     pytest.param(
+        BASE + 'session s {\n  hold kvs 2 {\n    prefill 2 growing kv;\n  }\n}\nworkload { 1 x s; }\n',
+        {},
+        """\
+bad.sq:4:8: error[E101]: hold on unknown pool `kvs`
+    hold kvs 2 {
+         ^
+  note: did you mean `kv`?
+bad.sq:5:5: error[E406]: `growing kv`: no enclosing hold holds `kv`
+      prefill 2 growing kv;
+      ^
+  note: wrap the run in `hold kv ... { }`
+2 errors""",
+        id='unknown_pool_did_you_mean',
+    ),
+    pytest.param(
         BASE + 'session s {\n  prefill 2 on gpuu;\n}\nworkload { 1 x s; }\n',
         {},
         """\
