@@ -149,6 +149,7 @@ class Block:
     served: list[tuple[int, int, bool]]  # (sid, tokens per iteration, decode)
     ntok: int
     state: tuple  # the model state after the k iterations
+    evicted: tuple[int, ...] = ()  # cached units evicted per pool by the block's growth
 
 
 class _Shape:
@@ -256,15 +257,23 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
             take[g][j] = take[g].get(j, 0) + units
             kvb_inc[j] = kvb_inc.get(j, 0) + (own + units) // b - own // b
             own += units
-    # finite pools: the free units must cover the growth (no evict, no preempt)
+    # finite pools: growth takes whole blocks from free, then (the model's
+    # `grow`) evicts cached blocks in evict order; a preemption would be
+    # needed past that, so the block stops before it. Eviction is in closed
+    # form only for a key-less evict order (`lru`: by release sequence
+    # number), whose victims do not depend on what was evicted before.
     for p in range(npools):
         free = pools[p][0]
         if free is None or not take[p]:
             continue
+        b = m.blocks[p]
+        avail = free // b * b
+        if not m.evict_order[p].keys:
+            avail += sum(e[1] for e in pools[p][1])
         cum = 0
         for j in sorted(take[p]):
             cum += take[p][j]
-            if cum > free:
+            if cum > avail:
                 kmax = min(kmax, j)
                 break
     if kmax < 2:
@@ -331,14 +340,41 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
             holds = holds[:hi] + ((h[0], h[1], own, h[3] + adv, h[4]),) + holds[hi + 1:]
         new_sessions[sid] = (s[0], s[1], attrs, s[3] + adv, s[4], holds) + s[6:]
     new_pools = list(pools)
+    evicted = [0] * npools
     for p in range(npools):
         free = pools[p][0]
-        if free is not None:
-            used = sum(u for j, u in take[p].items() if j < k)
-            if used:
-                new_pools[p] = (free - used, pools[p][1], pools[p][2])
+        if free is None:
+            continue
+        used = sum(u for j, u in take[p].items() if j < k)
+        if not used:
+            continue
+        b = m.blocks[p]
+        from_free = min(used, free // b * b)
+        cache = pools[p][1]
+        if used > from_free:
+            cache = _evict(cache, used - from_free, m.evict_order[p].tie_desc)
+            evicted[p] = used - from_free
+        new_pools[p] = (free - from_free, cache, pools[p][2])
     new_state = (tuple(new_sessions), tuple(new_pools), state[2], None)
-    return Block(si, k, costs, levels, [(sid, n, d) for sid, n, d, _, _ in served], D, new_state)
+    return Block(si, k, costs, levels, [(sid, n, d) for sid, n, d, _, _ in served], D, new_state,
+                 tuple(evicted))
+
+
+def _evict(cache: tuple, units: int, desc: bool) -> tuple:
+    """The cache after the model's `free_block` freed `units` (whole blocks,
+    one at a time) under a key-less evict order: always from the entry with
+    the smallest (largest, if `desc`) release sequence number, which leaves
+    when it is empty. Entries keep their places in the list."""
+    left = {i: e[1] for i, e in enumerate(cache)}
+    order = sorted(range(len(cache)), key=lambda i: -cache[i][2] if desc else cache[i][2])
+    for i in order:
+        if units <= 0:
+            break
+        t = min(units, left[i])
+        left[i] -= t
+        units -= t
+    assert units == 0, "eviction beyond the cache (checked by plan_block)"
+    return tuple((e[0], left[i], e[2]) for i, e in enumerate(cache) if left[i] > 0)
 
 
 def _growth(own: int, use0: int, n: int, b: int, finite: bool, kmax: int) -> list[tuple[int, int]]:

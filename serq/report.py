@@ -174,6 +174,8 @@ class Stats:
         self.tokens[si] += blk.k * blk.ntok
         self.busy_ticks[si] += sum(blk.costs)
         self.evaluated += 1
+        for p, u in enumerate(blk.evicted):
+            self.evicted[p] += u
         first_end = tick + blk.costs[0]
         for sid, n, decode in blk.served:
             self.prog_tokens[self.prog_of[sid]] += blk.k * n
