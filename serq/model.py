@@ -925,6 +925,12 @@ class Model:
         b = self.blocks[p]
         ps = w.pools[p]
         preempted = False
+        if ps.free is not None and self.victim_order[p] is None:
+            # all or nothing, as vLLM's allocate_slots: a grower that cannot
+            # get every block it needs from free + evictable takes none
+            short = -(-(units - h[2]) // b) * b
+            if short > 0 and ps.free + sum(e[1] for e in ps.cache) < short:
+                return "wait", False
         while h[2] < units:
             if ps.free is None:
                 h[2] = -(-units // b) * b
