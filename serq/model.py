@@ -880,7 +880,9 @@ class Model:
         # A later run has passed an earlier one even at position 0: a
         # session preempted in its prefill and again at its first decode
         # token has progressed (its prefill is cached).
-        pos = (sum(s.attrs[i] for i in prog.progress_slots), s.pc, s.run_done)
+        st = prog.states[s.pc]
+        counted = st.kind == "run" and st.f["progress"] is not None  # already in its counter
+        pos = (sum(s.attrs[i] for i in prog.progress_slots), s.pc, 0 if counted else s.run_done)
         stuck = s.last_pos != -1 and pos <= tuple(s.last_pos)
         s.last_pos = pos
         for ps in w.pools:

@@ -150,6 +150,16 @@ def measure(prog: ir.Program):
         start = m.initial_state()
         seen = {start}
         todo = deque([start])
+        def peak(state, sid, p, own):
+            s = state[0][sid]
+            cp = m.progs[s[0]]
+            blocks = -(-own // m.blocks[p])
+            key = (cp.name, m.pools[p].name)
+            if blocks > peaks.get(key, (-1, ""))[0]:
+                vals = ", ".join(f"{a.name}={v}" for a, v in zip(cp.attrs, s[2])
+                                 if a.origin in ("draw", "choose", "param"))
+                peaks[key] = (blocks, f"{cp.name}({vals})" if vals else cp.name)
+
         while todo:
             st = todo.popleft()
             for sid, s in enumerate(st[0]):
@@ -158,13 +168,7 @@ def measure(prog: ir.Program):
                     continue
                 attrs = s[2]
                 for h in s[5]:
-                    p = h[1]
-                    blocks = -(-h[2] // m.blocks[p])
-                    key = (cp.name, m.pools[p].name)
-                    if blocks > peaks.get(key, (-1, ""))[0]:
-                        vals = ", ".join(f"{a.name}={v}" for a, v in zip(cp.attrs, attrs)
-                                         if a.origin in ("draw", "choose", "param"))
-                        peaks[key] = (blocks, f"{cp.name}({vals})" if vals else cp.name)
+                    peak(st, sid, h[1], h[2])
                 for slot, name, bound in hidden[s[0]]:
                     if bound is None:
                         msg = f"`{cp.name}`: hidden `{name}` has no declared bound (declare `max_{name}` or `max_out`)"
@@ -174,7 +178,12 @@ def measure(prog: ir.Program):
                         continue
                     if msg not in bound_fail:
                         bound_fail.append(msg)
-            for _a, nxt, _ in m.transitions(st):
+            for _a, nxt, events in m.transitions(st):
+                # a hold never shrinks: its size at release is its peak (a
+                # hold can grow and be released within one action)
+                for e in events:
+                    if e[0] == "release":
+                        peak(nxt, e[1], e[2], e[3])
                 if nxt not in seen:
                     if len(seen) >= SOLO_LIMIT:
                         undecided.append(f"`{line.program}` alone has more than {SOLO_LIMIT} states")
