@@ -542,7 +542,11 @@ class Validator:
                     stack.pop()
                 elif color.get(nxt) == 1:
                     head = s.states[nxt]
-                    if nxt not in reported:
+                    # `repeat N` counts down an internal counter nothing else
+                    # can set: it always ends, so it is no busy loop
+                    counted = isinstance(head, ir.SBranch) and any(
+                        n.startswith("_repeat") for n in expr_names(head.cond))
+                    if nxt not in reported and not counted:
                         reported.add(nxt)
                         self.sink.warn(head.at, "W501", "this loop can repeat without ever blocking (no turn, hold, run, join or end in it)",
                                        "if its condition stays true the session spins forever in one step")
