@@ -465,19 +465,12 @@ class Model:
         w = World(self, state, oracle, events, now)
         kind, subj = base[0], base[1]
         try:
-            if kind == ARRIVE:
+            if kind == ARRIVE or kind == TURN:
+                # a request arrives: the session leaves its arrive or turn state
                 s = w.sessions[subj]
-                if self.progs[s.prog].states[s.pc].kind != "arrive":
+                if self.progs[s.prog].states[s.pc].kind != kind:
                     return None
-                w.ev("arrive", subj)
-                s.arrived = w.next_seq()
-                s.pc = self.progs[s.prog].states[s.pc].next
-                self.advance(w, subj)
-            elif kind == TURN:
-                s = w.sessions[subj]
-                if self.progs[s.prog].states[s.pc].kind != "turn":
-                    return None
-                w.ev("turn", subj)
+                w.ev(kind, subj)
                 s.arrived = w.next_seq()
                 s.pc = self.progs[s.prog].states[s.pc].next
                 self.advance(w, subj)

@@ -14,26 +14,7 @@ from explorer.trace import replay
 from serq.explore import Checks, SerqModel
 from serq.explore_cli import explore
 from serq.load import load_text
-
-# Two chats on a 2-block pool: chunked prefill, lifo preemption, a prefix
-# cache. Small enough to count by hand-checked runs; pinned exactly so any
-# change of the semantics shows up here first.
-TWO_CHATS = """
-pool kv { cap 8; block 4; admit via gpu; preempt lifo; evict lru; }
-stage gpu { budget 4; }
-session chat {
-  draw prompt in {3, 5};
-  draw o in 1..2 hidden;
-  let max_out = 2;
-  let g = 0;
-  hold kv reuse (c) need (prompt + g - c) take 0
-       at admission (c = min(cached(kv), floor((prompt + g - 1) / 4) * 4)) {
-    prefill (prompt + g - c) growing kv;
-    decode (o - 1 - g) growing kv progress g;
-  } keep (kv full);
-}
-workload { 2 x chat; }
-"""
+from tests.fixtures import TWO_CHATS
 
 SELF_PREEMPT = """
 pool kv { cap 8; block 4; admit via gpu; preempt lifo; }

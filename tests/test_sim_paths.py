@@ -15,26 +15,11 @@ from hypothesis import strategies as st
 from explorer.fingerprint import state_fingerprint
 from serq.explore import SerqModel
 from serq.load import load_path, load_text
+from tests.fixtures import TWO_CHATS
 from serq.sim import SimConfig, Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
 
-TWO_CHATS = """
-pool kv { cap 8; block 4; admit via gpu; preempt lifo; evict lru; }
-stage gpu { budget 4; cost 1ms + 10us * ntok; }
-session chat {
-  draw prompt in {3, 5};
-  draw o in 1..2 hidden;
-  let max_out = 2;
-  let g = 0;
-  hold kv reuse (c) need (prompt + g - c) take 0
-       at admission (c = min(cached(kv), floor((prompt + g - 1) / 4) * 4)) {
-    prefill (prompt + g - c) growing kv;
-    decode (o - 1 - g) growing kv progress g;
-  } keep (kv full);
-}
-workload { 3 x chat every 2ms; }
-"""
 
 
 def graph(sm: SerqModel):
@@ -80,7 +65,7 @@ def simulated_path(prog, seed: int):
 
 
 CASES = {
-    "two_chats": lambda: load_text(TWO_CHATS, "t.sq").program,
+    "two_chats": lambda: load_text(TWO_CHATS.replace("2 x chat", "3 x chat"), "t.sq").program,
     "decode_preempt": lambda: load_path(ROOT / "instances" / "decode_preempt.sq").program,
     "agent_subagents": lambda: load_path(ROOT / "instances" / "agent_subagents.sq").program,
     "theorem": lambda: load_path(ROOT / "instances" / "theorem.sq").program,
