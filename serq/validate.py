@@ -52,6 +52,7 @@ MOMENT_TABLE_ROWS = [  # for docs and `serq explain`-style listings
 ]
 
 _EXPLORER_BANNED = ("now", "age")
+EXPLORER_MAX_DOMAIN = 4096  # values one draw may take in the explorer
 
 
 def expr_names(e: ir.Expr | None) -> set[str]:
@@ -501,6 +502,17 @@ class Validator:
             self.expr(v, S, session=s, want="int", what="a domain value")
         self.expr(d.lo, S, session=s, want="int", what="a range bound")
         self.expr(d.hi, S, session=s, want="int", what="a range bound")
+        if self.explorer and d.lo is not None and d.hi is not None:
+            from serq.compiler import NotConstant, const_eval
+
+            try:
+                width = int(const_eval(d.hi)) - int(const_eval(d.lo)) + 1
+            except (NotConstant, ArithmeticError, TypeError, ValueError):
+                return  # bounds read attributes: finite at every draw
+            if width > EXPLORER_MAX_DOMAIN:
+                self.sink.error(d.at, "E601", f"a domain of {width} values is too large to explore "
+                                              f"(the explorer takes every value; at most {EXPLORER_MAX_DOMAIN})",
+                                "narrow the domain for exploration, e.g. to its extreme and typical values")
 
     def dist(self, dist: ir.Dist, dom: ir.Domain, s: ir.SessionProgram) -> None:
         S = moment("session")

@@ -178,3 +178,18 @@ def test_workers_give_the_same_count():
 def test_check_engine_directly_on_model():
     r = check(SerqModel(prog(TWO_CHATS), symmetry=False), strategy="dfs")
     assert r.verdict == "pass" and r.stats.distinct == 170
+
+
+def test_explorer_rejects_what_it_cannot_treat_finitely(capsys):
+    from serq.cli import main
+    from serq.diagnostics import SerqError
+
+    clock = "stage gpu { budget 4; }\nsession a { let t = now; prefill 1; }\nworkload { 1 x a; }\n"
+    with pytest.raises(SerqError) as e:
+        load_text(clock, "c.sq", explorer=True)
+    assert e.value.render().startswith("c.sq:2:21: error[E600]: `now` reads the clock")
+    load_text(clock, "c.sq")  # the simulator may read it
+    wide = "stage gpu { budget 4; }\nsession a { draw x in 1..100000; prefill x; }\nworkload { 1 x a; }\n"
+    with pytest.raises(SerqError) as e:
+        load_text(wide, "w.sq", explorer=True)
+    assert "error[E601]: a domain of 100000 values is too large to explore" in e.value.render()
