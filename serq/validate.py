@@ -495,6 +495,16 @@ class Validator:
                             f"here: {desc}")
         if spec.admit_if is not None:
             self.expr(spec.admit_if, A, session=s, want="bool", what="`admit if`")
+        gate = self.pools.get(first)
+        for it in spec.items[1:]:
+            other = self.pools.get(it.pool)
+            if gate is None or other is None:
+                continue
+            for opt in ("queue", "hol"):
+                if getattr(other, opt) != getattr(gate, opt):
+                    self.sink.warn(it.at, "W503", f"pool `{it.pool}`'s `{opt}` does not apply to this hold: "
+                                                  f"a hold waits in the queue of its first pool, `{first}`",
+                                   f"list `{it.pool}` first, or give `{first}` the same `{opt}`")
 
     def domain(self, d: ir.Domain, s: ir.SessionProgram) -> None:
         S = moment("session")
