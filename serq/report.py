@@ -249,6 +249,7 @@ def build_report(result, instance: str | None = None) -> dict:
         "programs": programs,
         "faults": [{"at_ns": t, "kind": k, "message": msg} for t, k, msg in result.faults],
         "violations": [{"at_ns": t, "kind": k, "message": msg} for t, k, msg in result.violations],
+        "violations_total": result.violations_total,
         "stalled": list(result.stalled),
     }
 
@@ -309,6 +310,9 @@ def render(report: dict, console) -> None:
         console.print(f"[red]fault[/red] at {_ms(f['at_ns'])} ms: {f['kind']}: {f['message']}", highlight=False)
     for v in report["violations"]:
         console.print(f"[red]{v['kind']}[/red] at {_ms(v['at_ns'])} ms: {v['message']}", highlight=False)
+    more = report["violations_total"] - len(report["violations"])
+    if more > 0:
+        console.print(f"... and {more} more violation(s)", highlight=False)
     if report["stalled"]:
         console.print(f"[red]stalled[/red]: {len(report['stalled'])} session(s) can never move:", highlight=False)
         for s in report["stalled"]:

@@ -46,8 +46,9 @@ END, ENV = 0, 1  # heap priorities within one tick
 DEFAULT_MAX_STEPS = 20_000_000
 
 # why a run stopped
-DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT = (
-    "done", "horizon", "fault", "stalled", "violation", "step limit")
+DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT, NO_PROGRESS = (
+    "done", "horizon", "fault", "stalled", "violation", "step limit", "no progress")
+MAX_VIOLATIONS = 100  # violation messages kept (all are counted)
 
 
 # ---------------------------------------------------------------- the oracle
@@ -194,7 +195,8 @@ class SimResult:
     stopped: str
     stats: Stats
     faults: list[tuple[int, str, str]] = field(default_factory=list)  # (tick, kind, message)
-    violations: list[tuple[int, str, str]] = field(default_factory=list)  # stuck / invariant
+    violations: list[tuple[int, str, str]] = field(default_factory=list)  # stuck / invariant, the first 100
+    violations_total: int = 0
     stalled: list[str] = field(default_factory=list)  # sessions left waiting forever
     licence: list[tuple[bool, str]] = field(default_factory=list)
 
@@ -278,6 +280,12 @@ class Simulator:
         self.steps = 0
         self.faults: list = []
         self.violations: list = []
+        self.violations_total = 0
+        self._violation_seen: set = set()
+        # the no-progress watchdog: iterations and actions since a session last
+        # ended or reached a turn (a block counts its k iterations)
+        self._since_progress = 0
+        self._watchdog = max(10_000, 10 * len(self.arrivals))
         self.now = 0
         stopped = None
         for sid, t in enumerate(self.arrivals):
@@ -322,7 +330,7 @@ class Simulator:
                 stopped = STALLED
         stats.finish(self.now, self.state)
         return SimResult(self.program, cfg, self.state, self.now, stopped, stats, self.faults,
-                         self.violations, stalled, self.licence)
+                         self.violations, self.violations_total, stalled, self.licence)
 
     def _starts(self, tick: int) -> str | None:
         """Idle stages start iterations, in stage order, until none can."""
@@ -372,6 +380,7 @@ class Simulator:
         self.busy[si] = True
         self.pending[si] = events[cut:]
         self.stats.busy(si, cost)
+        self._progress(events)
         self._push(end, END, "end", si)
         if cfg.trace is not None:
             cfg.trace(tick, f"iterate {m.stages[si].name} until {end / 1e6:.6f} ms", events, m, nxt)
@@ -390,6 +399,7 @@ class Simulator:
         if self.steps > self.cfg.max_steps:
             return STEP_LIMIT
         si = blk.stage
+        self._since_progress += blk.k
         t = tick
         for c, lv in zip(blk.costs, blk.levels):
             self.stats.level(t, lv)
@@ -408,6 +418,7 @@ class Simulator:
         nxt, events = self.m.run_with(self.state, base, self.oracle, now=tick)
         if nxt is None:
             return None
+        self._progress(events)
         if self.cfg.trace is not None:
             self.cfg.trace(tick, f"{base[0]} {self.m.session_label(nxt, base[1])}", events, self.m, nxt)
         return self._commit(nxt, events, tick)
@@ -423,16 +434,27 @@ class Simulator:
             return FAULT
         if self.m.invariant_f:
             for kind, msg in self.m.check_invariants(nxt):
-                if kind == "invariant" and (kind, msg) not in self._seen_violation():
-                    self.violations.append((tick, kind, msg))
-        if self.cfg.stop_on_violation and self.violations:
+                if kind == "invariant" and msg not in self._violation_seen:
+                    self._violation_seen.add(msg)  # each invariant once, at its first violation
+                    self._violate(tick, kind, msg)
+        if self.cfg.stop_on_violation and self.violations_total:
             return VIOLATION
         if self.steps >= self.cfg.max_steps:
             return STEP_LIMIT
         return None
 
-    def _seen_violation(self):
-        return {(k, msg) for _, k, msg in self.violations}
+    def _violate(self, tick: int, kind: str, msg: str) -> None:
+        self.violations_total += 1
+        if len(self.violations) < MAX_VIOLATIONS:
+            self.violations.append((tick, kind, msg))
+
+    def _progress(self, events, iterations: int = 1) -> None:
+        """The watchdog's clock: reset when a session ends or reaches a turn."""
+        self._since_progress += iterations
+        for e in events:
+            if e[0] == "end" or e[0] == "at_turn":
+                self._since_progress = 0
+                return
 
     def _effects(self, tick: int, events) -> None:
         """Stamp events at tick; schedule the turn returns they imply."""
@@ -447,11 +469,17 @@ class Simulator:
                     self.turn_gen[sid] = gen
                     self._push(tick + think, ENV, TURN, (sid, gen))
             elif k == "stuck":
-                self.violations.append((tick, "stuck", f"{self.m.session_label(self.state, e[1])} was preempted again "
-                                                       f"from pool `{self.m.pools[e[2]].name}` without passing the "
-                                                       f"position of its previous preemption"))
+                self._violate(tick, "stuck", f"{self.m.session_label(self.state, e[1])} was preempted again "
+                                             f"from pool `{self.m.pools[e[2]].name}` without passing the "
+                                             f"position of its previous preemption")
                 if self.cfg.stop_on_violation:
                     raise _Stop(VIOLATION)
+                if self._since_progress >= self._watchdog:
+                    # sessions keep being preempted without progress and none has
+                    # ended or reached a turn for a long while: a livelock, most
+                    # likely. Checked only here, at a stuck event (never inside a
+                    # coalesced block), so coalescing cannot move the stop.
+                    raise _Stop(NO_PROGRESS)
 
     def _stalled(self) -> list[str]:
         """Sessions that can never move: nothing is scheduled and no stage

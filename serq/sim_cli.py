@@ -133,9 +133,11 @@ def cmd_check(args) -> int:
         for t, kind, msg in result.faults:
             print(f"{label}: FAIL: {kind} at {t / 1e9:.6f} s: {msg}", file=out)
         return EXIT_VIOLATION
-    if result.stopped == VIOLATION or result.violations:
+    if result.stopped == VIOLATION or result.violations_total:
         for t, kind, msg in result.violations:
             print(f"{label}: FAIL: {kind} at {t / 1e9:.6f} s: {msg}", file=out)
+        if result.violations_total > len(result.violations):
+            print(f"{label}: ... and {result.violations_total - len(result.violations)} more", file=out)
         return EXIT_VIOLATION
     if result.stopped == STALLED:
         print(f"{label}: FAIL: deadlock: the simulation ended at {result.now / 1e9:.6f} s with "
