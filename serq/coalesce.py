@@ -22,8 +22,9 @@ Two conditions, both required:
   admitted via this stage — the seed's "k = 1" rule — and event-driven
   pools); every resident is decoding, or prefilling a whole `chunk` each
   iteration; no run completes inside the block (the completing iteration
-  is left to the model); every finite pool's free units cover the block's
-  growth (so no eviction and no preemption); the budget covers every
+  is left to the model); every finite pool covers the block's growth from
+  its free units and, under a key-less evict order (`lru`), its cached
+  blocks evicted in that order (so no preemption); the budget covers every
   resident's tokens in every iteration; and no other event (arrival, turn
   return, another stage's iteration end, the horizon) falls before the
   last iteration of the block starts. The caller (the simulator) supplies

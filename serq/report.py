@@ -168,17 +168,32 @@ class Stats:
             elif k == "fault":
                 self.faults.append((tick, e[1], e[2]))
 
-    def block(self, si: int, tick: int, blk) -> None:
-        """A coalesced block: k iterations, each serving `blk.served`."""
-        self.iters[si] += blk.k
-        self.tokens[si] += blk.k * blk.ntok
-        self.busy_ticks[si] += sum(blk.costs)
+    def block_start(self, blk) -> None:
+        """A coalesced block starts: its decisions (evictions) are stamped
+        at its iterations' starts, which all precede any other event."""
         self.evaluated += 1
         for p, u in enumerate(blk.evicted):
             self.evicted[p] += u
+
+    def block_end(self, si: int, tick: int, blk, upto: int | None = None) -> None:
+        """The effects of a block that started at `tick`: k iterations, each
+        serving `blk.served`, each stamped at its own end. With `upto` (a run
+        stopped early), only the iterations ended by then, as an uncoalesced
+        run would have them."""
+        k, t = 0, tick
+        for c in blk.costs:
+            if upto is not None and t + c > upto:
+                break
+            t += c
+            k += 1
+        if not k:
+            return
+        self.iters[si] += k
+        self.tokens[si] += k * blk.ntok
+        self.busy_ticks[si] += sum(blk.costs[:k])
         first_end = tick + blk.costs[0]
         for sid, n, decode in blk.served:
-            self.prog_tokens[self.prog_of[sid]] += blk.k * n
+            self.prog_tokens[self.prog_of[sid]] += k * n
             if decode:
                 self._first_token(sid, first_end)
 

@@ -276,6 +276,8 @@ class Simulator:
         self._count = 0
         self.busy = [False] * len(m.stages)
         self.pending: list[list] = [[] for _ in m.stages]  # effects stamped at the iteration end
+        self.pending_cost = [0] * len(m.stages)
+        self.pending_block: list = [None] * len(m.stages)  # (start tick, coalesced block) in flight
         self.turn_gen: dict[int, int] = {}
         self.steps = 0
         self.faults: list = []
@@ -305,6 +307,11 @@ class Simulator:
                     if kind == "end":
                         self.busy[payload] = False
                         effects, self.pending[payload] = self.pending[payload], []
+                        stats.busy(payload, self.pending_cost[payload])
+                        self.pending_cost[payload] = 0
+                        if self.pending_block[payload] is not None:
+                            stats.block_end(payload, *self.pending_block[payload])
+                            self.pending_block[payload] = None
                         self._effects(tick, effects)
                     elif kind == ARRIVE:
                         stopped = self._apply((ARRIVE, payload), tick)
@@ -323,6 +330,12 @@ class Simulator:
             stopped = DONE
         if stopped == HORIZON:
             self.now = horizon
+        # a run stopped early: what a block in flight did by now (the effects
+        # of a single iteration in flight are not in the report, as its end
+        # is after the stop; docs/simulator.md, Stopping)
+        for si, pb in enumerate(self.pending_block):
+            if pb is not None:
+                stats.block_end(si, *pb, upto=self.now)
         stalled = []
         if stopped == DONE and not m.is_done(self.state) and self.state[3] is None:
             stalled = self._stalled()
@@ -379,7 +392,7 @@ class Simulator:
             return False
         self.busy[si] = True
         self.pending[si] = events[cut:]
-        self.stats.busy(si, cost)
+        self.pending_cost[si] = cost  # counted at the end, with the effects
         self._progress(events)
         self._push(end, END, "end", si)
         if cfg.trace is not None:
@@ -404,7 +417,8 @@ class Simulator:
         for c, lv in zip(blk.costs, blk.levels):
             self.stats.level(t, lv)
             t += c
-        self.stats.block(si, tick, blk)
+        self.stats.block_start(blk)
+        self.pending_block[si] = (tick, blk)
         if self.cfg.trace is not None:
             self.cfg.trace(tick, f"{blk.k} iterations of {self.m.stages[si].name} coalesced, until {t / 1e6:.6f} ms",
                            [("serve", sid, n * blk.k, "decode" if d else "prefill", None, None)

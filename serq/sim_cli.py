@@ -71,22 +71,33 @@ def _simulate(args, *, check: bool, trace=None):
 
 
 def _with_progress(sim, cfg):
-    """A transient rich progress bar on stderr: simulated time against the
-    horizon, or sessions ended against sessions."""
+    """A transient rich progress bar on stderr — simulated time against the
+    horizon, or sessions ended against sessions — that appears only once a
+    run is long (the simulator's first progress call, after 2000 actions)
+    and is erased at the end."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     total = cfg.horizon if cfg.horizon else max(len(sim.arrivals), 1)
-    with Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("", total=total)
+    bar = None
+    task = None
 
-        def progress(now, ended, sessions):
-            done = now if cfg.horizon else ended
-            bar.update(task, completed=done, description=f"t = {now / 1e9:.3f} s, {ended}/{sessions} ended")
+    def progress(now, ended, sessions):
+        nonlocal bar, task
+        if bar is None:
+            bar = Progress(TextColumn("simulating"), BarColumn(), TextColumn("{task.description}"),
+                           TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+            bar.start()
+            task = bar.add_task("", total=total)
+        done = now if cfg.horizon else ended
+        bar.update(task, completed=done, description=f"t = {now / 1e9:.3f} s, {ended}/{sessions} ended")
 
-        cfg.progress = progress
+    cfg.progress = progress
+    try:
         return sim.run()
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def _console():

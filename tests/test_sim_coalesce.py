@@ -301,3 +301,19 @@ def test_a_simulator_run_is_a_path_of_the_model():
         s = CheckedSimulator(p, SimConfig(seed=seed), enumerate=True)
         s.run()
         assert s.checked_actions > 0
+
+
+def test_an_early_stop_during_a_block_reports_what_ended_by_then():
+    # `bad` arrives in the middle of the long decode's block and fails its
+    # assert: the run stops at a fault with the block in flight
+    text = """
+pool kv { cap 4096; block 16; admit via gpu; }
+stage gpu { budget 512; cost 7ms + 3us * kvb; }
+session s { hold kv need 64 take 0 { prefill 64 growing kv; decode 900 growing kv; } end; }
+session bad { assert 1 > 2; end; }
+workload { 1 x s; 1 x bad at 1234567us; }
+"""
+    a, b = run_both(load_text(text).program)
+    assert a.stopped == b.stopped == "fault"
+    assert a.blocks > 0
+    assert a.state == b.state and comparable(a) == comparable(b)
