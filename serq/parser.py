@@ -51,7 +51,9 @@ def make_parser(**options) -> lark.Lark:
 
 @lru_cache(maxsize=1)
 def grammar_parser() -> lark.Lark:
-    return make_parser()
+    # lark keeps the analysed grammar in a cache file keyed by its hash:
+    # loading it takes a tenth of building the LALR tables again
+    return make_parser(cache=True)
 
 
 def _terminal_word(parser: lark.Lark, name: str) -> str:
