@@ -496,3 +496,46 @@ workload { 1 x a; 1 x b; }
         "+a#1, a#1 P4, a#1 prefill done, rel a#1 4/4",
         "evict b#2 4, +a#1, a#1 P1, a#1 prefill done, rel a#1 4/0, end a#1",
     ]
+
+
+def test_vllm_exact_resume_counts_the_prefill_token():
+    # vLLM recomputes prompt + every output token so far on resume, and that
+    # prefill samples the next token. The output counted by `g` must then
+    # include the prefill's token (set after the prefill): preempted after
+    # 4 decodes, g = 5 outputs; re-admitted with c = 4 it recomputes
+    # prompt + g - c = 4 + 5 - 4 = 5 tokens and decodes o - g = 8 - 6 = 2
+    # (vLLM: num_tokens - hits, then max_tokens - outputs). With `g` counting
+    # decodes only (VLLM_CHAT above), the same preemption recomputes 4 and
+    # decodes 3: the same tokens in all, one iteration more.
+    m = model("""
+const BS = 4;
+pool kv { cap 16; block BS; admit via gpu; preempt lifo; evict lru; }
+stage gpu { budget 16; serve (admitted); cost 1ms; }
+session chat(prompt = 4, o = 8) {
+  let g = 0;
+  hold kv reuse c need (prompt + g - c) take 0
+       at admission (c = min(cached(kv), floor((prompt + g - 1) / BS) * BS)) {
+    prefill (prompt + g - c) growing kv;
+    set g = g + 1;
+    decode (o - g) growing kv progress g;
+  } keep (kv full);
+  end;
+}
+workload { 2 x chat; }
+""")
+    s, words = drive(m, arrive_all(m) + ["run"])
+    assert words == [
+        "+chat#1, +chat#2, chat#1 P4, chat#2 P4, chat#1 prefill done, chat#2 prefill done",
+        "chat#1 D1, chat#2 D1",
+        "chat#1 D1, chat#2 D1",
+        "chat#1 D1, chat#2 D1",
+        "chat#1 D1, chat#2 D1",
+        "!chat#2(kv full), rel chat#2 8/8, evict chat#2 4, chat#1 D1",
+        "chat#1 D1",
+        "chat#1 D1, chat#1 decode done, rel chat#1 12/8, end chat#1",
+        "hit chat#2 4, +chat#2, evict chat#1 4, chat#2 P5, chat#2 prefill done",
+        "chat#2 D1",
+        "chat#2 D1, chat#2 decode done, rel chat#2 12/8, end chat#2",
+    ]
+    g = m.progs[0].slots["g"]
+    assert [x[2][g] for x in s[0]] == [8, 8]  # o outputs each
