@@ -228,6 +228,7 @@ workload { 20 x s every 30ms; }
 CASES = {
     "big-pressure": BIG.replace("KV", "160").replace("CHUNK", ""),
     "big-roomy-chunked": BIG.replace("KV", "4096").replace("CHUNK", "chunk 16;"),
+    "big-pressure-mru": BIG.replace("KV", "160").replace("CHUNK", "").replace("evict lru", "evict (desc released)"),
     "multi-stage": MULTI_STAGE,
     "turns": TURNS,
     "infinite-pool": INFINITE,
