@@ -333,3 +333,17 @@ def test_progress_callback_reports_time_and_sessions():
                  progress=lambda now, ended, n: calls.append((now, ended, n)))
     assert r.stopped == "done" and len(calls) == 2  # every 2000 actions
     assert all(n == 3 for _, _, n in calls) and calls == sorted(calls)
+
+
+def test_same_bytes_across_processes_and_hash_seeds():
+    import os
+    import subprocess
+    import sys
+
+    outs = set()
+    for h in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": h}
+        p = subprocess.run([sys.executable, "-m", "serq", "run", str(ROOT / "instances" / "vllm_chat.sq"),
+                            "--seed", "11", "--json"], capture_output=True, env=env, check=True)
+        outs.add(p.stdout)
+    assert len(outs) == 1
