@@ -375,7 +375,7 @@ def _evict(cache: tuple, units: int, desc: bool) -> tuple:
         left[i] -= t
         units -= t
     assert units == 0, "eviction beyond the cache (checked by plan_block)"
-    return tuple((e[0], left[i], e[2]) for i, e in enumerate(cache) if left[i] > 0)
+    return tuple((e[0], left[i]) + tuple(e[2:]) for i, e in enumerate(cache) if left[i] > 0)
 
 
 def _growth(own: int, use0: int, n: int, b: int, finite: bool, kmax: int) -> list[tuple[int, int]]:
