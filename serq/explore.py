@@ -124,7 +124,7 @@ class SerqModel:
         out_sessions = tuple(locs[old] + ((new[sessions[old][6]] if sessions[old][6] >= 0 else -1),)
                              for old in perm)
         out_pools = tuple(
-            (free, tuple(sorted(((new[o] if not done[o] else -1), u, rank[r]) for o, u, r in cache)),
+            (free, tuple(sorted(((new[o] if not done[o] else -1), u, rank[r]) for o, u, r, _tick in cache)),
              tuple(new[q] for q in queue))
             for free, cache, queue in pools)
         return (out_sessions, out_pools, fault)
@@ -288,7 +288,7 @@ def pool_text(sm: SerqModel, state, p: int) -> str:
     if cap is not None:
         parts.append(f"free {free}/{cap}")
     if cache:
-        parts.append("cached " + ", ".join(f"{sm.label(state, o)} {u}" for o, u, _ in sorted(cache, key=lambda e: e[2])))
+        parts.append("cached " + ", ".join(f"{sm.label(state, o)} {u}" for o, u, *_ in sorted(cache, key=lambda e: e[2])))
     if queue:
         parts.append("queue [" + ", ".join(sm.label(state, q) for q in queue) + "]")
     return "; ".join(parts) if parts else "empty"

@@ -19,7 +19,8 @@ State (hot path, plain tuples, see `encode`):
   session = (prog, pc, attrs, run_done, run_total, holds, parent, live,
              arrived, admitted, last_pos, stuck)
   hold    = (scope, pool, own, use, admitted)
-  pool    = (free, cache, queue); cache = ((owner, units, released), ...)
+  pool    = (free, cache, queue); cache = ((owner, units, released, tick), ...)
+  (`tick`: the simulator's time of the release, for `age`; 0 in the explorer)
 `seq` numbers every event; `arrived`, `admitted`, `released` are such
 numbers. The explorer's canonical form replaces them by their ranks.
 """
@@ -35,6 +36,10 @@ from serq.expr import EvalError, compile_expr
 
 INF = float("inf")
 MACRO_LIMIT = 100_000  # internal states one session may pass in one action
+ADMIT_LIMIT = 10_000  # admissions in one action (a loop whose holds never block)
+SPAWN_DEPTH = 200  # spawns nested in one action (a program spawning itself)
+MAX_SESSIONS = 100_000
+MAX_DOMAIN = 100_000  # values of one draw or choose
 
 # action kinds
 ARRIVE, TURN, ITERATE = "arrive", "turn", "iterate"
@@ -184,7 +189,7 @@ class PoolS:
     __slots__ = ("free", "cache", "queue")
 
     def cached_for(self, sid):
-        for owner, units, _ in self.cache:
+        for owner, units, *_ in self.cache:
             if owner == sid:
                 return units
         return 0
@@ -198,6 +203,11 @@ class World:
         self.oracle = oracle
         self.events = events
         self.now = now
+        self.admits = 0
+        self.depth = 0
+        self.load(state)
+
+    def load(self, state) -> None:
         sessions, pools, seq, fault = state
         self.seq = seq
         self.fault = fault
@@ -217,6 +227,16 @@ class World:
             p.cache = [list(e) for e in cache]
             p.queue = list(queue)
             self.pools.append(p)
+
+    def snapshot(self):
+        return self.encode(), (len(self.events) if self.events is not None else 0)
+
+    def restore(self, snap) -> None:
+        """Undo everything since `snapshot` (a tentative admission)."""
+        state, n_events = snap
+        self.load(state)
+        if self.events is not None:
+            del self.events[n_events:]
 
     def encode(self):
         return (tuple(s.key() for s in self.sessions),
@@ -472,6 +492,7 @@ class Model:
                     return None
                 w.ev(kind, subj)
                 s.arrived = w.next_seq()
+                s.last_pos = -1  # a new request
                 s.pc = self.progs[s.prog].states[s.pc].next
                 self.advance(w, subj)
             elif kind == ITERATE:
@@ -512,7 +533,7 @@ class Model:
                     weights = self.weights(st, values, s.attrs, x)
                     i = w.oracle.draw(values, weights) if len(values) > 1 else 0
                 else:
-                    i = self.choose_index(w, st, values, s)
+                    i = self.choose_index(w, st, values, s, sid)
                 s.attrs[st.f["slot"]] = values[i]
                 w.ev(k, sid, st.ir.attr, values[i])
                 s.pc = st.next
@@ -548,6 +569,7 @@ class Model:
                 s.pc = st.next
             elif k == "exit":
                 self.release_scope(w, sid, st.f["closes"])
+                s.last_pos = -1  # the scope was completed: a new one starts afresh
                 s.pc = st.next
             elif k == "end":
                 self.finish(w, sid)
@@ -564,6 +586,10 @@ class Model:
             vals = [v(attrs, x) for v in f["values"]]
         else:
             lo, hi = f["lo"](attrs, x), f["hi"](attrs, x)
+            if int(hi) - int(lo) + 1 > MAX_DOMAIN:
+                line = f" at line {st.at[0]}" if st.at else ""
+                raise Fault("error", f"`{st.ir.attr}` would range over {int(hi) - int(lo) + 1} values{line} "
+                                     f"(at most {MAX_DOMAIN})")
             # a range is distinct already: skip the quadratic de-duplication
             # below (it cost ~40 ms per draw over 1..2048) [simulator fix]
             return list(range(int(lo), int(hi) + 1))
@@ -589,7 +615,7 @@ class Model:
             return [math.exp(-lam) * lam ** v / math.factorial(v) if v >= 0 else 0.0 for v in values]
         return [1.0] * len(values)
 
-    def choose_index(self, w: World, st: CState, values, s: Sess) -> int:
+    def choose_index(self, w: World, st: CState, values, s: Sess, sid: int) -> int:
         key = st.f["key"]
         if key is None:
             return w.oracle.draw(values, [1.0] * len(values)) if len(values) > 1 else 0
@@ -598,7 +624,7 @@ class Model:
         for i, v in enumerate(values):
             trial = list(s.attrs)
             trial[slot] = v
-            keyed.append((key(trial, Ctx(w)), i))
+            keyed.append((key(trial, Ctx(w, sid)), i))
         best = min(k for k, _ in keyed)
         tied = [i for k, i in keyed if k == best]
         return tied[w.oracle.tie(len(tied))] if len(tied) > 1 else tied[0]
@@ -607,8 +633,14 @@ class Model:
         s = w.sessions[sid]
         parent_prog = self.progs[s.prog]
         prog = self.progs[self.prog_index[st.f["program"]]]
-        n = st.f["count"](s.attrs, Ctx(w, sid))
-        for _ in range(max(int(n), 0)):
+        n = max(int(st.f["count"](s.attrs, Ctx(w, sid))), 0)
+        if len(w.sessions) + n > MAX_SESSIONS:
+            raise Fault("error", f"{parent_prog.name}#{sid + 1}: spawning {n} more sessions passes {MAX_SESSIONS}")
+        w.depth += 1
+        if w.depth > SPAWN_DEPTH:
+            raise Fault("error", f"{parent_prog.name}#{sid + 1}: spawns nest more than {SPAWN_DEPTH} deep in one step "
+                                 "(a program that spawns itself before it blocks?)")
+        for _ in range(n):
             attrs = [False if a.type == "bool" else 0 for a in prog.attrs]
             for name, f in st.f["args"]:
                 attrs[prog.slots[name]] = f(s.attrs, Ctx(w, sid))
@@ -625,7 +657,7 @@ class Model:
             cid = len(w.sessions) - 1
             w.ev("spawn", sid, cid)
             self.advance(w, cid)
-        del parent_prog
+        w.depth -= 1
 
     def finish(self, w: World, sid: int) -> None:
         s = w.sessions[sid]
@@ -688,7 +720,9 @@ class Model:
         """Sort items by (declared keys, tie event). With --ties all, items
         equal on the declared keys come out in an oracle-chosen order."""
         sgn = -1 if order.tie_desc else 1
-        dec = sorted(items, key=lambda it: (keyf(it), sgn * seqf(it)))
+        # `arrived` is unique per session: the order never falls back on
+        # session ids, which the explorer's symmetry reduction permutes
+        dec = sorted(items, key=lambda it: (keyf(it), sgn * seqf(it), self._arrived(w, it)))
         if not order.implicit or not self.ties_all:
             return dec
         out = []
@@ -708,10 +742,17 @@ class Model:
     def first_of(self, w: World, order: COrder, items: list, keyf, seqf):
         sgn = -1 if order.tie_desc else 1
         best = min(keyf(it) for it in items)
-        tied = sorted((it for it in items if keyf(it) == best), key=lambda it: sgn * seqf(it))
+        tied = sorted((it for it in items if keyf(it) == best),
+                      key=lambda it: (sgn * seqf(it), self._arrived(w, it)))
         if len(tied) > 1 and order.implicit:
             return tied[w.oracle.tie(len(tied))]
         return tied[0]
+
+    @staticmethod
+    def _arrived(w: World, it) -> int:
+        """The last resort of every order: a session's arrival (unique); a
+        cache entry is already total by its release."""
+        return w.sessions[it].arrived if isinstance(it, int) else 0
 
     def free_block(self, w: World, p: int, protect: int | None = None) -> bool:
         """Make one block free by evicting from the cache in evict order."""
@@ -722,8 +763,7 @@ class Model:
         order = self.evict_order[p]
 
         def keyf(e):
-            x = Ctx(w, None, {"size": e[1], "last": e[2], "released": e[2],
-                              "age": w.now - self.released_time(w, e)})
+            x = Ctx(w, None, {"size": e[1], "last": e[2], "released": e[2], "age": w.now - e[3]})
             return tuple((-f(None, x) if desc else f(None, x)) for (_, f), desc in order.keys)
 
         victim = self.first_of(w, order, cands, keyf, lambda e: e[2])
@@ -735,9 +775,6 @@ class Model:
             ps.cache.remove(victim)
         return True
 
-    def released_time(self, w, entry) -> int:
-        return w.now  # the simulator passes release times through `now` only
-
     def cache_put(self, w: World, sid: int, p: int, units: int) -> None:
         ps = w.pools[p]
         seq = w.next_seq()
@@ -745,9 +782,10 @@ class Model:
             if e[0] == sid:
                 e[1] += units
                 e[2] = seq
+                e[3] = w.now
                 break
         else:
-            ps.cache.append([sid, units, seq])
+            ps.cache.append([sid, units, seq, w.now])
 
     def release_scope(self, w: World, sid: int, scope: int) -> None:
         """Release the holds of `scope`: the keep part to the cache under the
@@ -815,6 +853,10 @@ class Model:
                     return False
             plan.append((p, reuse, take))
         # fits: move units
+        w.admits += 1
+        if w.admits > ADMIT_LIMIT:
+            raise Fault("error", f"{prog.name}#{sid + 1}: more than {ADMIT_LIMIT} admissions in one step "
+                                 "(a loop whose holds never block?)")
         s.attrs = trial
         seq = w.next_seq()
         s.admitted = seq
@@ -839,10 +881,12 @@ class Model:
         s.pc = st.next
         return True
 
-    def admit_pool(self, w: World, p: int, budget_left) -> int | None:
+    def admit_pool(self, w: World, p: int, budget_left, skipped=()) -> int | None:
         """One admission from pool p's queue, or None (head-of-line rules)."""
         q = w.pools[p].queue
         for sid in list(q):
+            if sid in skipped:
+                continue
             if self.try_admit(w, sid, budget_left):
                 return sid
             if self.pools[p].hol == "block":
@@ -875,9 +919,10 @@ class Model:
         # A later run has passed an earlier one even at position 0: a
         # session preempted in its prefill and again at its first decode
         # token has progressed (its prefill is cached).
-        st = prog.states[s.pc]
-        counted = st.kind == "run" and st.f["progress"] is not None  # already in its counter
-        pos = (sum(s.attrs[i] for i in prog.progress_slots), s.pc, 0 if counted else s.run_done)
+        # The position: the progress counters, then the units the hold uses
+        # (what its runs have computed, reused units included): absolute,
+        # so a re-run that starts from a cached prefix is measured from 0.
+        pos = (sum(s.attrs[i] for i in prog.progress_slots), h[3])
         stuck = s.last_pos != -1 and pos <= tuple(s.last_pos)
         s.last_pos = pos
         for ps in w.pools:
@@ -915,14 +960,15 @@ class Model:
                     kvb += h[2] // self.blocks[g]
         return {"nreq": len(res), "ndec": ndec, "kvb": kvb}
 
-    def grow(self, w: World, sid: int, p: int, units: int, served: dict, stage_name: str):
+    def grow(self, w: World, sid: int, p: int, units: int, served: dict, may_preempt: bool = True):
         """Make the session's hold on p own `units`; returns "ok", "wait"
-        (preempt none) or "self" (it was preempted itself)."""
+        (it may not preempt: `preempt none`, or it is being admitted) or
+        "self" (it was preempted itself)."""
         h = w.hold_of(sid, p)
         b = self.blocks[p]
         ps = w.pools[p]
         preempted = False
-        if ps.free is not None and self.victim_order[p] is None:
+        if ps.free is not None and (self.victim_order[p] is None or not may_preempt):
             # all or nothing, as vLLM's allocate_slots: a grower that cannot
             # get every block it needs from free + evictable takes none
             short = -(-(units - h[2]) // b) * b
@@ -953,8 +999,9 @@ class Model:
             h = w.hold_of(sid, p)
         return "ok", preempted
 
-    def serve_one(self, w: World, si: int, sid: int, budget_left, chunk_f, served: dict):
-        """Schedule tokens for one resident; returns (tokens, preempted, stop)."""
+    def serve_one(self, w: World, si: int, sid: int, budget_left, chunk_f, served: dict, admitting: bool = False):
+        """Schedule tokens for one resident; returns (tokens, preempted, stop);
+        tokens is None when a session being admitted cannot grow."""
         s = w.sessions[sid]
         st = self.progs[s.prog].states[s.pc]
         remaining = s.run_total - s.run_done
@@ -970,11 +1017,11 @@ class Model:
         g = st.f["growing"]
         if g is not None:
             h = w.hold_of(sid, g)
-            status, pre = self.grow(w, sid, g, h[3] + n, served, self.stages[si].name)
+            status, pre = self.grow(w, sid, g, h[3] + n, served, may_preempt=not admitting)
             if status == "self":
                 return 0, True, True
             if status == "wait":
-                return 0, pre, False
+                return (None if admitting else 0), pre, False
             return n, pre, False
         return n, False, False
 
@@ -1011,24 +1058,33 @@ class Model:
         admitted = []
         if not preempted_any and budget_left > 0:
             for p in self.via[si]:
-                while budget_left > 0 and not preempted_any:
-                    sid = self.admit_pool(w, p, budget_left)
+                skipped: set[int] = set()
+                while budget_left > 0:
+                    # An admission is tentative until its first chunk has its
+                    # blocks (from free, then evictable): like vLLM, a waiting
+                    # request whose allocation fails is not admitted and never
+                    # preempts anyone; it blocks the queue (or is skipped).
+                    snap = w.snapshot()
+                    sid = self.admit_pool(w, p, budget_left, skipped)
                     if sid is None:
                         break
-                    admitted.append(sid)
                     self.advance(w, sid)
                     s = w.sessions[sid]
                     st = self.progs[s.prog].states[s.pc]
                     if st.kind == "run" and st.f["stage"] == si and s.run_done < s.run_total:
                         if self.chunk_f[si] is not None:
                             chunk = self.chunk_f[si](None, Ctx(w, None, {**shape, "budget_left": budget_left}))
-                        n, pre, stop = self.serve_one(w, si, sid, budget_left, chunk, served)
-                        preempted_any |= pre
+                        n, _, _ = self.serve_one(w, si, sid, budget_left, chunk, served, admitting=True)
+                        if n is None:
+                            w.restore(snap)
+                            if self.pools[p].hol == "block":
+                                break
+                            skipped.add(sid)
+                            continue
                         if n:
                             served[sid] = n
                         budget_left = budget - sum(served.values())
-                        if stop:
-                            break
+                    admitted.append(sid)
         if not served and not admitted and not preempted_any:
             return False
         ntok = sum(served.values())

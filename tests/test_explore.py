@@ -136,7 +136,7 @@ def _permute(state, perm):
         s = list(s)
         s[6] = perm[s[6]] if s[6] >= 0 else -1
         out[perm[old]] = tuple(s)
-    new_pools = tuple((free, tuple((perm[o], u, r) for o, u, r in cache), tuple(perm[q] for q in queue))
+    new_pools = tuple((free, tuple((perm[o], u, r, t) for o, u, r, t in cache), tuple(perm[q] for q in queue))
                       for free, cache, queue in pools)
     return (tuple(out), new_pools, seq, fault)
 
