@@ -12,6 +12,7 @@ from lark import Token, Tree
 
 from serq import ir
 from serq.diagnostics import Sink
+from serq.expr import EvalError
 
 # Context variables (each legal only at some moments, see serq.validate).
 CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last", "now",
@@ -20,6 +21,7 @@ SEQ_EVENTS = ("arrived", "admitted", "released")
 FUNCS = {"min": (2, None), "max": (2, None), "floor": (1, 1), "ceil": (1, 1), "abs": (1, 1)}
 POOL_FUNCS = ("cached", "allocated", "free", "waiting", "holders")
 DIST_NAMES = ("uniform", "geometric", "poisson", "weights")
+MAX_WORKLOAD = 1_000_000  # sessions on one workload line
 UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
@@ -123,7 +125,7 @@ class Compiler:
         except NotConstant as nc:
             self.sink.error(nc.at or pos(t), "E401", f"{what} must be a constant expression; {nc.what} is not a constant")
             return None
-        except (ZeroDivisionError, OverflowError, ValueError, TypeError) as ex:
+        except (EvalError, ZeroDivisionError, OverflowError, ValueError, TypeError) as ex:
             self.sink.error(pos(t), "E401", f"{what}: cannot evaluate this constant ({ex})")
             return None
         if integer:
@@ -300,6 +302,10 @@ class Compiler:
     def wl_line(self, t) -> ir.WorkloadLine | None:
         count_t, prog_t, args_t, arr_t = t.children
         count = self.const(count_t, "a workload count", minimum=0)
+        if count is not None and count > MAX_WORKLOAD:
+            self.sink.error(pos(count_t), "E402", f"a workload line of {count} sessions is more than serq runs "
+                                                  f"(at most {MAX_WORKLOAD})")
+            count = None
         prog = str(prog_t)
         arrival = None
         if arr_t is not None:

@@ -12,7 +12,11 @@ Hypotheses, each evaluated over every value of the finite domains:
                blocks, is at most the pool's capacity in blocks;
   H4 bounded   every hidden drawn value is at most its declared bound
                (`max_<name>`, or `max_out`);
-  H5 no-join   no `join` inside a hold of a finite pool.
+  H5 no-join   no `join` inside a hold of a finite pool;
+  H6 one-hold  no hold of a finite pool inside a hold of another finite
+               pool (one admission decision per session at a time: nested
+               acquisitions can deadlock in lock order, which the theorem's
+               single-pool induction does not cover).
 H3 and H4 are measured by running each workload session alone on the same
 step function with every finite pool made infinite, over every drawn value
 (the peak of its holds is its demand): one semantics, no second reading of
@@ -106,6 +110,27 @@ def h5_nojoin(prog: ir.Program) -> Hypothesis:
                 if fin:
                     wit.append(f"`{s.name}` (line {st.at[0] if st.at else '?'}) joins while holding {', '.join(fin)}")
     return Hypothesis("H5", "no-join", "no join inside a hold of a finite pool", not wit, wit)
+
+
+def h6_one_hold(prog: ir.Program) -> Hypothesis:
+    wit = []
+    finite = {p.name for p in prog.pools if p.cap is not None}
+    for s in prog.sessions:
+        def outer(scope: int) -> set[str]:
+            out: set[str] = set()
+            while scope is not None:
+                out |= set(s.scopes[scope].pools)
+                scope = s.scopes[scope].parent
+            return out
+
+        for st in s.states:
+            if isinstance(st, ir.SAcquire):
+                inner = sorted({i.pool for i in st.hold.items} & finite)
+                held = sorted(outer(st.scope) & finite)
+                if inner and held:
+                    wit.append(f"`{s.name}` (line {st.at[0] if st.at else '?'}) acquires "
+                               f"{', '.join(inner)} while holding {', '.join(held)}")
+    return Hypothesis("H6", "one-hold", "no hold of a finite pool nested in a hold of another", not wit, wit)
 
 
 def solo_programs(prog: ir.Program):
@@ -209,7 +234,7 @@ def hypotheses(prog: ir.Program) -> list[Hypothesis]:
                     None if (und and not fit_wit) else not fit_wit, fit_wit + undecided)
     h4 = Hypothesis("H4", "bounded", "every hidden drawn value is at most its declared bound",
                     None if (und and not bound_fail) else not bound_fail, bound_fail + (undecided if und else []))
-    return [h1_lifo(prog), h2_reserve(prog), h3, h4, h5_nojoin(prog)]
+    return [h1_lifo(prog), h2_reserve(prog), h3, h4, h5_nojoin(prog), h6_one_hold(prog)]
 
 
 def table(hs: list[Hypothesis]) -> str:
@@ -229,6 +254,9 @@ def table(hs: list[Hypothesis]) -> str:
 def theorem_verdict(hs: list[Hypothesis], result) -> tuple[str, int]:
     failed = [h for h in hs if h.holds is False]
     unknown = [h for h in hs if h.holds is None]
+    if result.verdict == "violation" and result.kind in ("error", "assert"):
+        return (f"the instance fails on its own ({result.kind}), whatever the theorem says: see below",
+                result.exit_code)
     if result.verdict == "bound":
         return ("no violation within the bound: the theorem's conclusion could not be checked fully", result.exit_code)
     if not failed and not unknown:

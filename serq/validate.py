@@ -285,6 +285,11 @@ class Validator:
         return [s for s in self.p.sessions if any(pred(st) for st in s.states)]
 
     def pool(self, pool: ir.Pool) -> None:
+        # the compiler guarantees these; an edited IR may not
+        if pool.cap is not None and pool.cap < 0:
+            self.sink.error(pool.at, "E402", f"pool `{pool.name}`: `cap` must be at least 0, got {pool.cap}")
+        if pool.block < 1:
+            self.sink.error(pool.at, "E402", f"pool `{pool.name}`: `block` must be at least 1, got {pool.block}")
         if pool.admit_via is not None and pool.admit_via not in self.stages:
             self.sink.error(pool.at, "E102", f"pool `{pool.name}` is admitted via unknown stage `{pool.admit_via}`")
         holders = self._users(lambda st: isinstance(st, ir.SAcquire) and any(i.pool == pool.name for i in st.hold.items))
@@ -306,6 +311,15 @@ class Validator:
         runners = self._users(lambda s: isinstance(s, ir.SRun) and s.stage == st.name)
         self.expr(st.budget, moment("budget", st.name), want="int", what="a budget")
         self.expr(st.chunk, moment("chunk", st.name), want="int", what="a chunk")
+        from serq.compiler import NotConstant, const_eval
+
+        for what, e in (("budget", st.budget), ("chunk", st.chunk)):
+            try:
+                v = const_eval(e) if e is not None else None
+            except (NotConstant, ArithmeticError, TypeError, ValueError):
+                continue  # depends on the step: checked when it runs
+            if v is not None and v < 1:
+                self.sink.error(e.at or st.at, "E402", f"stage `{st.name}`: a `{what}` below 1 serves nothing, got {v}")
         self.expr(st.cost, moment("cost", st.name), want="number", what="a cost")
         for key in st.serve.keys:
             self.expr(key.e, moment("serve", st.name), programs=runners, want="number", what="a serve key")
@@ -362,6 +376,12 @@ class Validator:
                     bad(s.at, f"scope {i}: {field_} {v} is not a state")
             if i and (sc.parent is None or not 0 <= sc.parent < i):
                 bad(s.at, f"scope {i}: parent {sc.parent} is not an enclosing scope")
+            for field_, kind in (("acquire", "acquire"), ("reentry", "acquire"), ("exit", "exit")):
+                v = getattr(sc, field_)
+                if i and v is not None and 0 <= v < n:
+                    st = s.states[v]
+                    if st.kind != kind or getattr(st, "opens" if kind == "acquire" else "closes", None) != i:
+                        bad(s.at, f"scope {i}: {field_} {v} is not the {kind} state of this scope")
         for i, st in enumerate(s.states):
             refs = {"next": getattr(st, "next", None), "alt": getattr(st, "alt", None)}
             for field_, v in refs.items():
