@@ -419,6 +419,23 @@ class Validator:
         def finite_holds(scope_id: int) -> list[str]:
             return sorted(p for p in held(scope_id) if self.pools.get(p) and self.pools[p].cap is not None)
 
+        # Pools a preemption can take back: finite, grown by some run, with a
+        # victim order. A preempted session re-enters its hold and runs the
+        # body again: a spawn, draw, choose or turn in it happens again.
+        grown = {st.growing for sp in self.p.sessions for st in sp.states
+                 if isinstance(st, ir.SRun) and st.growing}
+        preemptible = {n for n, pl in self.pools.items()
+                       if pl.cap is not None and pl.victim is not None and n in grown}
+        for st in s.states:
+            if isinstance(st, (ir.SSpawn, ir.SDraw, ir.SChoose, ir.STurn)):
+                pools = sorted(held(st.scope) & preemptible)
+                if pools:
+                    what = {"spawn": "spawns", "draw": "draws", "choose": "chooses", "turn": "waits for a turn"}[st.kind]
+                    self.sink.warn(st.at, "W504", f"this {st.kind} is inside a hold of `{pools[0]}`, which can be "
+                                                  f"preempted: after a preemption the session {what} again",
+                                   "a preempted session resumes at its hold and re-runs the body, attributes intact; "
+                                   "move the statement before the hold if it must happen once")
+
         for st in s.states:
             at = st.at
             if isinstance(st, ir.SSet):
