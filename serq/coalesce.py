@@ -173,7 +173,7 @@ def _integral(v) -> bool:
 
 
 def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
-               levels0: tuple[int, ...]) -> Block | None:
+               levels0) -> Block | None:
     """The longest block of iterations of stage `si` starting at `now` that
     the dynamic condition allows, or None if it is shorter than 2 (the
     model then runs the iteration itself). `t_next`: the tick of the next
@@ -317,7 +317,7 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
         return None
     # levels after each iteration
     levels = []
-    cur = list(levels0)
+    cur = list(levels0(state))
     for j in range(k):
         for p in range(npools):
             u = take[p].get(j)

@@ -368,7 +368,7 @@ class Simulator:
         m, cfg = self.m, self.cfg
         if cfg.coalesce and self.licence[si][0] and self._others_quiet(si):
             t_next = self.heap[0][0] if self.heap else None
-            blk = plan_block(m, self.state, si, tick, t_next, cfg.horizon, self._levels(self.state))
+            blk = plan_block(m, self.state, si, tick, t_next, cfg.horizon, self._levels)
             if blk is not None:
                 return self._apply_block(blk, tick)
         rng_state = self.rng.getstate() if cfg.horizon is not None else None
