@@ -180,8 +180,9 @@ class Sess:
                  "arrived", "admitted", "last_pos", "stuck")
 
     def key(self):
+        holds = self.holds
         return (self.prog, self.pc, tuple(self.attrs), self.run_done, self.run_total,
-                tuple(tuple(h) for h in self.holds), self.parent, self.live, self.arrived,
+                tuple(map(tuple, holds)) if holds else (), self.parent, self.live, self.arrived,
                 self.admitted, self.last_pos, self.stuck)
 
 
@@ -1064,6 +1065,8 @@ class Model:
                     # blocks (from free, then evictable): like vLLM, a waiting
                     # request whose allocation fails is not admitted and never
                     # preempts anyone; it blocks the queue (or is skipped).
+                    if len(w.pools[p].queue) <= len(skipped):
+                        break  # nobody left to try: no snapshot to take
                     snap = w.snapshot()
                     sid = self.admit_pool(w, p, budget_left, skipped)
                     if sid is None:
