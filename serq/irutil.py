@@ -16,6 +16,22 @@ def _strip(x: Any) -> Any:
     return x
 
 
+def same_expr(a: ir.Expr, b: ir.Expr) -> bool:
+    """Equal as expressions, wherever they were written."""
+    return _strip(a.model_dump(mode="json")) == _strip(b.model_dump(mode="json"))
+
+
+def enclosing_pools(sp: ir.SessionProgram, scope: int) -> set[str]:
+    """The pools held by `scope` and every scope around it: what a session
+    at a state of that scope holds."""
+    out: set[str] = set()
+    sc: int | None = scope
+    while sc is not None:
+        out |= set(sp.scopes[sc].pools)
+        sc = sp.scopes[sc].parent
+    return out
+
+
 def strip_positions(program: ir.Program) -> ir.Program:
     """The same program with every `at` set to None, so that two programs
     compiled from differently laid out sources compare equal."""

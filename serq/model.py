@@ -358,7 +358,7 @@ class Model:
         keys = []
         for k in o.keys:
             per_prog = {}
-            for p in self.progs if hasattr(self, "progs") else []:
+            for p in self.progs:
                 try:
                     per_prog[p.index] = compile_expr(k.e, p.slots)
                 except KeyError:
@@ -542,7 +542,7 @@ class Model:
                 w.ev("at_turn", sid)
                 return
             elif k == "acquire":
-                self.enqueue(w, sid, st.f["gate"], arrival=True)
+                self.enqueue(w, sid, st.f["gate"])
                 return
             elif k == "run":
                 total = st.f["amount"](s.attrs, x)
@@ -676,7 +676,7 @@ class Model:
                 self.advance(w, s.parent)
 
     # -- pools ------------------------------------------------------------
-    def enqueue(self, w: World, sid: int, p: int, arrival: bool, where: str = "order") -> None:
+    def enqueue(self, w: World, sid: int, p: int, where: str = "order") -> None:
         """Put a waiting hold into pool p's queue: at the front or back (a
         requeue after preemption), or by the queue order. With --ties all a
         hold tied with others on the declared keys may go anywhere among them."""
@@ -934,7 +934,7 @@ class Model:
         s.pc = prog.scopes[scope].reentry
         s.run_done = s.run_total = 0
         gate = prog.states[s.pc].f["gate"]
-        self.enqueue(w, victim, gate, arrival=False, where=self.pools[p].requeue)
+        self.enqueue(w, victim, gate, where=self.pools[p].requeue)
         if stuck:
             s.stuck = 1
             w.ev("stuck", victim, p)

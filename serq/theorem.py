@@ -31,6 +31,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from serq import ir
+from serq.irutil import enclosing_pools, same_expr
 from serq.model import Model
 
 SOLO_LIMIT = 200_000  # states per solo exploration
@@ -47,17 +48,6 @@ class Hypothesis:
     witnesses: list[str] = field(default_factory=list)
 
 
-def _no_pos(v):
-    if isinstance(v, dict):
-        return {k: _no_pos(x) for k, x in v.items() if k != "at"}
-    if isinstance(v, list):
-        return [_no_pos(x) for x in v]
-    return v
-
-
-def _same_expr(a: ir.Expr, b: ir.Expr) -> bool:
-    """Equal as expressions, wherever they were written."""
-    return _no_pos(a.model_dump(mode="json")) == _no_pos(b.model_dump(mode="json"))
 
 
 def grown_pools(prog: ir.Program) -> list[str]:
@@ -87,7 +77,7 @@ def h2_reserve(prog: ir.Program) -> Hypothesis:
         for st in s.states:
             if isinstance(st, ir.SAcquire):
                 for it in st.hold.items:
-                    if it.pool in grown and not _same_expr(it.need, it.take):
+                    if it.pool in grown and not same_expr(it.need, it.take):
                         line = f"line {it.at[0]}" if it.at else "?"
                         wit.append(f"`{s.name}` ({line}): hold on `{it.pool}` needs one amount and takes another")
     return Hypothesis("H2", "reserve", "every hold on a grown finite pool takes what it needs (reserve)", not wit, wit)
@@ -96,17 +86,9 @@ def h2_reserve(prog: ir.Program) -> Hypothesis:
 def h5_nojoin(prog: ir.Program) -> Hypothesis:
     wit = []
     for s in prog.sessions:
-        held: dict[int, set[str]] = {}
-
-        def pools_at(scope: int) -> set[str]:
-            if scope not in held:
-                sc = s.scopes[scope]
-                held[scope] = set(sc.pools) | (pools_at(sc.parent) if sc.parent is not None else set())
-            return held[scope]
-
         for st in s.states:
             if isinstance(st, ir.SJoin):
-                fin = sorted(p for p in pools_at(st.scope) if prog.pool(p) and prog.pool(p).cap is not None)
+                fin = sorted(p for p in enclosing_pools(s, st.scope) if prog.pool(p) and prog.pool(p).cap is not None)
                 if fin:
                     wit.append(f"`{s.name}` (line {st.at[0] if st.at else '?'}) joins while holding {', '.join(fin)}")
     return Hypothesis("H5", "no-join", "no join inside a hold of a finite pool", not wit, wit)
@@ -116,17 +98,10 @@ def h6_one_hold(prog: ir.Program) -> Hypothesis:
     wit = []
     finite = {p.name for p in prog.pools if p.cap is not None}
     for s in prog.sessions:
-        def outer(scope: int) -> set[str]:
-            out: set[str] = set()
-            while scope is not None:
-                out |= set(s.scopes[scope].pools)
-                scope = s.scopes[scope].parent
-            return out
-
         for st in s.states:
             if isinstance(st, ir.SAcquire):
                 inner = sorted({i.pool for i in st.hold.items} & finite)
-                held = sorted(outer(st.scope) & finite)
+                held = sorted(enclosing_pools(s, st.scope) & finite)
                 if inner and held:
                     wit.append(f"`{s.name}` (line {st.at[0] if st.at else '?'}) acquires "
                                f"{', '.join(inner)} while holding {', '.join(held)}")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from serq import ir
 from serq.compiler import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
 from serq.diagnostics import Diagnostic, Sink
+from serq.irutil import enclosing_pools
 
 
 @dataclass(frozen=True)
@@ -412,8 +413,7 @@ class Validator:
 
         def held(scope_id: int) -> set[str]:
             if scope_id not in held_at:
-                sc = s.scopes[scope_id]
-                held_at[scope_id] = set(sc.pools) | (held(sc.parent) if sc.parent is not None else set())
+                held_at[scope_id] = enclosing_pools(s, scope_id)
             return held_at[scope_id]
 
         def finite_holds(scope_id: int) -> list[str]:
