@@ -38,7 +38,7 @@ from serq import ir
 from serq.coalesce import licence, plan_block
 from serq.diagnostics import Diagnostic, SerqError
 from serq.expr import EvalError
-from serq.model import ARRIVE, ITERATE, TURN, Ctx, FirstOracle, Model, World
+from serq.model import ARRIVE, ITERATE, TURN, FirstOracle, Model
 from serq.report import Stats
 
 NS = 1_000_000_000
@@ -221,7 +221,7 @@ class Simulator:
 
     @staticmethod
     def _plain(st) -> bool:
-        """A think time that reads only attributes: evaluated without a World."""
+        """A think time that reads only attributes: evaluated without loading the state into the kernel."""
         if st.kind != "turn" or st.ir.think is None:
             return True
         from serq.coalesce import _walk
@@ -264,8 +264,7 @@ class Simulator:
         if self.think_plain[s[0]][s[1]]:
             v = f(s[2], None)
         else:
-            w = World(self.m, state, FirstOracle(), None, now)
-            v = f(s[2], Ctx(w, sid))
+            v = self.m.think(state, sid, now)
         return max(int(round(v)), 0)
 
     # -- running ---------------------------------------------------------------
@@ -446,7 +445,7 @@ class Simulator:
         if nxt[3] is not None:
             self.faults.append((tick, nxt[3][0], nxt[3][1]))
             return FAULT
-        if self.m.invariant_f:
+        if self.m.engine.low.invariants:
             for kind, msg in self.m.check_invariants(nxt):
                 if kind == "invariant" and msg not in self._violation_seen:
                     self._violation_seen.add(msg)  # each invariant once, at its first violation

@@ -1,0 +1,246 @@
+"""The kernel driven from Python: rows to and from the model's state
+tuples, one step with any oracle, events and faults in words.
+
+A state tuple (see `serq.model`) and a row hold the same facts; the row
+is what the kernel steps. The simulator and the explorer both step through
+`Engine.run`: one semantics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from serq import ir
+from serq.semantics import words
+from serq.semantics.kernel.abi import (
+    A_ARRIVE, A_ITERATE, A_TURN, CE_OWNER, CW, EVW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
+    F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_EXTERNAL, H_NINV, H_INVO, HALT_ASK, HALT_CAP,
+    HALT_EVFULL, HALT_FAULT, HALT_NONE, HALT_ULOG, HW, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2,
+    R_FA3, R_FAULT, R_NSESS, R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_HALT, S_QKIND, S_QN, S_QPOS,
+    S_QSTATE, S_QVALS, S_SCRIPT, S_VALS, T_REAL,
+)
+from serq.semantics.lower import DIST, Lowered, bits2f, f2bits, initial_attrs, weights
+
+KIND = {"arrive": A_ARRIVE, "turn": A_TURN, "iterate": A_ITERATE}
+
+
+def _kernel():
+    from serq.semantics.kernel import entry
+
+    return entry
+
+
+class Engine:
+    def __init__(self, program: ir.Program, ties: str = "all"):
+        self.low = Lowered(program, ties)
+        self.program = program
+        n = sum(line.count for line in program.workload)
+        spawns = any(st.kind == "spawn" for sp in program.sessions for st in sp.states)
+        self._evmul = 1
+        self._set_cap(max(n + (8 if spawns else 0), 1))
+        self.workload = []
+        for line in program.workload:
+            pi = self.low.prog_ix[line.program]
+            for _ in range(line.count):
+                self.workload.append((pi, initial_attrs(self.low, pi, line.args)))
+        self.K_ = None
+
+    def _set_cap(self, cap: int) -> None:
+        self.cap = cap
+        self.K, ws = self.low.table(cap, max(256, 16 * cap) * self._evmul)
+        self.w = np.zeros(ws, np.int64)
+        L = self.K
+        from serq.semantics.kernel.abi import H_PB, H_PW, H_SF, H_W, H_CAP
+
+        self.SF, self.PB, self.PW, self.W = int(L[H_SF]), int(L[H_PB]), int(L[H_PW]), int(L[H_W])
+
+    # ------------------------------------------------------------ rows
+    def load(self, state) -> None:
+        """Write a state tuple into the working row."""
+        sessions, pools, seq, fault = state
+        while len(sessions) > self.cap:
+            self._set_cap(self.cap * 2)
+        w = self.w
+        w[: self.W] = 0
+        w[R_NSESS] = len(sessions)
+        w[R_SEQ] = seq
+        w[R_FAULT] = 0 if fault is None else FT_EXTERNAL
+        types = self.low.types
+        for sid, s in enumerate(sessions):
+            (prog, pc, attrs, rd, rt, holds, parent, live, arr, adm, lp, stuck) = s
+            b = RHDR + sid * self.SF
+            w[b + F_PROG], w[b + F_PC], w[b + F_RD], w[b + F_RT] = prog, pc, rd, rt
+            w[b + F_PARENT], w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM] = parent, live, arr, adm
+            if lp == -1:
+                w[b + F_LP0] = w[b + F_LP1] = -1
+            else:
+                w[b + F_LP0], w[b + F_LP1] = lp
+            w[b + F_STUCK], w[b + F_NH] = stuck, len(holds)
+            t = types[prog]
+            for i, v in enumerate(attrs):
+                w[b + F_ATTR + i] = f2bits(v) if t[i] == T_REAL else int(v)
+            hb = b + F_ATTR + self.low.NA
+            for j, h in enumerate(holds):
+                w[hb + HW * j: hb + HW * (j + 1)] = h
+        for p, (free, cache, queue) in enumerate(pools):
+            b = self.PB + p * self.PW
+            w[b + P_FREE] = 0 if free is None else free
+            w[b + P_QN] = len(queue)
+            w[b + P_Q: b + P_Q + len(queue)] = queue
+            w[b + P_Q + len(queue): b + P_Q + self.cap] = -1
+            w[b + P_CN] = len(cache)
+            c = b + P_Q + self.cap
+            for k, e in enumerate(cache):
+                w[c + CW * k: c + CW * (k + 1)] = e
+
+    def state(self, fault=None):
+        """The working row as a state tuple."""
+        w = self.w.tolist()
+        low = self.low
+        n = w[R_NSESS]
+        sessions = []
+        for sid in range(n):
+            b = RHDR + sid * self.SF
+            prog = w[b + F_PROG]
+            t = low.types[prog]
+            na = len(t)
+            attrs = tuple(words.value(t[i], w[b + F_ATTR + i]) for i in range(na))
+            hb = b + F_ATTR + low.NA
+            holds = tuple(tuple(w[hb + HW * j: hb + HW * (j + 1)]) for j in range(w[b + F_NH]))
+            lp = -1 if w[b + F_LP0] == -1 else (w[b + F_LP0], w[b + F_LP1])
+            sessions.append((prog, w[b + F_PC], attrs, w[b + F_RD], w[b + F_RT], holds, w[b + F_PARENT],
+                             w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM], lp, w[b + F_STUCK]))
+        pools = []
+        for p, pl in enumerate(self.program.pools):
+            b = self.PB + p * self.PW
+            c = b + P_Q + self.cap
+            cache = tuple(tuple(w[c + CW * k: c + CW * (k + 1)]) for k in range(w[b + P_CN]))
+            pools.append((None if pl.cap is None else w[b + P_FREE], cache, tuple(w[b + P_Q: b + P_Q + w[b + P_QN]])))
+        return (tuple(sessions), tuple(pools), w[R_SEQ], fault)
+
+    # ------------------------------------------------------------ a step
+    def run(self, state, base, oracle, now: int = 0, want_events: bool = True):
+        """One step: (successor state or None, events). `oracle` is None
+        (first answers), a script (a list: the explorer's enumeration; its
+        arities are left in `self.arity`), or an object with draw/tie."""
+        kind = KIND[base[0]]
+        subj = base[1]
+        ent = _kernel()
+        script: list[int] = list(oracle) if isinstance(oracle, (list, tuple)) else []
+        ask = oracle is not None and not isinstance(oracle, (list, tuple))
+        while True:
+            self.load(state)
+            K, w = self.K, self.w
+            w[K[S_SCRIPT]: K[S_SCRIPT] + len(script)] = script
+            ok = ent.run_step(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script))
+            halt = w[K[S_HALT]]
+            if halt == HALT_ASK:
+                script.append(self._answer(oracle))
+                continue
+            if halt == HALT_CAP:
+                self._set_cap(self.cap * 2)
+                continue
+            if halt in (HALT_EVFULL, HALT_ULOG):
+                self._evmul *= 4
+                self._set_cap(self.cap)
+                continue
+            break
+        nq = int(w[K[S_QPOS]])
+        self.arity = w[K[S_ARITY]: K[S_ARITY] + nq].tolist()
+        self.used = (script[:nq] + [0] * nq)[:nq]
+        evs = []
+        if want_events:
+            n = int(w[K[S_EVN]])
+            rec = w[K[S_EV]: K[S_EV] + EVW * n].reshape(n, EVW)
+            evs = words.events(self.low, rec, self._prog_of)
+        if not ok:
+            return None, evs
+        fault = state[3]
+        code = int(w[R_FAULT])
+        if code and code != FT_EXTERNAL:
+            fault = self._fault(code, base)
+            evs.append(("fault", fault[0], fault[1]))
+        return self.state(fault), evs
+
+    def _prog_of(self, sid: int) -> int:
+        return int(self.w[RHDR + sid * self.SF + F_PROG])
+
+    def _answer(self, oracle) -> int:
+        K, w = self.K, self.w
+        n = int(w[K[S_QN]])
+        if w[K[S_QKIND]] == 1:
+            return int(oracle.tie(n))
+        prog, pc = int(w[K[S_QSTATE]]), int(w[K[S_QSTATE] + 1])
+        st = self.program.sessions[prog].states[pc]
+        slot = self.low.slots[prog][st.attr]
+        t = self.low.types[prog][slot]
+        raw = w[K[S_QVALS]: K[S_QVALS] + n].tolist()
+        values = [words.value(t, v) for v in raw]
+        if st.kind == "draw":
+            params = []
+            if st.dist is not None:
+                for i, prm in enumerate(st.dist.params):
+                    v = int(w[K[S_VALS] + n + i])
+                    params.append(bits2f(v) if self.low.is_real(prm, prog) else v)
+            ws = weights(DIST[st.dist.name] if st.dist else 0, params, values)
+        else:
+            ws = [1.0] * n
+        return int(oracle.draw(values, ws))
+
+    def _fault(self, code: int, base) -> tuple[str, str]:
+        w = self.w
+        a, b, c, d = (int(w[R_FA0]), int(w[R_FA1]), int(w[R_FA2]), int(w[R_FA3]))
+        names = [sp.name for sp in self.program.sessions]
+
+        def label(sid):
+            return f"{names[self._prog_of(sid)]}#{sid + 1}"
+
+        def pc_of(sid):
+            bb = RHDR + sid * self.SF
+            return int(w[bb + F_PROG]), int(w[bb + F_PC])
+
+        def levels(p):
+            st = self.state()
+            alloc = sum(h[2] for s in st[0] for h in s[5] if h[1] == p)
+            free, cache, _ = st[1][p]
+            return alloc, sum(e[1] for e in cache), free
+
+        def describe():
+            if base[0] == "iterate":
+                return f"iterate {self.program.stages[base[1]].name}"
+            return f"{base[0]} {label(base[1])}"
+
+        return words.fault(self.low, code, a, b, c, d, label=label, pc_of=pc_of, pool_levels=levels,
+                           describe=describe)
+
+    # ------------------------------------------------------------ expressions
+    def invariants(self, state) -> list[tuple[str, str]]:
+        out = []
+        if not self.low.invariants:
+            return out
+        self.load(state)
+        ent = _kernel()
+        K, w = self.K, self.w
+        for i, c in enumerate(self.low.invariants):
+            code = int(K[K[H_INVO] + i])
+            self.load(state)
+            v = ent.eval_at(K, w, code, 0, -1, 0)
+            line = c.at[0] if c.at else "?"
+            if w[K[S_HALT]] == HALT_FAULT:
+                kind, msg = self._fault(int(w[R_FAULT]), ("iterate", 0))
+                msg = msg.split(" at line ")[0]
+                out.append(("invariant", f"invariant at line {line} cannot be evaluated: {msg}"))
+                continue
+            if not v:
+                out.append(("invariant", f"invariant at line {line} is violated"))
+        return out
+
+    def eval_session(self, state, sid: int, code: int, real: bool, now: int = 0):
+        """A session expression (a think time) against a state: its value, or
+        raises ValueError with the fault's message."""
+        self.load(state)
+        ent = _kernel()
+        K, w = self.K, self.w
+        v = ent.eval_at(K, w, code, RHDR + sid * self.SF + F_ATTR, sid, now)
+        if w[K[S_HALT]] == HALT_FAULT:
+            raise ValueError(self._fault(int(w[R_FAULT]), ("iterate", 0))[1])
+        return bits2f(int(v)) if real else int(v)

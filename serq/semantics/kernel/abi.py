@@ -1,0 +1,96 @@
+"""The kernel's binary interface: the slots of the table `K` that
+`serq.semantics.lower` builds, the fields of a row, the expression op codes,
+fault codes and event codes. Plain integer constants: numba freezes them
+into the compiled kernel, so a change here needs a fresh numba cache
+(`serq.semantics.kernel.__init__` keys the cache on this file's content)."""
+
+# ---------------------------------------------------------------- K header
+(H_NPROG, H_NP, H_NST, H_NA, H_HMAX, H_CAP, H_SF, H_PB, H_PW, H_W, H_PROGT, H_POOLT,
+ H_STAGET, H_NEVP, H_EVPO, H_TIESALL, H_NINV, H_INVO, H_WS, H_MAXQ, H_ULOGCAP, H_EVCAP,
+ H_NSCOPEMAX, H_KW,
+ # scratch offsets inside the working array (after the row)
+ S_QPOS, S_NSCRIPT, S_STOPNEW, S_SCRIPT, S_ARITY, S_QKIND, S_QN, S_QVALS, S_QREAL, S_QSTATE,
+ S_CTX, S_CTXOK, S_STACK, S_ULOGON, S_ULOGN, S_ULOG, S_EVON, S_EVN, S_EV, S_SERVED, S_ORDER,
+ S_RES, S_KEYS, S_TMP, S_TRIAL, S_PLAN, S_ADMITS, S_DEPTH, S_FBITS, S_NOW, S_HALT, S_SKIP,
+ S_PERM, S_INV, S_VALS, S_SPAWN, S_SSUM, S_INFB, S_FRAMES, S_NFRAMES) = range(64)
+HEADER = 64
+FRAMES = 2 * 200 + 64  # the advance driver's frames (spawn nesting is at most SPAWN_DEPTH)
+STACK = 64  # expression stack slots
+
+# ---------------------------------------------------------------- row
+# row header
+R_NSESS, R_SEQ, R_FAULT, R_FA0, R_FA1, R_FA2, R_FA3 = range(7)
+RHDR = 8
+# session record
+(F_PROG, F_PC, F_RD, F_RT, F_PARENT, F_LIVE, F_ARR, F_ADM, F_LP0, F_LP1, F_STUCK, F_NH) = range(12)
+F_ATTR = 12
+HW = 5  # a hold: scope, pool, own, use, admitted
+HS_SCOPE, HS_POOL, HS_OWN, HS_USE, HS_ADM = range(5)
+# pool record: free, queue length, cache length, queue[CAP], cache[CAP][CW]
+P_FREE, P_QN, P_CN = range(3)
+P_Q = 3
+CW = 4  # a cache entry: owner, units, released, tick
+CE_OWNER, CE_UNITS, CE_REL, CE_TICK = range(4)
+
+# ---------------------------------------------------------------- program tables
+PROG_W = 8  # entry, states, scopes, nprogress, progress, nscopes, types, nstates
+SW = 10  # state row: kind next scope a b c d e f at
+SCW_BASE = 4  # scope row: parent reentry exit acquire, then (mode, expr) per pool
+POOL_W = 9  # cap block via queue victim evict requeue hol name
+STAGE_W = 6  # budget chunk serve nvia via cost
+
+K_ARRIVE, K_SET, K_BRANCH, K_DRAW, K_CHOOSE, K_TURN, K_ACQUIRE, K_RUN, K_SPAWN, K_JOIN, K_DROP, \
+    K_ASSERT, K_EXIT, K_END = range(14)
+KIND_NAMES = ("arrive", "set", "branch", "draw", "choose", "turn", "acquire", "run", "spawn", "join",
+              "drop", "assert", "exit", "end")
+
+# attribute types
+T_INT, T_REAL, T_BOOL = 0, 1, 2
+
+# ---------------------------------------------------------------- expressions
+(OP_END, OP_ICONST, OP_FCONST, OP_IATTR, OP_FATTR, OP_CTX, OP_POOL, OP_I2F,
+ OP_IADD, OP_ISUB, OP_IMUL, OP_IFDIV, OP_IMOD,
+ OP_FADD, OP_FSUB, OP_FMUL, OP_FDIV, OP_FFDIV, OP_FMOD,
+ OP_IEQ, OP_INE, OP_ILT, OP_ILE, OP_IGT, OP_IGE,
+ OP_FEQ, OP_FNE, OP_FLT, OP_FLE, OP_FGT, OP_FGE,
+ OP_INEG, OP_FNEG, OP_NOT, OP_BOOL, OP_IMIN, OP_IMAX, OP_FMIN, OP_FMAX, OP_IABS, OP_FABS,
+ OP_FLOOR, OP_CEIL, OP_JF, OP_JT, OP_JMP) = range(46)
+# operands per op (ops not listed take none)
+OP_ARGS = {OP_ICONST: 1, OP_FCONST: 1, OP_IATTR: 1, OP_FATTR: 1, OP_CTX: 1, OP_POOL: 2,
+           OP_JF: 1, OP_JT: 1, OP_JMP: 1}
+
+# context variables
+CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last", "now", "arrived",
+             "admitted", "released")
+CX_BUDGET, CX_NTOK, CX_NDEC, CX_NREQ, CX_KVB, CX_AGE, CX_SIZE, CX_LAST, CX_NOW, CX_ARR, CX_ADM, CX_REL = \
+    range(12)
+POOL_FNS = ("cached", "allocated", "free", "waiting", "holders")
+PF_CACHED, PF_ALLOC, PF_FREE, PF_WAITING, PF_HOLDERS = range(5)
+
+# order record: nkeys, tie event, tie desc, implicit, real; then per key: desc, code per program, global
+TIE_ARRIVED, TIE_ADMITTED, TIE_RELEASED = range(3)
+REQ_FRONT, REQ_BACK, REQ_ORDER = range(3)
+
+# ---------------------------------------------------------------- actions and status
+A_ARRIVE, A_TURN, A_ITERATE = range(3)
+# S_HALT: why a step stopped early
+HALT_NONE, HALT_FAULT, HALT_ASK, HALT_CAP, HALT_EVFULL, HALT_ULOG = range(6)
+
+# ---------------------------------------------------------------- faults (kind, message made in words.py)
+(FT_NONE, FT_EMPTY_DOMAIN, FT_BIG_DOMAIN, FT_ASSERT, FT_MACRO, FT_SPAWN_MANY, FT_SPAWN_DEEP,
+ FT_REUSE_OVER, FT_REUSE_BLOCK, FT_REUSE_NEG, FT_ADMITS, FT_ADMIT_CONS, FT_CONSERV, FT_DIV0, FT_MOD0,
+ FT_OVERFLOW, FT_NOVALUE, FT_NOTINT, FT_EXTERNAL) = range(19)
+
+# ---------------------------------------------------------------- events (EVW ints each)
+EVW = 8
+(EV_ARRIVE, EV_TURN, EV_DRAW, EV_CHOOSE, EV_AT_TURN, EV_SPAWN, EV_END, EV_JOINED, EV_QUEUED,
+ EV_EVICT, EV_RELEASE, EV_DROP, EV_HIT, EV_ADMIT, EV_PREEMPT, EV_STUCK, EV_ITERATE, EV_SERVE,
+ EV_RUN_DONE) = range(19)
+
+# limits (as the language documents them)
+MACRO_LIMIT = 100_000  # internal states one session may pass in one action
+ADMIT_LIMIT = 10_000  # admissions in one action
+SPAWN_DEPTH = 200  # spawns nested in one action
+MAX_SESSIONS = 100_000
+MAX_DOMAIN = 100_000
+BIG = 1 << 62

@@ -1,0 +1,469 @@
+"""The kernel's ground floor: table access, writes (with the undo log),
+events, faults, the oracle's questions, pool queries and the expression
+interpreter.
+
+The working array `w` is the row (`K[H_W]` ints) followed by scratch; every
+write to the row goes through `put`, which logs the old value while a
+tentative admission is open, so `undo` restores the row exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from serq.semantics.kernel.abi import (
+    BIG, CE_OWNER, CE_UNITS, CW, EVW, F_ATTR, F_NH, F_PROG, FT_DIV0, FT_MOD0, FT_NOVALUE, FT_NOTINT,
+    FT_OVERFLOW, H_CAP, H_EVCAP, H_HMAX, H_MAXQ, H_NA, H_PB, H_POOLT, H_PROGT, H_PW, H_SF, H_ULOGCAP,
+    HALT_ASK, HALT_EVFULL, HALT_FAULT, HALT_NONE, HALT_ULOG, HS_OWN, HS_POOL, HW, OP_BOOL, OP_CEIL,
+    OP_CTX, OP_END, OP_FABS, OP_FADD, OP_FATTR, OP_FCONST, OP_FDIV, OP_FEQ, OP_FFDIV, OP_FGE, OP_FGT,
+    OP_FLE, OP_FLOOR, OP_FLT, OP_FMAX, OP_FMIN, OP_FMOD, OP_FMUL, OP_FNE, OP_FNEG, OP_FSUB, OP_I2F,
+    OP_IABS, OP_IADD, OP_IATTR, OP_ICONST, OP_IEQ, OP_IFDIV, OP_IGE, OP_IGT, OP_ILE, OP_ILT, OP_IMAX,
+    OP_IMIN, OP_IMOD, OP_IMUL, OP_INE, OP_INEG, OP_ISUB, OP_JF, OP_JMP, OP_JT, OP_NOT, OP_POOL,
+    P_CN, P_FREE, P_Q, P_QN, PF_ALLOC, PF_CACHED, PF_FREE, PF_WAITING, POOL_W, PROG_W, R_FA0, R_FA1,
+    R_FA2, R_FAULT, R_NSESS, R_SEQ, RHDR, S_ARITY, S_CTX, S_CTXOK, S_EV, S_EVN, S_EVON, S_FBITS,
+    S_HALT, S_NSCRIPT, S_QKIND, S_QN, S_QPOS, S_SCRIPT, S_STACK, S_STOPNEW, S_ULOG, S_ULOGN, S_ULOGON,
+    SCW_BASE, SW,
+)
+
+INT_MIN = -(1 << 63)
+
+# ---------------------------------------------------------------- table access
+
+
+@njit(cache=True, inline="always")
+def sbase(K, sid):
+    return RHDR + sid * K[H_SF]
+
+
+@njit(cache=True, inline="always")
+def pbase(K, p):
+    return K[H_PB] + p * K[H_PW]
+
+
+@njit(cache=True, inline="always")
+def cbase(K, p):
+    """The first cache entry of pool p."""
+    return K[H_PB] + p * K[H_PW] + P_Q + K[H_CAP]
+
+
+@njit(cache=True, inline="always")
+def hbase(K, sid):
+    return RHDR + sid * K[H_SF] + F_ATTR + K[H_NA]
+
+
+@njit(cache=True, inline="always")
+def st_row(K, prog, pc):
+    return K[K[H_PROGT] + PROG_W * prog + 1] + SW * pc
+
+
+@njit(cache=True, inline="always")
+def scope_row(K, prog, sc):
+    return K[K[H_PROGT] + PROG_W * prog + 2] + (SCW_BASE + 2 * K[1]) * sc  # K[1] = H_NP
+
+
+@njit(cache=True, inline="always")
+def pool_row(K, p):
+    return K[H_POOLT] + POOL_W * p
+
+
+@njit(cache=True, inline="always")
+def attr_type(K, prog, slot):
+    return K[K[K[H_PROGT] + PROG_W * prog + 6] + slot]
+
+
+@njit(cache=True, inline="always")
+def nsess(w):
+    return w[R_NSESS]
+
+
+@njit(cache=True, inline="always")
+def halted(K, w):
+    return w[K[S_HALT]] != HALT_NONE
+
+
+# ---------------------------------------------------------------- writes and undo
+
+
+@njit(cache=True, inline="always")
+def put(K, w, i, v):
+    if w[K[S_ULOGON]] != 0:
+        n = w[K[S_ULOGN]]
+        if n >= K[H_ULOGCAP]:
+            w[K[S_HALT]] = HALT_ULOG
+        else:
+            u = K[S_ULOG] + 2 * n
+            w[u] = i
+            w[u + 1] = w[i]
+            w[K[S_ULOGN]] = n + 1
+    w[i] = v
+
+
+@njit(cache=True, inline="always")
+def add(K, w, i, d):
+    put(K, w, i, w[i] + d)
+
+
+@njit(cache=True)
+def undo(K, w):
+    """Restore every row write since the log was opened."""
+    n = w[K[S_ULOGN]]
+    for j in range(n - 1, -1, -1):
+        u = K[S_ULOG] + 2 * j
+        w[w[u]] = w[u + 1]
+    w[K[S_ULOGN]] = 0
+
+
+@njit(cache=True)
+def fault(K, w, code, a, b, c):
+    """Record a fault (the first one wins) and stop the step."""
+    if w[R_FAULT] == 0:
+        put(K, w, R_FAULT, code)
+        put(K, w, R_FA0, a)
+        put(K, w, R_FA1, b)
+        put(K, w, R_FA2, c)
+    if w[K[S_HALT]] == HALT_NONE:
+        w[K[S_HALT]] = HALT_FAULT
+
+
+@njit(cache=True, inline="always")
+def next_seq(K, w):
+    put(K, w, R_SEQ, w[R_SEQ] + 1)
+    return w[R_SEQ]
+
+
+# ---------------------------------------------------------------- events
+
+
+@njit(cache=True)
+def event(K, w, code, a, b, c, d, e, f, g):
+    if w[K[S_EVON]] == 0:
+        return
+    n = w[K[S_EVN]]
+    if n >= K[H_EVCAP]:
+        w[K[S_HALT]] = HALT_EVFULL
+        return
+    o = K[S_EV] + EVW * n
+    w[o] = code
+    w[o + 1] = a
+    w[o + 2] = b
+    w[o + 3] = c
+    w[o + 4] = d
+    w[o + 5] = e
+    w[o + 6] = f
+    w[o + 7] = g
+    w[K[S_EVN]] = n + 1
+
+
+# ---------------------------------------------------------------- the oracle
+
+
+@njit(cache=True)
+def ask(K, w, n, kind):
+    """A question with n options (kind 0: a draw or unkeyed choose, whose
+    values are in S_QVALS; 1: a tie). Follows the script; past its end
+    answers 0 (the explorer's enumeration) or halts so that Python can ask
+    its own oracle (`S_STOPNEW`). Records every question's arity."""
+    qp = w[K[S_QPOS]]
+    if qp >= K[H_MAXQ]:
+        fault(K, w, FT_OVERFLOW, 1, 0, 0)
+        return 0
+    i = 0
+    if qp < w[K[S_NSCRIPT]]:
+        i = w[K[S_SCRIPT] + qp]
+    elif w[K[S_STOPNEW]] != 0:
+        w[K[S_QKIND]] = kind
+        w[K[S_QN]] = n
+        w[K[S_HALT]] = HALT_ASK
+        return 0
+    w[K[S_ARITY] + qp] = n
+    w[K[S_QPOS]] = qp + 1
+    return i
+
+
+# ---------------------------------------------------------------- pool queries
+
+
+@njit(cache=True)
+def cached_for(K, w, sid, p):
+    c = cbase(K, p)
+    for k in range(w[pbase(K, p) + P_CN]):
+        e = c + CW * k
+        if w[e + CE_OWNER] == sid:
+            return w[e + CE_UNITS]
+    return 0
+
+
+@njit(cache=True)
+def cache_sum(K, w, p):
+    c = cbase(K, p)
+    t = 0
+    for k in range(w[pbase(K, p) + P_CN]):
+        t += w[c + CW * k + CE_UNITS]
+    return t
+
+
+@njit(cache=True)
+def hold_of(K, w, sid, p):
+    """The offset of the session's first hold on p, or -1."""
+    h = hbase(K, sid)
+    for j in range(w[sbase(K, sid) + F_NH]):
+        if w[h + HW * j + HS_POOL] == p:
+            return h + HW * j
+    return -1
+
+
+@njit(cache=True)
+def allocated(K, w, p):
+    t = 0
+    for sid in range(w[R_NSESS]):
+        h = hbase(K, sid)
+        for j in range(w[sbase(K, sid) + F_NH]):
+            if w[h + HW * j + HS_POOL] == p:
+                t += w[h + HW * j + HS_OWN]
+    return t
+
+
+@njit(cache=True)
+def holders(K, w, p):
+    n = 0
+    for sid in range(w[R_NSESS]):
+        if hold_of(K, w, sid, p) >= 0:
+            n += 1
+    return n
+
+
+@njit(cache=True)
+def pool_query(K, w, fn, p, sid):
+    if fn == PF_CACHED:
+        return cached_for(K, w, sid, p) if sid >= 0 else cache_sum(K, w, p)
+    if fn == PF_ALLOC:
+        return allocated(K, w, p)
+    if fn == PF_FREE:
+        return w[pbase(K, p) + P_FREE] if K[pool_row(K, p)] >= 0 else -1
+    if fn == PF_WAITING:
+        return w[pbase(K, p) + P_QN]
+    return holders(K, w, p)
+
+
+# ---------------------------------------------------------------- reals
+
+
+@njit(cache=True, inline="always")
+def f2b(K, w, x):
+    wf = w.view(np.float64)
+    wf[K[S_FBITS]] = x
+    return w[K[S_FBITS]]
+
+
+@njit(cache=True, inline="always")
+def b2f(K, w, v):
+    w[K[S_FBITS]] = v
+    wf = w.view(np.float64)
+    return wf[K[S_FBITS]]
+
+
+@njit(cache=True)
+def to_int(K, w, raw, real, mode, code):
+    """A real result made an int: mode 0 truncates (Python's int()), 1 is
+    ceil (math.ceil). Infinite or NaN values fault."""
+    if not real:
+        return raw
+    x = b2f(K, w, raw)
+    if x != x or x > 9.2e18 or x < -9.2e18:
+        fault(K, w, FT_NOTINT, code, 0, 0)
+        return 0
+    if mode == 1:
+        return np.int64(np.ceil(x))
+    return np.int64(x)
+
+
+# ---------------------------------------------------------------- expressions
+
+
+@njit(cache=True)
+def ev(K, pc, w, ab, sid):
+    """Evaluate the bytecode at K[pc]; attributes at w[ab + slot] (a session
+    record or the trial copy of an admission), pool queries for `sid` (-1:
+    none). Returns the raw int64 (an int, a bool as 0/1, or a real's bits)."""
+    start = pc
+    sp = K[S_STACK]
+    wf = w.view(np.float64)
+    CX = K[S_CTX]
+    while True:
+        op = K[pc]
+        if op == OP_END:
+            return w[sp - 1]
+        if op == OP_ICONST or op == OP_FCONST:
+            w[sp] = K[pc + 1]
+            sp += 1
+            pc += 2
+        elif op == OP_IATTR or op == OP_FATTR:
+            w[sp] = w[ab + K[pc + 1]]
+            sp += 1
+            pc += 2
+        elif op == OP_CTX:
+            c = K[pc + 1]
+            if (w[K[S_CTXOK]] >> c) & 1 == 0:
+                fault(K, w, FT_NOVALUE, start, c, 0)
+                return 0
+            w[sp] = w[CX + c]
+            sp += 1
+            pc += 2
+        elif op == OP_POOL:
+            w[sp] = pool_query(K, w, K[pc + 1], K[pc + 2], sid)
+            sp += 1
+            pc += 3
+        elif op == OP_JF:
+            sp -= 1
+            pc = K[pc + 1] if w[sp] == 0 else pc + 2
+        elif op == OP_JT:
+            sp -= 1
+            pc = K[pc + 1] if w[sp] != 0 else pc + 2
+        elif op == OP_JMP:
+            pc = K[pc + 1]
+        elif op == OP_I2F:
+            wf[sp - 1] = np.float64(w[sp - 1])
+            pc += 1
+        elif op == OP_INEG:
+            if w[sp - 1] == INT_MIN:
+                fault(K, w, FT_OVERFLOW, start, 0, 0)
+                return 0
+            w[sp - 1] = -w[sp - 1]
+            pc += 1
+        elif op == OP_FNEG:
+            wf[sp - 1] = -wf[sp - 1]
+            pc += 1
+        elif op == OP_NOT:
+            w[sp - 1] = 1 if w[sp - 1] == 0 else 0
+            pc += 1
+        elif op == OP_BOOL:
+            w[sp - 1] = 1 if w[sp - 1] != 0 else 0
+            pc += 1
+        elif op == OP_IABS:
+            w[sp - 1] = abs(w[sp - 1])
+            pc += 1
+        elif op == OP_FABS:
+            wf[sp - 1] = abs(wf[sp - 1])
+            pc += 1
+        elif op == OP_FLOOR or op == OP_CEIL:
+            x = wf[sp - 1]
+            if x != x or x > 9.2e18 or x < -9.2e18:
+                fault(K, w, FT_NOTINT, start, 0, 0)
+                return 0
+            w[sp - 1] = np.int64(np.floor(x)) if op == OP_FLOOR else np.int64(np.ceil(x))
+            pc += 1
+        elif op >= OP_FADD and op <= OP_FMOD or op >= OP_FEQ and op <= OP_FGE or op == OP_FMIN \
+                or op == OP_FMAX:
+            r = wf[sp - 1]
+            l = wf[sp - 2]
+            sp -= 1
+            if op == OP_FADD:
+                wf[sp - 1] = l + r
+            elif op == OP_FSUB:
+                wf[sp - 1] = l - r
+            elif op == OP_FMUL:
+                wf[sp - 1] = l * r
+            elif op == OP_FDIV or op == OP_FFDIV or op == OP_FMOD:
+                if r == 0.0:
+                    fault(K, w, FT_MOD0 if op == OP_FMOD else FT_DIV0, start, 0, 0)
+                    return 0
+                if op == OP_FDIV:
+                    wf[sp - 1] = l / r
+                elif op == OP_FFDIV:
+                    wf[sp - 1] = l // r
+                else:
+                    wf[sp - 1] = l % r
+            elif op == OP_FMIN:
+                wf[sp - 1] = l if l <= r else r
+            elif op == OP_FMAX:
+                wf[sp - 1] = l if l >= r else r
+            elif op == OP_FEQ:
+                w[sp - 1] = 1 if l == r else 0
+            elif op == OP_FNE:
+                w[sp - 1] = 1 if l != r else 0
+            elif op == OP_FLT:
+                w[sp - 1] = 1 if l < r else 0
+            elif op == OP_FLE:
+                w[sp - 1] = 1 if l <= r else 0
+            elif op == OP_FGT:
+                w[sp - 1] = 1 if l > r else 0
+            else:
+                w[sp - 1] = 1 if l >= r else 0
+            pc += 1
+        else:
+            r = w[sp - 1]
+            l = w[sp - 2]
+            sp -= 1
+            v = np.int64(0)
+            if op == OP_IADD:
+                v = l + r
+                if ((l ^ v) & (r ^ v)) < 0:
+                    fault(K, w, FT_OVERFLOW, start, 0, 0)
+                    return 0
+            elif op == OP_ISUB:
+                v = l - r
+                if ((l ^ r) & (l ^ v)) < 0:
+                    fault(K, w, FT_OVERFLOW, start, 0, 0)
+                    return 0
+            elif op == OP_IMUL:
+                if l == -1 or r == -1:
+                    o = r if l == -1 else l
+                    if o == INT_MIN:
+                        fault(K, w, FT_OVERFLOW, start, 0, 0)
+                        return 0
+                    v = -o
+                else:
+                    v = l * r
+                    if l != 0 and v // l != r:
+                        fault(K, w, FT_OVERFLOW, start, 0, 0)
+                        return 0
+            elif op == OP_IFDIV or op == OP_IMOD:
+                if r == 0:
+                    fault(K, w, FT_DIV0 if op == OP_IFDIV else FT_MOD0, start, 0, 0)
+                    return 0
+                if r == -1:  # the hardware traps on INT_MIN // -1
+                    if op == OP_IMOD:
+                        v = 0
+                    elif l == INT_MIN:
+                        fault(K, w, FT_OVERFLOW, start, 0, 0)
+                        return 0
+                    else:
+                        v = -l
+                else:
+                    v = l // r if op == OP_IFDIV else l % r
+            elif op == OP_IEQ:
+                v = 1 if l == r else 0
+            elif op == OP_INE:
+                v = 1 if l != r else 0
+            elif op == OP_ILT:
+                v = 1 if l < r else 0
+            elif op == OP_ILE:
+                v = 1 if l <= r else 0
+            elif op == OP_IGT:
+                v = 1 if l > r else 0
+            elif op == OP_IGE:
+                v = 1 if l >= r else 0
+            elif op == OP_IMIN:
+                v = l if l <= r else r
+            elif op == OP_IMAX:
+                v = l if l >= r else r
+            w[sp - 1] = v
+            pc += 1
+
+
+@njit(cache=True)
+def ev_s(K, pc, w, sid):
+    """Evaluate for session sid (its own attributes)."""
+    return ev(K, pc, w, sbase(K, sid) + F_ATTR, sid)
+
+
+@njit(cache=True)
+def set_ctx(K, w, c, v):
+    w[K[S_CTX] + c] = v
+    w[K[S_CTXOK]] |= 1 << c
+
+
+@njit(cache=True)
+def clear_ctx(K, w, keep_now):
+    """Only `now` stays readable (every moment may read it)."""
+    w[K[S_CTXOK]] = (1 << 8) if keep_now else 0

@@ -1,0 +1,45 @@
+"""Entry points called from Python: one step with its scratch set up, the
+evaluation of one expression against a row."""
+
+from __future__ import annotations
+
+from numba import njit
+
+from serq.semantics.kernel.abi import (
+    CX_NOW, HALT_NONE, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
+    S_ULOGN, S_ULOGON,
+)
+from serq.semantics.kernel.core import ev
+from serq.semantics.kernel.iterate import step
+
+
+@njit(cache=True)
+def prepare(K, w, now, stopnew, evon, nscript):
+    w[K[S_QPOS]] = 0
+    w[K[S_NSCRIPT]] = nscript
+    w[K[S_STOPNEW]] = stopnew
+    w[K[S_EVON]] = evon
+    w[K[S_EVN]] = 0
+    w[K[S_HALT]] = HALT_NONE
+    w[K[S_ULOGON]] = 0
+    w[K[S_ULOGN]] = 0
+    w[K[S_NOW]] = now
+    w[K[S_CTX] + CX_NOW] = now
+    w[K[S_CTXOK]] = 1 << CX_NOW
+
+
+@njit(cache=True)
+def run_step(K, w, kind, subj, now, stopnew, evon, nscript):
+    """One step of the row in w[0:W]; the script of oracle answers is in
+    w[S_SCRIPT..] (nscript of them). Returns step's result; w[S_HALT]
+    says why it stopped early, if it did."""
+    prepare(K, w, now, stopnew, evon, nscript)
+    return step(K, w, kind, subj)
+
+
+@njit(cache=True)
+def eval_at(K, w, code, ab, sid, now):
+    """An expression against the row in w: attributes at w[ab..] (0: none),
+    pool queries for sid (-1: none); only `now` is in the context."""
+    prepare(K, w, now, 0, 0, 0)
+    return ev(K, code, w, ab, sid)

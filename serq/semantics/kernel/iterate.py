@@ -1,0 +1,402 @@
+"""Iterations and the step: serve in order, grow holds (evicting, then
+preempting), admit tentatively (an undo log rolls a failed admission
+back), complete; then event-driven admissions and conservation."""
+
+from __future__ import annotations
+
+from numba import njit
+
+from serq.semantics.kernel.abi import (
+    A_ARRIVE, A_ITERATE, BIG, CX_BUDGET, CX_KVB, CX_NDEC, CX_NOW, CX_NREQ, EV_ARRIVE, EV_ITERATE,
+    EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ADM, F_ARR, F_ATTR, F_LP0, F_LP1, F_NH,
+    F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HALT_NONE,
+    HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS,
+    S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN, S_HALT, S_INFB, S_ORDER, S_QPOS, S_RES, S_SERVED,
+    S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, S_ULOGON, STAGE_W,
+)
+from serq.semantics.kernel.core import (
+    add, allocated, cache_sum, event, ev, fault, halted, hold_of, next_seq, pbase, pool_row, put,
+    sbase, scope_row, st_row, undo,
+)
+from serq.semantics.kernel.pools import (
+    enqueue, free_block, ordered, pick_victim, q_has, q_remove, release_scope,
+)
+from serq.semantics.kernel.session import admit_pool, advance, settle
+
+# ---------------------------------------------------------------- preemption and growth
+
+
+@njit(cache=True)
+def preempt(K, w, victim, p, is_self):
+    """Release every hold of the scope holding p (inner ones first); the
+    victim goes back to that scope's acquire, attributes intact. Its
+    position — the progress counters, then the units its hold uses — not
+    passing the previous preemption's marks it stuck."""
+    sb = sbase(K, victim)
+    prog = w[sb + F_PROG]
+    h = hold_of(K, w, victim, p)
+    scope = w[h + HS_SCOPE]
+    pt = K[H_PROGT] + PROG_W * prog
+    p0 = 0
+    for i in range(K[pt + 3]):
+        p0 += w[sb + F_ATTR + K[K[pt + 4] + i]]
+    p1 = w[h + HS_USE]
+    l0 = w[sb + F_LP0]
+    l1 = w[sb + F_LP1]
+    stuck = l0 != -1 and (p0 < l0 or (p0 == l0 and p1 <= l1))
+    put(K, w, sb + F_LP0, p0)
+    put(K, w, sb + F_LP1, p1)
+    for q in range(K[H_NP]):
+        if q_has(K, w, q, victim):
+            q_remove(K, w, q, victim)
+    event(K, w, EV_PREEMPT, victim, p, is_self, 0, 0, 0, 0)
+    release_scope(K, w, victim, scope)
+    if halted(K, w):
+        return
+    re = K[scope_row(K, prog, scope) + 1]
+    put(K, w, sb + F_PC, re)
+    put(K, w, sb + F_RD, 0)
+    put(K, w, sb + F_RT, 0)
+    enqueue(K, w, victim, K[st_row(K, prog, re) + 4], K[pool_row(K, p) + 6])
+    if stuck:
+        put(K, w, sb + F_STUCK, 1)
+        event(K, w, EV_STUCK, victim, p, 0, 0, 0, 0, 0)
+
+
+@njit(cache=True)
+def served_pop(K, w, sid):
+    n = w[K[S_SERVED] + sid]
+    if n > 0:
+        w[K[S_SSUM]] -= n
+        w[K[S_SERVED] + sid] = 0
+
+
+@njit(cache=True)
+def grow(K, w, sid, p, units, may_preempt):
+    """Make the session's hold on p own `units`: 0 ok, 1 wait (it may not
+    preempt, or nothing is left to preempt), 2 it was preempted itself;
+    +4 when it preempted someone."""
+    h = hold_of(K, w, sid, p)
+    pr = pool_row(K, p)
+    bs = K[pr + 1]
+    cap = K[pr]
+    vo = K[pr + 4]
+    b = pbase(K, p)
+    pre = 0
+    if cap >= 0 and (vo < 0 or not may_preempt):
+        # all or nothing, as vLLM's allocate_slots: a grower that cannot get
+        # every block it needs from free + evictable takes none
+        short = -(-(units - w[h + HS_OWN]) // bs) * bs
+        if short > 0 and w[b + P_FREE] + cache_sum(K, w, p) < short:
+            return 1
+    while w[h + HS_OWN] < units:
+        if cap < 0:
+            put(K, w, h + HS_OWN, -(-units // bs) * bs)
+            break
+        if w[b + P_FREE] >= bs:
+            add(K, w, b + P_FREE, -bs)
+            add(K, w, h + HS_OWN, bs)
+            continue
+        if free_block(K, w, p, -2):
+            continue
+        if halted(K, w):
+            return pre
+        if vo < 0:
+            return 1 + pre
+        victim = pick_victim(K, w, p, vo)
+        if halted(K, w):
+            return pre
+        served_pop(K, w, victim)
+        preempt(K, w, victim, p, 1 if victim == sid else 0)
+        pre = 4
+        if halted(K, w) or victim == sid:
+            return 2 + pre
+        h = hold_of(K, w, sid, p)
+    return pre
+
+
+@njit(cache=True)
+def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
+    """Tokens for one resident and a status: tokens -1 when a session being
+    admitted cannot grow; status bit 1 wait, bit 2 stop (self-preempted),
+    bit 4 preempted someone."""
+    sb = sbase(K, sid)
+    r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+    if K[r + 7]:
+        n = 1
+    else:
+        n = min(w[sb + F_RT] - w[sb + F_RD], budget_left)
+        if has_chunk:
+            n = min(n, chunk)
+    if n <= 0:
+        return 0, 0
+    gp = K[r + 5]
+    if gp < 0:
+        return n, 0
+    h = hold_of(K, w, sid, gp)
+    st = grow(K, w, sid, gp, w[h + HS_USE] + n, not admitting)
+    pre = st & 4
+    st = st & 3
+    if st == 2:
+        return 0, 2 | pre
+    if st == 1:
+        return (-1 if admitting else 0), 1 | pre
+    return n, pre
+
+
+# ---------------------------------------------------------------- the iteration
+
+
+@njit(cache=True)
+def shape_ctx(K, w, nreq, ndec, kvb):
+    CX = K[S_CTX]
+    w[CX + CX_NREQ] = nreq
+    w[CX + CX_NDEC] = ndec
+    w[CX + CX_KVB] = kvb
+    w[K[S_CTXOK]] = (1 << CX_NREQ) | (1 << CX_NDEC) | (1 << CX_KVB) | (1 << CX_NOW)
+
+
+@njit(cache=True)
+def kv_blocks(K, w, sid):
+    """The blocks a resident's growing hold owns (the `kvb` of a shape)."""
+    sb = sbase(K, sid)
+    r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+    g = K[r + 5]
+    if g < 0:
+        return 0
+    h = hold_of(K, w, sid, g)
+    if h < 0:
+        return 0
+    return w[h + HS_OWN] // K[pool_row(K, g) + 1]
+
+
+@njit(cache=True)
+def chunk_of(K, w, code, nreq, ndec, kvb, budget_left):
+    shape_ctx(K, w, nreq, ndec, kvb)
+    w[K[S_CTX] + CX_BUDGET] = budget_left
+    w[K[S_CTXOK]] |= 1 << CX_BUDGET
+    return ev(K, code, w, 0, -1)
+
+
+@njit(cache=True)
+def iterate(K, w, si):
+    """One iteration of stage si, atomically: serve, admit, complete.
+    Returns False for a zero-work iteration (not an action)."""
+    n_s = w[R_NSESS]
+    stt = K[H_STAGET] + STAGE_W * si
+    RES = K[S_RES]
+    SV = K[S_SERVED]
+    OR = K[S_ORDER]
+    nr = 0
+    ndec = 0
+    kvb = 0
+    for sid in range(n_s):
+        sb = sbase(K, sid)
+        r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+        SVs = SV + sid
+        w[SVs] = 0
+        if K[r] == K_RUN and K[r + 4] == si and w[sb + F_RD] < w[sb + F_RT]:
+            w[RES + nr] = sid
+            nr += 1
+            ndec += K[r + 7]
+            kvb += kv_blocks(K, w, sid)
+    w[K[S_SSUM]] = 0
+    inf = K[stt] < 0
+    budget = BIG
+    if not inf:
+        shape_ctx(K, w, nr, ndec, kvb)
+        budget = ev(K, K[stt], w, 0, -1)
+        if halted(K, w):
+            return True
+    budget_left = budget
+    has_chunk = K[stt + 1] >= 0
+    chunk = 0
+    # the serve order over the residents (S_SKIP holds the ranking)
+    RK = K[S_SKIP]
+    ordered(K, w, K[stt + 2], RES, nr, RK)
+    if halted(K, w):
+        return True
+    no = 0
+    pre_any = False
+    for i in range(nr):
+        if budget_left <= 0:
+            break
+        sid = w[RK + i]
+        sb = sbase(K, sid)
+        if K[st_row(K, w[sb + F_PROG], w[sb + F_PC])] != K_RUN:
+            continue  # preempted earlier in this iteration
+        if has_chunk:
+            chunk = chunk_of(K, w, K[stt + 1], nr, ndec, kvb, budget_left)
+            if halted(K, w):
+                return True
+        n, st = serve_one(K, w, sid, budget_left, chunk, has_chunk, False)
+        if halted(K, w):
+            return True
+        if st & 4:
+            pre_any = True
+        if st & 2:
+            break
+        if n > 0:
+            w[SV + sid] = n
+            w[K[S_SSUM]] += n
+            w[OR + no] = sid
+            no += 1
+        budget_left = budget - w[K[S_SSUM]]
+    admitted = False
+    if not pre_any and budget_left > 0:
+        nvia = K[stt + 3]
+        for vi in range(nvia):
+            p = K[K[stt + 4] + vi]
+            SK = K[S_RES]  # the residents are ranked already: reuse their space for the skipped
+            nsk = 0
+            while budget_left > 0:
+                if w[pbase(K, p) + P_QN] <= nsk:
+                    break  # nobody left to try
+                # a tentative admission: until its first chunk has its blocks
+                w[K[S_ULOGON]] = 1
+                w[K[S_ULOGN]] = 0
+                ev0 = w[K[S_EVN]]
+                q0 = w[K[S_QPOS]]
+                ab = budget_left if not inf else BIG
+                sid = admit_pool(K, w, p, ab, SK, nsk)
+                if halted(K, w):
+                    return True
+                if sid < 0:
+                    w[K[S_ULOGON]] = 0
+                    break
+                advance(K, w, sid)
+                if halted(K, w):
+                    return True
+                sb = sbase(K, sid)
+                r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+                if K[r] == K_RUN and K[r + 4] == si and w[sb + F_RD] < w[sb + F_RT]:
+                    if has_chunk:
+                        chunk = chunk_of(K, w, K[stt + 1], nr, ndec, kvb, budget_left)
+                        if halted(K, w):
+                            return True
+                    n, st = serve_one(K, w, sid, budget_left, chunk, has_chunk, True)
+                    if halted(K, w):
+                        return True
+                    if n < 0:
+                        # like vLLM, a waiting request whose allocation fails is
+                        # not admitted and preempts no one: roll it back
+                        undo(K, w)
+                        w[K[S_ULOGON]] = 0
+                        w[K[S_EVN]] = ev0
+                        if w[K[S_STOPNEW]] == 0:
+                            w[K[S_QPOS]] = q0  # its draws are undone with it
+                        if K[pool_row(K, p) + 7] == 0:
+                            break
+                        w[SK + nsk] = sid
+                        nsk += 1
+                        continue
+                    w[K[S_ULOGON]] = 0
+                    if n > 0:
+                        w[SV + sid] = n
+                        w[K[S_SSUM]] += n
+                        w[OR + no] = sid
+                        no += 1
+                    budget_left = budget - w[K[S_SSUM]]
+                w[K[S_ULOGON]] = 0
+                admitted = True
+    w[K[S_ULOGON]] = 0
+    if w[K[S_SSUM]] == 0 and not admitted and not pre_any:
+        any_served = False
+        for k in range(no):
+            if w[SV + w[OR + k]] > 0:
+                any_served = True
+        if not any_served:
+            return False
+    ntok = 0
+    nd = 0
+    nq = 0
+    kb = 0
+    for k in range(no):
+        sid = w[OR + k]
+        if w[SV + sid] > 0:
+            ntok += w[SV + sid]
+            sb = sbase(K, sid)
+            nd += K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + 7]
+            nq += 1
+            kb += kv_blocks(K, w, sid)
+    event(K, w, EV_ITERATE, si, ntok, nd, nq, kb, 0, 0)
+    # completion, in serve order (admitted ones after, in admission order)
+    for k in range(no):
+        sid = w[OR + k]
+        n = w[SV + sid]
+        if n == 0:
+            continue
+        sb = sbase(K, sid)
+        r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+        add(K, w, sb + F_RD, n)
+        if K[r + 6] >= 0:
+            add(K, w, sb + F_ATTR + K[r + 6], n)
+        gp = K[r + 5]
+        own = -1
+        if gp >= 0:
+            h = hold_of(K, w, sid, gp)
+            add(K, w, h + HS_USE, n)
+            own = w[h + HS_OWN]
+        event(K, w, EV_SERVE, sid, n, K[r + 7], w[sb + F_RD], w[sb + F_RT], gp, own)
+    for k in range(no):
+        sid = w[OR + k]
+        if w[SV + sid] == 0:
+            continue
+        sb = sbase(K, sid)
+        r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+        if K[r] == K_RUN and w[sb + F_RD] >= w[sb + F_RT]:
+            event(K, w, EV_RUN_DONE, sid, K[r + 7], 0, 0, 0, 0, 0)
+            put(K, w, sb + F_RD, 0)
+            put(K, w, sb + F_RT, 0)
+            put(K, w, sb + F_PC, K[r + 1])
+            advance(K, w, sid)
+            if halted(K, w):
+                return True
+    return True
+
+
+# ---------------------------------------------------------------- the step
+
+
+@njit(cache=True)
+def conservation(K, w, kind, subj):
+    for p in range(K[H_NP]):
+        cap = K[pool_row(K, p)]
+        if cap < 0:
+            continue
+        f = w[pbase(K, p) + P_FREE]
+        if allocated(K, w, p) + cache_sum(K, w, p) + f != cap or f < 0:
+            fault(K, w, FT_CONSERV, p, kind, subj)
+            return
+
+
+@njit(cache=True)
+def step(K, w, kind, subj):
+    """One action on the row in w (loaded, scratch set by the caller).
+    Returns 1 with a successor in w, 0 when the action does not apply (a
+    zero-work iteration, or the session is not at that state). A halt
+    (S_HALT) other than a fault means the caller must act and run again."""
+    for sid in range(w[R_NSESS]):
+        w[sbase(K, sid) + F_STUCK] = 0  # marks only the state right after a stuck preemption
+    w[K[S_ADMITS]] = 0
+    w[K[S_DEPTH]] = 0
+    w[K[S_ULOGON]] = 0
+    if kind == A_ITERATE:
+        if not iterate(K, w, subj):
+            return 0
+    else:
+        sb = sbase(K, subj)
+        r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+        if K[r] != (K_ARRIVE if kind == A_ARRIVE else K_TURN):
+            return 0
+        event(K, w, EV_ARRIVE if kind == A_ARRIVE else EV_TURN, subj, 0, 0, 0, 0, 0, 0)
+        put(K, w, sb + F_ARR, next_seq(K, w))
+        put(K, w, sb + F_LP0, -1)  # a new request
+        put(K, w, sb + F_LP1, -1)
+        put(K, w, sb + F_PC, K[r + 1])
+        advance(K, w, subj)
+    if not halted(K, w):
+        settle(K, w, K[H_NEVP], K[H_EVPO])
+    if not halted(K, w):
+        conservation(K, w, kind, subj)
+    return 1
