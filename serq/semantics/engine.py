@@ -42,59 +42,62 @@ class Engine:
             pi = self.low.prog_ix[line.program]
             for _ in range(line.count):
                 self.workload.append((pi, initial_attrs(self.low, pi, line.args)))
-        self.K_ = None
 
     def _set_cap(self, cap: int) -> None:
         self.cap = cap
+        self._loaded, self._row0 = None, None
         self.K, ws = self.low.table(cap, max(256, 16 * cap) * self._evmul)
         self.w = np.zeros(ws, np.int64)
         L = self.K
         from serq.semantics.kernel.abi import H_PB, H_PW, H_SF, H_W, H_CAP
 
         self.SF, self.PB, self.PW, self.W = int(L[H_SF]), int(L[H_PB]), int(L[H_PW]), int(L[H_W])
+        self.o = {k: int(L[k]) for k in (S_SCRIPT, S_HALT, S_QPOS, S_ARITY, S_EVN, S_EV)}
 
     # ------------------------------------------------------------ rows
     def load(self, state) -> None:
-        """Write a state tuple into the working row."""
+        """Write a state tuple into the working row (the last one loaded is
+        kept as a copy: expanding one state runs many steps from it)."""
+        if state is self._loaded and self._row0 is not None:
+            self.w[: self.W] = self._row0
+            return
         sessions, pools, seq, fault = state
         while len(sessions) > self.cap:
             self._set_cap(self.cap * 2)
-        w = self.w
-        w[: self.W] = 0
-        w[R_NSESS] = len(sessions)
-        w[R_SEQ] = seq
-        w[R_FAULT] = 0 if fault is None else FT_EXTERNAL
+        row = [0] * self.W
+        row[R_NSESS] = len(sessions)
+        row[R_SEQ] = seq
+        row[R_FAULT] = 0 if fault is None else FT_EXTERNAL
         types = self.low.types
+        SF, NA = self.SF, self.low.NA
         for sid, s in enumerate(sessions):
             (prog, pc, attrs, rd, rt, holds, parent, live, arr, adm, lp, stuck) = s
-            b = RHDR + sid * self.SF
-            w[b + F_PROG], w[b + F_PC], w[b + F_RD], w[b + F_RT] = prog, pc, rd, rt
-            w[b + F_PARENT], w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM] = parent, live, arr, adm
-            if lp == -1:
-                w[b + F_LP0] = w[b + F_LP1] = -1
-            else:
-                w[b + F_LP0], w[b + F_LP1] = lp
-            w[b + F_STUCK], w[b + F_NH] = stuck, len(holds)
+            b = RHDR + sid * SF
+            lp0, lp1 = (-1, -1) if lp == -1 else lp
+            row[b: b + F_ATTR] = (prog, pc, rd, rt, parent, live, arr, adm, lp0, lp1, stuck, len(holds))
             t = types[prog]
             for i, v in enumerate(attrs):
-                w[b + F_ATTR + i] = f2bits(v) if t[i] == T_REAL else int(v)
-            hb = b + F_ATTR + self.low.NA
+                row[b + F_ATTR + i] = f2bits(v) if t[i] == T_REAL else int(v)
+            hb = b + F_ATTR + NA
             for j, h in enumerate(holds):
-                w[hb + HW * j: hb + HW * (j + 1)] = h
+                row[hb + HW * j: hb + HW * (j + 1)] = h
+        cap = self.cap
         for p, (free, cache, queue) in enumerate(pools):
             b = self.PB + p * self.PW
-            w[b + P_FREE] = 0 if free is None else free
-            w[b + P_QN] = len(queue)
-            w[b + P_Q: b + P_Q + len(queue)] = queue
-            w[b + P_Q + len(queue): b + P_Q + self.cap] = -1
-            w[b + P_CN] = len(cache)
-            c = b + P_Q + self.cap
+            row[b + P_FREE] = 0 if free is None else free
+            row[b + P_QN] = len(queue)
+            row[b + P_Q: b + P_Q + cap] = tuple(queue) + (-1,) * (cap - len(queue))
+            row[b + P_CN] = len(cache)
+            c = b + P_Q + cap
             for k, e in enumerate(cache):
-                w[c + CW * k: c + CW * (k + 1)] = e
+                row[c + CW * k: c + CW * (k + 1)] = e
+        self._row0 = np.array(row, np.int64)
+        self._loaded = state
+        self.w[: self.W] = self._row0
 
     def state(self, fault=None):
         """The working row as a state tuple."""
-        w = self.w.tolist()
+        w = self.w[: self.W].tolist()
         low = self.low
         n = w[R_NSESS]
         sessions = []
@@ -129,10 +132,11 @@ class Engine:
         ask = oracle is not None and not isinstance(oracle, (list, tuple))
         while True:
             self.load(state)
-            K, w = self.K, self.w
-            w[K[S_SCRIPT]: K[S_SCRIPT] + len(script)] = script
+            K, w, o = self.K, self.w, self.o
+            if script:
+                w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
             ok = ent.run_step(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script))
-            halt = w[K[S_HALT]]
+            halt = w[o[S_HALT]]
             if halt == HALT_ASK:
                 script.append(self._answer(oracle))
                 continue
@@ -144,13 +148,12 @@ class Engine:
                 self._set_cap(self.cap)
                 continue
             break
-        nq = int(w[K[S_QPOS]])
-        self.arity = w[K[S_ARITY]: K[S_ARITY] + nq].tolist()
-        self.used = (script[:nq] + [0] * nq)[:nq]
+        nq = int(w[o[S_QPOS]])
+        self.arity = w[o[S_ARITY]: o[S_ARITY] + nq].tolist() if nq else []
         evs = []
         if want_events:
-            n = int(w[K[S_EVN]])
-            rec = w[K[S_EV]: K[S_EV] + EVW * n].reshape(n, EVW)
+            n = int(w[o[S_EVN]])
+            rec = w[o[S_EV]: o[S_EV] + EVW * n].reshape(n, EVW)
             evs = words.events(self.low, rec, self._prog_of)
         if not ok:
             return None, evs

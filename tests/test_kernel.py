@@ -1,0 +1,59 @@
+"""The kernel pinned by exact counts on the constructs the two chat
+instances do not use, and the same counts with `NUMBA_DISABLE_JIT=1` (the
+very same code run as plain Python)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from serq.explore_cli import explore
+from serq.load import load_path
+
+HERE = Path(__file__).parent
+CONSTRUCTS = HERE / "kernel_instances" / "constructs.sq"
+
+
+@pytest.mark.parametrize("symmetry,ties,distinct,generated", [
+    (False, "all", 268, 503),
+    (True, "all", 264, 499),
+    (False, "seq", 33, 45),
+])
+def test_constructs_exact_counts(symmetry, ties, distinct, generated):
+    r = explore(load_path(CONSTRUCTS).program, symmetry=symmetry, ties=ties)
+    assert r.verdict == "pass"
+    assert (r.stats.distinct, r.stats.generated) == (distinct, generated)
+
+
+_COUNT = """
+import json, sys
+from serq.explore_cli import explore
+from serq.load import load_path
+out = []
+for path, sym in json.loads(sys.argv[1]):
+    r = explore(load_path(path).program, symmetry=sym)
+    out.append([r.verdict, r.stats.distinct, r.stats.generated])
+print(json.dumps(out))
+"""
+
+
+def test_plain_python_kernel_gives_the_same_counts():
+    root = HERE.parent
+    runs = [[str(CONSTRUCTS), False], [str(root / "instances" / "multiturn_chat.sq"), True],
+            [str(root / "instances" / "agent_subagents.sq"), False]]
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    p = subprocess.run([sys.executable, "-c", _COUNT, json.dumps(runs)], capture_output=True, text=True,
+                       env=env, cwd=root, timeout=600)
+    assert p.returncode == 0, p.stderr
+    plain = json.loads(p.stdout)
+    jit = []
+    for path, sym in runs:
+        r = explore(load_path(path).program, symmetry=sym)
+        jit.append([r.verdict, r.stats.distinct, r.stats.generated])
+    assert plain == jit
+    assert plain[0][1:] == [268, 503]
