@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from explorer.analysis import point_of_no_return
 from explorer.model import ModelFactory
 from explorer.report import render_json, render_text, stats_line
 from explorer.search import check
@@ -15,15 +16,25 @@ from serq.diagnostics import Diagnostic, SerqError
 from serq.explore import ALL_CHECKS, Checks, SerqModel
 
 
+GRAPH_LIMIT = 200_000  # states the point-of-no-return graph may hold by default
+
+
 def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | None = None,
             max_depth: int | None = None, time_limit: float | None = None, ties: str = "all",
-            symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None):
-    """Explore an instance; returns the engine's Result."""
+            symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
+            graph_limit: int = GRAPH_LIMIT):
+    """Explore an instance; returns the engine's Result. A counterexample
+    gets its point of no return, computed on the whole state graph (at most
+    `graph_limit` states; 0 skips it)."""
     ch = Checks.of_program(program, checks)
     factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch})
-    return check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
-                 max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
-                 check_livelock=ch.livelock, workers=workers, progress=progress)
+    result = check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
+                   max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
+                   check_livelock=ch.livelock, workers=workers, progress=progress)
+    if result.trace and graph_limit > 0:
+        limit = graph_limit if max_states is None else min(graph_limit, max_states)
+        point_of_no_return(factory(), result, max_states=limit, time_limit=time_limit)
+    return result
 
 
 def register(sub) -> None:
@@ -46,6 +57,9 @@ def register(sub) -> None:
                    help="check this property instead of the instance's `check` lines "
                         "(deadlock, livelock, stuck, invariant, completes); repeatable")
     e.add_argument("--workers", type=int, default=1, metavar="N", help="parallel workers (hash-partitioned)")
+    e.add_argument("--graph-limit", type=int, default=GRAPH_LIMIT, metavar="N",
+                   help="states the point-of-no-return analysis of a counterexample may store "
+                        f"(default {GRAPH_LIMIT}; 0 skips it)")
     e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.add_argument("--no-timing", action="store_true", help="omit times from the stats line (byte-stable output)")
@@ -75,7 +89,7 @@ def cmd_explore(args) -> int:
         print(render_all(diags, loaded.source), file=sys.stderr)
     prog = loaded.program
     for name, v in (("--max-states", args.max_states), ("--max-depth", args.max_depth),
-                    ("--workers", args.workers)):
+                    ("--workers", args.workers), ("--graph-limit", args.graph_limit)):
         if v is not None and v < (1 if name == "--workers" else 0):
             raise SerqError([Diagnostic(0, 0, "E012", f"{name} must be {'at least 1' if name == '--workers' else 'non-negative'}",
                                         file="serq explore")])
@@ -89,7 +103,8 @@ def cmd_explore(args) -> int:
         result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                          time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
                          workers=args.workers, checks=args.check,
-                         progress=None if (args.quiet or args.json) else _progress)
+                         progress=None if (args.quiet or args.json) else _progress,
+                         graph_limit=args.graph_limit)
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
