@@ -60,6 +60,12 @@ def register(sub) -> None:
     e.add_argument("--graph-limit", type=int, default=GRAPH_LIMIT, metavar="N",
                    help="states the point-of-no-return analysis of a counterexample may store "
                         f"(default {GRAPH_LIMIT}; 0 skips it)")
+    e.add_argument("--worst", metavar="METRIC",
+                   help="the worst case of METRIC over every behaviour, with its witness trace: "
+                        "ttft, latency (iterations from a request's arrival to its first token, to its end), "
+                        "ttft-time, latency-time (the same weighted by the stages' cost), preemptions, "
+                        "recomputed (per session), iterations, time (a whole run), queue[:POOL], peak[:POOL] "
+                        "(the largest in one state); docs/explorer.md")
     e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.add_argument("--no-timing", action="store_true", help="omit times from the stats line (byte-stable output)")
@@ -99,6 +105,8 @@ def cmd_explore(args) -> int:
         return cmd_theorem(args, loaded)
     if args.replay:
         return _replay(args, prog)
+    if args.worst is not None:
+        return _worst(args, prog)
     try:
         result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                          time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
@@ -109,6 +117,26 @@ def cmd_explore(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
     return print_result(result, args)
+
+
+def _worst(args, prog) -> int:
+    from serq.diagnostics import flag_error
+    from serq.worst import MetricError, find_worst, render_json, render_text
+
+    try:
+        w = find_worst(prog, args.worst, ties=args.ties, symmetry=not args.no_symmetry,
+                       checks=Checks.of_program(prog, args.check), max_states=args.max_states,
+                       time_limit=args.time_limit)
+    except MetricError as e:
+        raise flag_error("--worst", args.worst, "E014", str(e), e.col, e.span) from None
+    except NondeterministicModel as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_NONDETERMINISTIC
+    if args.json:
+        print(json.dumps(render_json(w), indent=1))
+    else:
+        sys.stdout.write(render_text(w))
+    return w.exit_code
 
 
 def print_result(result, args) -> int:
