@@ -31,17 +31,29 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     result = check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
                    max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                    check_livelock=ch.livelock, workers=workers, progress=progress)
-    if result.trace and graph_limit > 0:
-        limit = graph_limit if max_states is None else min(graph_limit, max_states)
-        point_of_no_return(factory(), result, max_states=limit, time_limit=time_limit)
+    mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
+                   time_limit=time_limit, graph_limit=graph_limit)
     return result
+
+
+def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: bool = True,
+                   checks: list[str] | None = None, max_states: int | None = None,
+                   time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT) -> None:
+    """Set `result.no_return` when the result has a trace (and the limit is not 0)."""
+    if not result.trace or graph_limit <= 0:
+        return
+    model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
+    limit = graph_limit if max_states is None else min(graph_limit, max_states)
+    point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
 
 
 def register(sub) -> None:
     e = sub.add_parser("explore", help="explore every interleaving of a small instance",
                        description="Explore every arrival order, tie and drawn value of a small finite "
                                    "instance; report deadlocks, livelocks, stuck sessions and violated "
-                                   "invariants with the shortest counterexample.")
+                                   "invariants with the shortest counterexample and its point of no return "
+                                   "(the step after which no continuation completes); with --worst, the "
+                                   "worst case of a metric over every behaviour.")
     e.add_argument("instance", help="a .sq file or an .ir.json file")
     e.add_argument("--strategy", choices=("bfs", "dfs"), default="bfs",
                    help="bfs (default) finds shortest counterexamples")
@@ -99,6 +111,9 @@ def cmd_explore(args) -> int:
         if v is not None and v < (1 if name == "--workers" else 0):
             raise SerqError([Diagnostic(0, 0, "E012", f"{name} must be {'at least 1' if name == '--workers' else 'non-negative'}",
                                         file="serq explore")])
+    if args.worst is not None and (args.theorem or args.replay):
+        other = "--theorem" if args.theorem else "--replay"
+        raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
     if args.theorem:
         from serq.theorem import cmd_theorem
 

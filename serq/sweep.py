@@ -127,8 +127,9 @@ def _load(text: str, file: str, name: str, value: int):
     return load_text(text, file, explorer=True, consts={name: value}).program
 
 
-def _explore_value(job) -> Row:
-    """One value, in a worker: compile with the constant replaced, explore."""
+def _explore_value(job) -> tuple[Row, object | None]:
+    """One value, in a worker: compile with the constant replaced, explore.
+    A failing value's Result comes back too (its counterexample)."""
     text, file, name, value, opts = job
     from serq.explore_cli import explore
 
@@ -136,12 +137,13 @@ def _explore_value(job) -> Row:
         prog = _load(text, file, name, value)
     except SerqError as e:
         d = e.diagnostics[0]
-        return Row(value, "error", None, f"{d.code}: {d.message}", 2, 0)
+        return Row(value, "error", None, f"{d.code}: {d.message}", 2, 0), None
     r = explore(prog, graph_limit=0, **opts)
-    return Row(value, r.verdict, r.kind, r.message, r.exit_code, r.stats.distinct)
+    row = Row(value, r.verdict, r.kind, r.message, r.exit_code, r.stats.distinct)
+    return row, (r if row.outcome == "fail" else None)
 
 
-def _run(jobs: list, workers: int) -> list[Row]:
+def _run(jobs: list, workers: int) -> list[tuple[Row, object | None]]:
     if workers <= 1 or len(jobs) <= 1:
         return [_explore_value(j) for j in jobs]
     methods = multiprocessing.get_all_start_methods()
@@ -153,7 +155,7 @@ def _run(jobs: list, workers: int) -> list[Row]:
 def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int | None = None,
           graph_limit: int | None = None, **opts) -> Sweep:
     """Sweep a constant of the source `text`; `opts` go to `explore`."""
-    from serq.explore_cli import GRAPH_LIMIT, explore
+    from serq.explore_cli import GRAPH_LIMIT, mark_no_return
     from serq.load import load_text
 
     base = load_text(text, file, explorer=True).program
@@ -161,11 +163,14 @@ def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int
     workers = workers or os.cpu_count() or 1
     sw = Sweep(name, lo, hi, "bisect" if bisect else "all")
     done: dict[int, Row] = {}
+    results: dict[int, object] = {}
 
     def evaluate(values: list[int]) -> None:
         todo = [v for v in values if v not in done]
-        for row in _run([(text, file, name, v, opts) for v in todo], workers):
+        for row, result in _run([(text, file, name, v, opts) for v in todo], workers):
             done[row.value] = row
+            if result is not None:
+                results[row.value] = result
 
     if not bisect:
         evaluate(list(range(lo, hi + 1)))
@@ -186,8 +191,10 @@ def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int
     sw.rows = [done[v] for v in sorted(done)]
     _boundary(sw)
     if sw.last_fail is not None:
-        limit = GRAPH_LIMIT if graph_limit is None else graph_limit
-        sw.counterexample = explore(_load(text, file, name, sw.last_fail), graph_limit=limit, **opts)
+        sw.counterexample = results[sw.last_fail]
+        mark_no_return(_load(text, file, name, sw.last_fail), sw.counterexample,
+                       graph_limit=GRAPH_LIMIT if graph_limit is None else graph_limit,
+                       **{k: v for k, v in opts.items() if k in ("ties", "symmetry", "checks", "max_states", "time_limit")})
     return sw
 
 

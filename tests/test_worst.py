@@ -143,3 +143,11 @@ def test_bad_metric(capsys, flag, col, message):
     assert err.startswith(f"--worst:1:{col}: error[E014]: {message}")
     if flag:
         assert f"\n  {flag}\n  {' ' * (col - 1)}^" in err
+
+
+def test_worst_excludes_theorem_and_replay(capsys):
+    inst = str(ROOT / "instances" / "theorem.sq")
+    assert main(["explore", inst, "--worst", "ttft", "--theorem"]) == 2
+    assert "error[E012]: --worst cannot be combined with --theorem" in capsys.readouterr().err
+    assert main(["explore", inst, "--worst", "ttft", "--replay", "0"]) == 2
+    assert "error[E012]: --worst cannot be combined with --replay" in capsys.readouterr().err
