@@ -15,7 +15,7 @@ from .fingerprint import format_fp
 from .result import Result, Stats
 from .trace import Step
 
-__all__ = ["verdict_line", "render_text", "render_json", "stats_line"]
+__all__ = ["verdict_line", "render_text", "render_json", "stats_line", "trace_lines", "no_return_line"]
 
 _STEP = "  {n}. {text}"
 _DETAIL = "       {line}"
@@ -42,22 +42,52 @@ def stats_line(st: Stats, with_timing: bool = True) -> str:
     return line
 
 
-def render_text(r: Result, with_timing: bool = True, with_stats: bool = True) -> str:
-    out = [verdict_line(r)]
+def trace_lines(trace: list[Step], lasso_start: int | None = None, no_return_step: int | None = None) -> list[str]:
+    """The numbered steps of a trace, with the lasso and point-of-no-return marks."""
+    out = []
     # Show "#i" whenever the trace does not start from initial state 0, so
     # the text alone says which initial state was used.
-    hint = bool(r.trace) and r.trace[0].action_index != 0
-    for s in r.trace:
-        if r.lasso_start is not None and s.index == r.lasso_start + 1:
+    hint = bool(trace) and trace[0].action_index != 0
+    for s in trace:
+        if lasso_start is not None and s.index == lasso_start + 1:
             out.append("  -- cycle starts here --")
         out.append(_STEP.format(n=s.index, text=_step_text(s, hint)))
         out.extend(_DETAIL.format(line=x) for x in s.diff)
         out.extend(_EVENT.format(line=x) for x in s.events)
-    if r.lasso_start is not None and r.trace:
-        out.append(f"  -- cycle returns to step {r.lasso_start} --")
+        if no_return_step is not None and s.index == no_return_step and s.index > 0:
+            out.append(f"  -- point of no return: no continuation of step {s.index} completes --")
+    if lasso_start is not None and trace:
+        out.append(f"  -- cycle returns to step {lasso_start} --")
+    return out
+
+
+def no_return_line(r: Result) -> str | None:
+    nr = r.no_return
+    if nr is None:
+        return None
+    doomed = f"{nr.doomed} of {nr.states} reachable states cannot complete"
+    if nr.status == "step":
+        act = r.trace[nr.step].action_text if nr.step < len(r.trace) else "?"
+        return (f"point of no return: step {nr.step} ({act}): from step {nr.step - 1} some continuation "
+                f"still completes, from step {nr.step} none does ({doomed})")
+    if nr.status == "initial":
+        return f"point of no return: the initial state: no behaviour completes ({doomed})"
+    if nr.status == "none":
+        return ("point of no return: none: every state of this trace can still complete "
+                f"(another choice leaves it; {doomed})")
+    return f"point of no return: unknown (the state graph was cut at its {nr.reason} bound)"
+
+
+def render_text(r: Result, with_timing: bool = True, with_stats: bool = True) -> str:
+    out = [verdict_line(r)]
+    nr = r.no_return
+    out.extend(trace_lines(r.trace, r.lasso_start, nr.step if nr is not None and nr.status == "step" else None))
     if r.diagnosis:
         out.append("deadlock diagnosis:")
         out.extend(f"  {x}" for x in r.diagnosis)
+    line = no_return_line(r)
+    if line is not None:
+        out.append(line)
     if r.replay_path is not None:
         out.append(f"replay: {r.replay_path}")
     if with_stats:
@@ -92,6 +122,17 @@ def render_json(r: Result, with_timing: bool = True, with_stats: bool = True) ->
         ],
         "diagnosis": list(r.diagnosis),
     }
+    nr = r.no_return
+    if nr is not None:
+        d["point_of_no_return"] = {
+            "status": nr.status,
+            "step": nr.step if nr.status == "step" else None,
+            "action": r.trace[nr.step].action_text if nr.status == "step" and nr.step < len(r.trace) else None,
+            "doomed_states": nr.doomed,
+            "states": nr.states,
+            "bound_reason": nr.reason,
+            "text": no_return_line(r),
+        }
     if with_stats:
         d["stats"] = r.stats.as_dict(with_timing)
     return d

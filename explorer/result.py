@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .analysis import NoReturn
 from .trace import Step
 from .verdict import PASS, exit_code
 
@@ -55,6 +56,7 @@ class Result:
     replay_path: str | None = None  # "i0/a1/.../an" for trace, None when no trace
     bound_reason: str | None = None  # "max_states" | "max_depth" | "time_limit" when verdict is bound
     fingerprint: int | None = None  # of the offending state (last trace state / lasso entry)
+    no_return: NoReturn | None = None  # where the trace lost completion (analysis.point_of_no_return)
 
     @property
     def exit_code(self) -> int:

@@ -20,7 +20,7 @@ the format independent of how many initial states a model has.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from .fingerprint import format_fp, state_fingerprint
 from .model import successor_with_events
@@ -31,6 +31,7 @@ __all__ = [
     "NondeterministicModel",
     "rebuild",
     "extend_along",
+    "follow",
     "format_path",
     "parse_path",
     "replay",
@@ -188,6 +189,40 @@ def extend_along(model: Any, trace: list[Step], targets: Sequence[int], progress
                 k,
                 expected=target,
             )
+
+
+def follow(model: Any, init_index: int, targets: Sequence[tuple[int, int]],
+           same_edge: Callable[[Any, Any, Any, int], bool] | None = None) -> list[Step]:
+    """A trace through the fingerprints of a stored path.
+
+    ``targets`` are ``(fingerprint, action index)`` pairs after the initial
+    state ``init_index``. The recorded action index is tried first; a
+    stored graph keeps one representative per canonical state, so under a
+    symmetry reduction the recorded index may name another action of the
+    state actually reached, and the first action (in order) whose successor
+    has the target fingerprint -- and, with ``same_edge(state, action, nxt,
+    k)``, the same edge data as step k of the stored path -- is taken
+    instead. The trace's replay path is therefore always a real run."""
+    inits = model.initial_states()
+    state = inits[init_index]
+    trace = [_initial_step(model, init_index, state, state_fingerprint(model, state))]
+    for k, (target, ai) in enumerate(targets, start=1):
+        acts = model.actions(state)
+        order = ([ai] if 0 <= ai < len(acts) else []) + [i for i in range(len(acts)) if i != ai]
+        for i in order:
+            nxt = model.step(state, acts[i])
+            if nxt is None or state_fingerprint(model, nxt) != target:
+                continue
+            if same_edge is not None and not same_edge(state, acts[i], nxt, k - 1):
+                continue
+            state, step = _take(model, state, k, i, target)
+            trace.append(step)
+            break
+        else:
+            raise NondeterministicModel(
+                f"nondeterministic model: replay diverged at step {k}: no action reaches "
+                f"recorded state {format_fp(target)}", k, expected=target)
+    return trace
 
 
 def format_path(trace: Sequence[Step]) -> str:

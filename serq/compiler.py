@@ -65,9 +65,10 @@ def const_eval(e: ir.Expr) -> int | float | bool:
 
 
 class Compiler:
-    def __init__(self, file: str, sink: Sink):
+    def __init__(self, file: str, sink: Sink, overrides: dict[str, int | float] | None = None):
         self.file = file
         self.sink = sink
+        self.overrides = overrides or {}  # `serq sweep`: constants given a value from outside
         self.consts: dict[str, int | float] = {}
         self.signatures: dict[str, tuple[ir.Param, ...]] = {}
         self.stage_names: list[str] = []
@@ -160,7 +161,10 @@ class Compiler:
                     self.sink.error(pos(it.children[0]), "E105", f"constant `{name}` is declared twice")
                 if name in CTX_NAMES:
                     self.sink.error(pos(it.children[0]), "E106", f"`{name}` is a context variable and cannot be a constant's name")
-                v = self.const(it.children[1], f"constant `{name}`", integer=False)
+                if name in self.overrides:
+                    v = self.overrides[name]
+                else:
+                    v = self.const(it.children[1], f"constant `{name}`", integer=False)
                 if v is not None:
                     self.consts[name] = v
             elif it.data == "stage_decl":

@@ -63,6 +63,14 @@ def render_all(diags: list[Diagnostic], source: str | None) -> str:
     return "\n".join(parts)
 
 
+def flag_error(flag: str, value: str, code: str, message: str, col: int = 1, span: int | None = None,
+               notes: tuple[str, ...] = ()) -> SerqError:
+    """An error in a command-line flag's value, located in that value: the
+    flag is the file, the value its one line, a caret under the spot."""
+    width = span if span is not None else max(len(value) - col + 1, 1)
+    return SerqError([Diagnostic(1, col, code, message, file=flag, span=width, notes=notes)], value)
+
+
 class Sink:
     """Collects diagnostics for one source file."""
 

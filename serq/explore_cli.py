@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from explorer.analysis import point_of_no_return
 from explorer.model import ModelFactory
 from explorer.report import render_json, render_text, stats_line
 from explorer.search import check
@@ -15,22 +16,44 @@ from serq.diagnostics import Diagnostic, SerqError
 from serq.explore import ALL_CHECKS, Checks, SerqModel
 
 
+GRAPH_LIMIT = 200_000  # states the point-of-no-return graph may hold by default
+
+
 def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | None = None,
             max_depth: int | None = None, time_limit: float | None = None, ties: str = "all",
-            symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None):
-    """Explore an instance; returns the engine's Result."""
+            symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
+            graph_limit: int = GRAPH_LIMIT):
+    """Explore an instance; returns the engine's Result. A counterexample
+    gets its point of no return, computed on the whole state graph (at most
+    `graph_limit` states; 0 skips it)."""
     ch = Checks.of_program(program, checks)
     factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch})
-    return check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
-                 max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
-                 check_livelock=ch.livelock, workers=workers, progress=progress)
+    result = check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
+                   max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
+                   check_livelock=ch.livelock, workers=workers, progress=progress)
+    mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
+                   time_limit=time_limit, graph_limit=graph_limit)
+    return result
+
+
+def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: bool = True,
+                   checks: list[str] | None = None, max_states: int | None = None,
+                   time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT) -> None:
+    """Set `result.no_return` when the result has a trace (and the limit is not 0)."""
+    if not result.trace or graph_limit <= 0:
+        return
+    model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
+    limit = graph_limit if max_states is None else min(graph_limit, max_states)
+    point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
 
 
 def register(sub) -> None:
     e = sub.add_parser("explore", help="explore every interleaving of a small instance",
                        description="Explore every arrival order, tie and drawn value of a small finite "
                                    "instance; report deadlocks, livelocks, stuck sessions and violated "
-                                   "invariants with the shortest counterexample.")
+                                   "invariants with the shortest counterexample and its point of no return "
+                                   "(the step after which no continuation completes); with --worst, the "
+                                   "worst case of a metric over every behaviour.")
     e.add_argument("instance", help="a .sq file or an .ir.json file")
     e.add_argument("--strategy", choices=("bfs", "dfs"), default="bfs",
                    help="bfs (default) finds shortest counterexamples")
@@ -46,6 +69,15 @@ def register(sub) -> None:
                    help="check this property instead of the instance's `check` lines "
                         "(deadlock, livelock, stuck, invariant, completes); repeatable")
     e.add_argument("--workers", type=int, default=1, metavar="N", help="parallel workers (hash-partitioned)")
+    e.add_argument("--graph-limit", type=int, default=GRAPH_LIMIT, metavar="N",
+                   help="states the point-of-no-return analysis of a counterexample may store "
+                        f"(default {GRAPH_LIMIT}; 0 skips it)")
+    e.add_argument("--worst", metavar="METRIC",
+                   help="the worst case of METRIC over every behaviour, with its witness trace: "
+                        "ttft, latency (iterations from a request's arrival to its first token, to its end), "
+                        "ttft-time, latency-time (the same weighted by the stages' cost), preemptions, "
+                        "recomputed (per session), iterations, time (a whole run), queue[:POOL], peak[:POOL] "
+                        "(the largest in one state); docs/explorer.md")
     e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.add_argument("--no-timing", action="store_true", help="omit times from the stats line (byte-stable output)")
@@ -75,25 +107,51 @@ def cmd_explore(args) -> int:
         print(render_all(diags, loaded.source), file=sys.stderr)
     prog = loaded.program
     for name, v in (("--max-states", args.max_states), ("--max-depth", args.max_depth),
-                    ("--workers", args.workers)):
+                    ("--workers", args.workers), ("--graph-limit", args.graph_limit)):
         if v is not None and v < (1 if name == "--workers" else 0):
             raise SerqError([Diagnostic(0, 0, "E012", f"{name} must be {'at least 1' if name == '--workers' else 'non-negative'}",
                                         file="serq explore")])
+    if args.worst is not None and (args.theorem or args.replay):
+        other = "--theorem" if args.theorem else "--replay"
+        raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
     if args.theorem:
         from serq.theorem import cmd_theorem
 
         return cmd_theorem(args, loaded)
     if args.replay:
         return _replay(args, prog)
+    if args.worst is not None:
+        return _worst(args, prog)
     try:
         result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                          time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
                          workers=args.workers, checks=args.check,
-                         progress=None if (args.quiet or args.json) else _progress)
+                         progress=None if (args.quiet or args.json) else _progress,
+                         graph_limit=args.graph_limit)
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
     return print_result(result, args)
+
+
+def _worst(args, prog) -> int:
+    from serq.diagnostics import flag_error
+    from serq.worst import MetricError, find_worst, render_json, render_text
+
+    try:
+        w = find_worst(prog, args.worst, ties=args.ties, symmetry=not args.no_symmetry,
+                       checks=Checks.of_program(prog, args.check), max_states=args.max_states,
+                       time_limit=args.time_limit)
+    except MetricError as e:
+        raise flag_error("--worst", args.worst, "E014", str(e), e.col, e.span) from None
+    except NondeterministicModel as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_NONDETERMINISTIC
+    if args.json:
+        print(json.dumps(render_json(w), indent=1))
+    else:
+        sys.stdout.write(render_text(w))
+    return w.exit_code
 
 
 def print_result(result, args) -> int:

@@ -21,12 +21,13 @@ class Loaded:
     warnings: list[Diagnostic]
 
 
-def compile_source(text: str, file: str = "<input>") -> tuple[ir.Program, list[Diagnostic]]:
-    """Parse and compile, without validation. Raises on syntax or structure errors."""
+def compile_source(text: str, file: str = "<input>", consts: dict | None = None) -> tuple[ir.Program, list[Diagnostic]]:
+    """Parse and compile, without validation. Raises on syntax or structure
+    errors. `consts` gives declared constants other values (`serq sweep`)."""
     tree = parse_tree(text, file)
     sink = Sink(file)
     try:
-        prog = Compiler(file, sink).compile(tree)
+        prog = Compiler(file, sink, consts).compile(tree)
     except RecursionError:
         raise _too_deep(text, file) from None
     if sink.errors:
@@ -34,8 +35,9 @@ def compile_source(text: str, file: str = "<input>") -> tuple[ir.Program, list[D
     return prog, sink.items
 
 
-def load_text(text: str, file: str = "<input>", *, theorem: bool = False, explorer: bool = False) -> Loaded:
-    prog, early = compile_source(text, file)
+def load_text(text: str, file: str = "<input>", *, theorem: bool = False, explorer: bool = False,
+              consts: dict | None = None) -> Loaded:
+    prog, early = compile_source(text, file, consts)
     try:
         diags = early + prog.validate(theorem=theorem, explorer=explorer)
     except RecursionError:

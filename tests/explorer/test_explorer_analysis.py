@@ -1,0 +1,145 @@
+"""The stored graph and its analyses, on explicit toy graphs with answers
+worked out by hand, and longest paths against brute force over every
+path of small random acyclic graphs."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from explorer_toys import CounterPair, Graph, TwoLocks
+
+from explorer import check
+from explorer.analysis import completable, highest, longest, no_return, point_of_no_return, sccs
+from explorer.report import render_json, render_text
+from explorer.stored import build_graph
+from explorer.trace import follow
+
+
+def test_build_graph_stores_every_edge():
+    g = build_graph(CounterPair(2))
+    assert len(g) == 9 and g.edges == 12 and g.complete
+    assert g.done.count(True) == 1
+    # BFS numbering and first-discovery links give shortest paths
+    assert [ai for _, ai in g.path_to(len(g) - 1)] == [0, 0, 0, 1, 1]
+
+
+def test_build_graph_bound_and_bad_states():
+    g = build_graph(CounterPair(3), max_states=5)
+    assert not g.complete and g.bound_reason == "max_states" and len(g) == 5
+    # node 2 is bad: not expanded unless asked
+    toy = Graph({0: (1, 2), 1: (3,), 2: (3,), 3: ()}, done={3}, bad={2})
+    assert build_graph(toy).succ[2] == []
+    assert build_graph(toy, expand_bad=True).succ[2] == [(0, 3)]
+
+
+def test_completable_skips_violations():
+    # 0 -> 1 -> 3 (done), 0 -> 2 (bad) -> 3, 0 -> 4 -> 4 (a dead loop)
+    toy = Graph({0: (1, 2, 4), 1: (3,), 2: (3,), 3: (), 4: (4,)}, done={3}, bad={2})
+    g = build_graph(toy, expand_bad=True)
+    good = completable(g)
+    by_state = {s: good[u] for u, s in enumerate([0, 1, 2, 4, 3])}
+    assert by_state == {0: True, 1: True, 2: False, 4: False, 3: True}
+
+
+def test_no_return_on_a_deadlock_trace():
+    r = check(TwoLocks())
+    assert r.verdict == "deadlock"
+    nr = point_of_no_return(TwoLocks(), r)
+    # P0 takes A (step 1): P0 can still finish; P1 takes B (step 2): doomed
+    assert (nr.status, nr.step) == ("step", 2)
+    text = render_text(r, with_timing=False)
+    assert "  -- point of no return: no continuation of step 2 completes --" in text
+    assert "point of no return: step 2 (" in text
+    j = render_json(r, with_timing=False)["point_of_no_return"]
+    assert j["status"] == "step" and j["step"] == 2 and j["doomed_states"] == nr.doomed == 1
+
+
+def test_no_return_initial_none_unknown():
+    doomed = Graph({0: (1,), 1: ()})  # deadlock, nothing is done
+    r = check(doomed)
+    assert point_of_no_return(doomed, r).status == "initial"
+    # a livelock whose cycle can be left: completion stays reachable
+    loop = Graph({0: (1,), 1: (2, 3), 2: (1,), 3: ()}, done={3}, np_edges={(1, 2), (2, 1)})
+    r = check(loop)
+    assert r.verdict == "livelock"
+    nr = point_of_no_return(loop, r)
+    assert nr.status == "none" and nr.doomed == 0
+    # a graph cut before the answer is known
+    r = check(TwoLocks())
+    assert point_of_no_return(TwoLocks(), r, max_states=2).status == "unknown"
+
+
+def test_sccs_reverse_topological():
+    toy = Graph({0: (1,), 1: (2,), 2: (1, 3), 3: ()})
+    g = build_graph(toy)
+    comp, comps = sccs(g)
+    assert sorted(map(len, comps)) == [1, 1, 2]
+    assert comp[g.index[g.fps[1]]] == comp[g.index[g.fps[2]]]
+    # successors first
+    pos = {c: i for i, c in enumerate(range(len(comps)))}
+    for u, out in enumerate(g.succ):
+        for _, v in out:
+            assert pos[comp[v]] <= pos[comp[u]]
+
+
+class Weighted(Graph):
+    """A Graph whose edges carry weights w[(u, v)] (track 0)."""
+
+    def __init__(self, succ, w, **kw):
+        super().__init__(succ, **kw)
+        self.w = w
+
+    def info(self, state, action, nxt):
+        x = self.w.get((state, nxt), 0)
+        return ((0, x),) if x else ()
+
+
+def _all_paths(succ, u):
+    yield [u]
+    for v in succ.get(u, ()):
+        for p in _all_paths(succ, v):
+            yield [u] + p
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_longest_matches_brute_force_on_dags(seed):
+    rnd = random.Random(seed)
+    n = rnd.randint(2, 8)
+    succ = {u: tuple(sorted(rnd.sample(range(u + 1, n), rnd.randint(0, n - u - 1)))) if u < n - 1 else ()
+            for u in range(n)}
+    w = {(u, v): rnd.randint(0, 3) for u in succ for v in succ[u]}
+    toy = Weighted(succ, w)
+    g = build_graph(toy, edge_info=toy.info)
+    best = longest(g)
+    brute = max(sum(w[(a, b)] for a, b in itertools.pairwise(p)) for p in _all_paths(succ, 0))
+    assert best.value == brute
+    # the witness is a real path of that weight
+    trace = follow(toy, 0, [(g.fps[v], ai) for v, ai in best.path[1:]])
+    states = [s.state for s in trace]
+    assert sum(w[(a, b)] for a, b in itertools.pairwise(states)) == brute
+
+
+def test_longest_unbounded_lasso_and_zero_cycles():
+    # 0 -> 1 <-> 2 (weight 1 on 2 -> 1), 1 -> 3
+    toy = Weighted({0: (1,), 1: (2, 3), 2: (1,), 3: ()}, {(2, 1): 1, (1, 3): 5})
+    g = build_graph(toy, edge_info=toy.info)
+    best = longest(g)
+    assert best.unbounded
+    nodes = [g.fps[v] for v, _ in best.path]
+    start = best.cycle_start
+    assert nodes[start] == nodes[-1]  # the cycle returns to where it started
+    # a zero-weight cycle does not pump: 0 + 5
+    toy = Weighted({0: (1,), 1: (2, 3), 2: (1,), 3: ()}, {(0, 1): 2, (1, 3): 5})
+    g = build_graph(toy, edge_info=toy.info)
+    assert longest(g).value == 7
+
+
+def test_longest_per_track_and_highest():
+    toy = Graph({0: (1, 2), 1: (3,), 2: (3,), 3: ()})
+    w = {(0, 1): ((0, 2),), (1, 3): ((1, 1),), (0, 2): ((1, 3),), (2, 3): ((1, 1),)}
+    g = build_graph(toy, edge_info=lambda s, a, n: w.get((s, n), ()), node_info=lambda s: s * 10)
+    best = longest(g)
+    assert (best.value, best.track) == (4, 1)
+    assert highest(g) == (30, g.index[g.fps[3]])
