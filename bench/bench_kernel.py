@@ -1,0 +1,51 @@
+"""Kernel benchmark: one step of the compiled kernel in microseconds, and
+the explorer's states/s on `instances/vllm_chat.sq` without symmetry (the
+engine around the kernel still decodes every successor into a tuple).
+
+    python bench/bench_kernel.py"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from serq.explore_cli import explore  # noqa: E402
+from serq.load import load_path  # noqa: E402
+from serq.model import Model  # noqa: E402
+from serq.semantics.engine import KIND  # noqa: E402
+from serq.semantics.kernel import entry  # noqa: E402
+
+
+def main() -> None:
+    prog = load_path(ROOT / "instances" / "vllm_chat.sq").program
+    m = Model(prog, ties="all")
+    t0 = time.process_time()
+    s = m.initial_state()
+    for sid in range(len(s[0])):
+        s = m.step(s, m.actions(s)[0])
+    s = m.step(s, [a for a in m.actions(s) if a[0] == "iterate"][0])
+    print(f"first kernel call (compile or cache load): {time.process_time() - t0:.2f} s CPU")
+    e = m.engine
+    e.load(s)
+    row = e.w[: e.W].copy()
+    n = 200_000
+    t0 = time.process_time()
+    for _ in range(n):
+        e.w[: e.W] = row
+        entry.run_step(e.K, e.w, KIND["iterate"], 0, 0, 0, 0, 0)
+    dt = time.process_time() - t0
+    print(f"one step (iterate, 3 residents) from Python: {dt / n * 1e6:.2f} us CPU ({n} calls)")
+    for sym in (False, True):
+        t0 = time.process_time()
+        r = explore(prog, symmetry=sym)
+        dt = time.process_time() - t0
+        print(f"explore vllm_chat symmetry={sym}: {r.stats.distinct} distinct, {dt:.1f} s CPU, "
+              f"{r.stats.distinct / dt:,.0f} states/s")
+
+
+if __name__ == "__main__":
+    main()
