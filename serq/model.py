@@ -179,8 +179,8 @@ class Model:
         self.via = [[i for i, p in enumerate(program.pools) if p.admit_via == s.name] for s in program.stages]
         self.event_pools = [i for i, p in enumerate(program.pools) if p.admit_via is None]
         self.invariant_f = [(c, compile_expr(c.e, {})) for c in program.checks if c.kind == "invariant"]
-        self.workload = self._workload()
         self.engine = Engine(program, ties)
+        self.workload = self.engine.workload  # (program, initial attributes) per session
         self._memo_key = None
         self._memo: dict = {}
 
@@ -256,28 +256,6 @@ class Model:
                 pass
             keys.append(((per_prog, glob), k.desc))
         return COrder(tuple(keys), o.tie.event, o.tie.desc, implicit=bool(o.keys))
-
-    def _workload(self):
-        out = []
-        for line in self.program.workload:
-            prog = self.progs[self.prog_index[line.program]]
-            for _ in range(line.count):
-                out.append((prog.index, self._initial_attrs(prog, line.args, None, None)))
-        return out
-
-    def _initial_attrs(self, prog: CProg, args, parent_attrs, parent_prog) -> list:
-        attrs = [False if a.type == "bool" else 0 for a in prog.attrs]
-        given = dict(args)
-        for p in prog.params:
-            e = given.get(p.name, p.default)
-            if e is None:
-                continue
-            if parent_prog is not None and p.name in given:
-                v = compile_expr(e, parent_prog.slots)(parent_attrs, None)
-            else:
-                v = compile_expr(e, {})(None, None)
-            attrs[prog.slots[p.name]] = v
-        return attrs
 
     # -- states -----------------------------------------------------------
     def initial_state(self):

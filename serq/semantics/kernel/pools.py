@@ -17,7 +17,7 @@ from serq.semantics.kernel.abi import (
     REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED,
 )
 from serq.semantics.kernel.core import (
-    add, ask, b2f, cbase, ev, ev_s, event, f2b, halted, hbase, next_seq, pbase, pool_row, put, sbase,
+    add, ask, b2f, cbase, ev, ev_s, event, f2b, halted, hbase, hold_of, next_seq, pbase, pool_row, put, sbase,
     scope_row, to_int,
 )
 
@@ -211,7 +211,7 @@ def pick_victim(K, w, p, oo):
     sgn = -1 if K[oo + 2] else 1
     best = -1
     for s in range(w[R_NSESS]):
-        h = hold_of_p(K, w, s, p)
+        h = hold_of(K, w, s, p)
         if h < 0:
             continue
         b = KS + s * KW
@@ -224,7 +224,7 @@ def pick_victim(K, w, p, oo):
         T = K[S_TMP]
         nt = 0
         for s in range(w[R_NSESS]):
-            if hold_of_p(K, w, s, p) < 0:
+            if hold_of(K, w, s, p) < 0:
                 continue
             if lex_cmp(w, KS + s * KW, KS + best * KW, nk) == 0:
                 j = nt
@@ -236,15 +236,6 @@ def pick_victim(K, w, p, oo):
         if nt > 1:
             best = w[T + ask(K, w, nt, 1)]
     return best
-
-
-@njit(cache=True)
-def hold_of_p(K, w, sid, p):
-    h = hbase(K, sid)
-    for j in range(w[sbase(K, sid) + F_NH]):
-        if w[h + HW * j + HS_POOL] == p:
-            return h + HW * j
-    return -1
 
 
 # ---------------------------------------------------------------- eviction
