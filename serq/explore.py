@@ -308,8 +308,40 @@ def diff_lines(sm: SerqModel, state, nxt) -> list[str]:
     return out
 
 
-def deadlock_lines(sm: SerqModel, state) -> list[str]:
-    """Who holds what, who waits for what, and the wait-for cycle."""
+def session_phase(sm: SerqModel, state, sid: int) -> str:
+    """Where a session is, in one word (the lanes of a timeline):
+    `not-arrived`, `queued`, `preempted` (queued again after a preemption
+    of this request), `prefill`, `decode`, `turn`, `join`, `done`, or
+    `other` (a state that never blocks)."""
+    s = state[0][sid]
+    st = sm.m.progs[s[0]].states[s[1]]
+    k = st.kind
+    if k == "arrive":
+        return "not-arrived"
+    if k == "end":
+        return "done"
+    if k == "acquire":
+        # the position of the last preemption is kept until the request's
+        # scope completes or it reaches a turn: set means "re-queued"
+        return "preempted" if s[10] != -1 else "queued"
+    if k == "run":
+        return st.ir.run
+    if k in ("turn", "join"):
+        return k
+    return "other"
+
+
+def pool_levels(sm: SerqModel, state, p: int) -> tuple[int, int, int | None]:
+    """(allocated, cached, free) units of pool p; free is None for an
+    infinite pool. On a finite pool the three add up to its cap."""
+    alloc = sum(h[2] for s in state[0] for h in s[5] if h[1] == p)
+    free, cache, _queue = state[1][p]
+    return alloc, sum(e[1] for e in cache), free
+
+
+def wait_for(sm: SerqModel, state) -> tuple[list[str], list[tuple[int, int, str]] | None]:
+    """The unfinished sessions' lines and the wait-for cycle, if any, as
+    (waiter, waited-for, pool name or "join") edges."""
     m = sm.m
     sessions = state[0]
     out = []
@@ -329,9 +361,14 @@ def deadlock_lines(sm: SerqModel, state) -> list[str]:
             for other, o in enumerate(sessions):
                 if o[6] == sid and not _done(m, state, other):
                     waits.setdefault(sid, []).append((other, "join"))
+    return out, _find_cycle(waits)
+
+
+def deadlock_lines(sm: SerqModel, state) -> list[str]:
+    """Who holds what, who waits for what, and the wait-for cycle."""
+    out, cycle = wait_for(sm, state)
     for p in range(len(state[1])):
         out.append(f"{_pool(sm, p)}: {pool_text(sm, state, p)}")
-    cycle = _find_cycle(waits)
     if cycle:
         steps = []
         for a, b, why in cycle:

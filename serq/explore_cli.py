@@ -7,7 +7,7 @@ import sys
 
 from explorer.analysis import point_of_no_return
 from explorer.model import ModelFactory
-from explorer.report import render_json, render_text, stats_line
+from explorer.report import render_json, render_text
 from explorer.search import check
 from explorer.trace import NondeterministicModel, ReplayError, replay
 from explorer.verdict import EXIT_NONDETERMINISTIC
@@ -80,15 +80,39 @@ def register(sub) -> None:
                         "(the largest in one state); docs/explorer.md")
     e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
+    e.add_argument("--html", metavar="FILE",
+                   help="also write the counterexample (or the replayed run) as a timeline page")
     e.add_argument("--no-timing", action="store_true", help="omit times from the stats line (byte-stable output)")
     e.add_argument("--theorem", action="store_true",
                    help="check the completion theorem's hypotheses first, then explore")
-    e.add_argument("-q", "--quiet", action="store_true", help="no periodic progress on stderr")
+    e.add_argument("-q", "--quiet", action="store_true", help="no live progress display on the terminal")
     e.set_defaults(func=cmd_explore)
 
 
-def _progress(stats) -> None:
-    print(f"  {stats_line(stats)}", file=sys.stderr, flush=True)
+def progress_display(args):
+    """The live display on a terminal (stderr); None when piped or asked
+    to be quiet. The final statistics line is printed either way."""
+    from serq.view.progress import ExploreProgress
+
+    if args.quiet or args.json or not ExploreProgress.wanted():
+        return None
+    return ExploreProgress()
+
+
+def check_html_target(args) -> None:
+    """Fail before a long search, not after it, when --html cannot be written."""
+    if getattr(args, "html", None):
+        from serq.view import check_target
+
+        check_target(args.html, "serq explore")
+
+
+def write_timeline(args, model, result) -> None:
+    if getattr(args, "html", None):
+        from serq.view import write_page
+        from serq.view.timeline import timeline_page
+
+        write_page(args.html, timeline_page(model, result, args.instance), "serq explore")
 
 
 def cmd_explore(args) -> int:
@@ -114,6 +138,7 @@ def cmd_explore(args) -> int:
     if args.worst is not None and (args.theorem or args.replay):
         other = "--theorem" if args.theorem else "--replay"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
+    check_html_target(args)
     if args.theorem:
         from serq.theorem import cmd_theorem
 
@@ -122,15 +147,20 @@ def cmd_explore(args) -> int:
         return _replay(args, prog)
     if args.worst is not None:
         return _worst(args, prog)
+    display = progress_display(args)
     try:
         result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                          time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-                         workers=args.workers, checks=args.check,
-                         progress=None if (args.quiet or args.json) else _progress,
+                         workers=args.workers, checks=args.check, progress=display,
                          graph_limit=args.graph_limit)
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
+    finally:
+        if display is not None:
+            display.close()
+    write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
+                                   checks=Checks.of_program(prog, args.check)), result)
     return print_result(result, args)
 
 
@@ -184,6 +214,7 @@ def _replay(args, prog) -> int:
         verdict, msg = "deadlock", f"replayed {len(trace) - 1} step(s) into a deadlock"
     r = Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=args.replay,
                diagnosis=model.describe_deadlock(last) if verdict == "deadlock" else [])
+    write_timeline(args, model, r)
     timing = not args.no_timing
     if args.json:
         print(json.dumps(render_json(r, with_timing=False, with_stats=False), indent=1))

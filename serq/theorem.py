@@ -253,9 +253,19 @@ def cmd_theorem(args, loaded) -> int:
 
     prog = loaded.program
     hs = hypotheses(prog)
-    result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
-                     time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-                     workers=args.workers, checks=["completes"], progress=None)
+    from serq.explore import Checks, SerqModel
+    from serq.explore_cli import progress_display, write_timeline
+
+    display = progress_display(args)
+    try:
+        result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
+                         time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
+                         workers=args.workers, checks=["completes"], progress=display)
+    finally:
+        if display is not None:
+            display.close()
+    write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
+                                   checks=Checks.of_program(prog, ["completes"])), result)
     line, code = theorem_verdict(hs, result)
     timing = not args.no_timing
     if args.json:
