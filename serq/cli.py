@@ -68,9 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands():
-    """Commands that live in their own modules (run, check, explore, sweep)."""
+    """Commands that live in their own modules (run, check, explore, sweep, ui)."""
     out = []
-    for mod in ("serq.sim_cli", "serq.explore_cli", "serq.sweep_cli"):
+    for mod in ("serq.sim_cli", "serq.explore_cli", "serq.sweep_cli", "serq.view.ui"):
         try:
             m = __import__(mod, fromlist=["register"])
         except ModuleNotFoundError as e:

@@ -47,6 +47,8 @@ def register(sub) -> None:
     _common(r)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--trace", action="store_true", help="print every action with its tick before the report")
+    r.add_argument("--html", metavar="FILE",
+                   help="also write plots of the run (pool levels, queues, busy time, latencies) as a page")
     r.set_defaults(func=cmd_run)
     c = sub.add_parser("check", help="simulate and fail on stuck sessions, asserts, invariants, conservation")
     _common(c)
@@ -65,6 +67,10 @@ def _simulate(args, *, check: bool, trace=None):
     cfg = SimConfig(seed=args.seed, horizon=args.horizon, warmup=args.warmup, coalesce=not args.no_coalesce,
                     stop_on_violation=check, max_steps=args.max_steps, trace=trace)
     sim = Simulator(loaded.program, cfg)
+    if getattr(args, "html", None):
+        from serq.view.simplots import attach
+
+        attach(sim)  # the report's statistics plus the series the plots need
     if args.no_progress or not sys.stdout.isatty():
         return sim.run()
     return _with_progress(sim, cfg)
@@ -119,7 +125,20 @@ def _print_report(result, args, console) -> None:
         render(report, console)
 
 
+def _write_plots(result, args) -> None:
+    from serq.report import build_report
+    from serq.view import write_page
+    from serq.view.simplots import sim_page
+
+    write_page(args.html, sim_page(build_report(result, instance=args.instance), result.stats), "serq run")
+
+
 def cmd_run(args) -> int:
+    if args.html:
+        from serq.view import check_target, need
+
+        check_target(args.html, "serq run")  # before a long run, not after it
+        need("plotly", "serq run --html")
     console = _console()
     trace = None
     if args.trace:
@@ -129,6 +148,8 @@ def cmd_run(args) -> int:
             print(trace_line(tick, what, events, model, state))  # plain: one line per action, never wrapped
 
     result = _simulate(args, check=False, trace=trace)
+    if args.html:
+        _write_plots(result, args)
     _print_report(result, args, console)
     return EXIT_VIOLATION if result.stopped == FAULT else EXIT_PASS
 
