@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import socket
 import sys
 import threading
 
@@ -195,21 +196,29 @@ def serve(ex: Explorer, port: int, out=sys.stdout) -> int:
 
     app = make_app(ex)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
+    # Bind here, not in werkzeug: it reports a busy port by exiting itself.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as werkzeug would
     try:
-        server = make_server("127.0.0.1", port, app, threaded=True)
+        sock.bind(("127.0.0.1", port))
+        sock.listen(128)
     except OSError as e:
+        sock.close()
         why = "the port is in use; choose another with --port N (0: any free port)" \
             if e.errno == errno.EADDRINUSE else (e.strerror or str(e))
         raise SerqError([Diagnostic(0, 0, "E015", f"cannot listen on 127.0.0.1:{port}: {why}",
                                     file="serq ui")]) from None
-    print(f"serq ui: exploring {ex.instance} at http://127.0.0.1:{server.server_port}/ "
-          "(read-only; Ctrl-C stops)", file=out, flush=True)
+    port = sock.getsockname()[1]  # the one the system chose for --port 0
+    server = make_server("127.0.0.1", port, app, threaded=True, fd=sock.fileno())
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
+        print(f"serq ui: exploring {ex.instance} at http://127.0.0.1:{port}/ "
+              "(read-only; Ctrl-C stops)", file=out, flush=True)
+        server.serve_forever()  # werkzeug's: returns on Ctrl-C
+    except KeyboardInterrupt:  # Ctrl-C before the loop started
         pass
     finally:
         server.server_close()
+        sock.close()
     print("serq ui: stopped", file=out, flush=True)
     return 0
 

@@ -1,0 +1,315 @@
+"""The pictures without a browser: the data behind the timeline, the
+simulation's series, the pages' bytes, the explorer's routes (Flask's test
+client) and the bad inputs of every picture command.
+tests/test_browser.py opens the same pages in Chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from explorer.trace import replay
+from serq.cli import main
+from serq.explore import SerqModel, pool_levels
+from serq.explore_cli import explore
+from serq.load import load_path, load_text
+from serq.report import build_report
+from serq.sim import SimConfig, Simulator
+from serq.view.simplots import attach, binned, busy_binned, sim_page
+from serq.view.timeline import timeline, timeline_page
+from serq.view.ui import Explorer, make_app
+
+ROOT = Path(__file__).resolve().parent.parent
+INST = ROOT / "instances"
+
+# one session: prefill 4 then 3 decode tokens, 10 ms per iteration; the
+# second session arrives at 5 ms and is admitted at 10 ms
+TPOT = """
+pool kv { cap 64; admit via gpu; }
+stage gpu { budget 8; cost 10ms; }
+session s { hold kv reserve 8 { prefill 4; decode 3; } end; }
+workload { 1 x s; 1 x s at 5ms; }
+"""
+
+
+def _result(name: str):
+    prog = load_path(str(INST / f"{name}.sq"), explorer=True).program
+    return prog, SerqModel(prog), explore(prog)
+
+
+# ---------------------------------------------------------------- timeline data
+
+
+def test_livelock_timeline_has_a_lane_and_a_bar_per_step_and_marks_the_cycle():
+    prog, sm, r = _result("self_preempt")
+    t = timeline(sm, r, "self_preempt.sq")
+    n = len(r.trace)
+    assert [len(lane["cells"]) for lane in t["lanes"]] == [n]
+    assert [len(p["cells"]) for p in t["pools"]] == [n]
+    assert [c["phase"] for c in t["lanes"][0]["cells"]] == \
+        ["not-arrived", "queued", "prefill", "prefill", "preempted", "prefill"]
+    assert t["lanes"][0]["cells"][4]["marks"] == ["preempt"]
+    assert t["lasso_start"] == 2
+    assert [s["n"] for s in t["steps"] if s["cycle"]] == [3, 4, 5]
+    # the cycle really returns: the last state is the state the cycle starts from
+    assert r.trace[-1].fingerprint == r.trace[2].fingerprint
+    assert [(c["alloc"], c["cached"], c["free"], c["queue"]) for c in t["pools"][0]["cells"]] == \
+        [(0, 0, 8, 0), (0, 0, 8, 1), (4, 0, 4, 0), (8, 0, 0, 0), (0, 0, 8, 1), (4, 0, 4, 0)]
+
+
+def test_deadlock_timeline_names_the_wait_for_cycle():
+    prog, sm, r = _result("join_in_hold")
+    t = timeline(sm, r, "join_in_hold.sq")
+    assert t["verdict"] == "deadlock"
+    assert [(e["from"], e["to"], e["why"]) for e in t["wait_cycle"]] == \
+        [("parent#1", "child#2", "its child"), ("child#2", "parent#1", "which holds kv")]
+    assert [lane["label"] for lane in t["lanes"] if lane["in_cycle"]] == ["parent#1", "child#2"]
+    # child#2 is spawned in step 2: before that its lane is empty
+    assert [c["phase"] for c in t["lanes"][1]["cells"]] == ["absent", "absent", "queued"]
+
+
+@pytest.mark.parametrize("name", ["multiturn_chat", "decode_preempt", "agent_subagents"])
+def test_pool_cells_conserve_units(name):
+    prog, sm, r = _result(name)
+    if not r.trace:  # a pass: walk the replay path of the header instead
+        import re
+
+        path = re.search(r"^// Replay: (\S+)", (INST / f"{name}.sq").read_text(), re.M)
+        r.trace = replay(sm, path.group(1)) if path else []
+    t = timeline(sm, r, name)
+    for p, pool in enumerate(t["pools"]):
+        for c in pool["cells"]:
+            if pool["cap"] is not None:
+                assert c["alloc"] + c["cached"] + c["free"] == pool["cap"]
+    for step in r.trace:
+        for p in range(len(prog.pools)):
+            a, c, f = pool_levels(sm, step.state, p)
+            assert a >= 0 and c >= 0
+
+
+def test_a_pass_has_a_page_without_a_timeline(tmp_path, capsys):
+    out = tmp_path / "pass.html"
+    assert main(["explore", str(INST / "theorem.sq"), "-q", "--html", str(out)]) == 0
+    html = out.read_text()
+    assert 'id="no-trace"' in html and 'id="timeline"' not in html
+
+
+# ---------------------------------------------------------------- bytes
+
+
+def test_timeline_page_is_byte_stable_across_processes(tmp_path):
+    """Same trace, two processes with different hash seeds: same bytes."""
+    pages = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"t{seed}.html"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-m", "serq", "explore", str(INST / "self_preempt.sq"), "-q",
+                        "--html", str(out)], cwd=ROOT, env=env, check=False, capture_output=True)
+        pages.append(out.read_bytes())
+    assert pages[0] == pages[1] and b"long#1" in pages[0]
+
+
+def test_replay_page_equals_the_page_of_the_same_run(tmp_path, capsys):
+    a, b = tmp_path / "a.html", tmp_path / "b.html"
+    inst = str(INST / "join_in_hold.sq")
+    assert main(["explore", inst, "-q", "--html", str(a)]) == 10
+    assert main(["explore", inst, "--replay", "0/0/0", "--html", str(b)]) == 10
+    # the search's page says how it was found; the replay's the same steps
+    ta, tb = a.read_text(), b.read_text()
+    assert ta.count('class="cell') == tb.count('class="cell') == 2 * 3
+    assert ta.split("<h2>Steps</h2>")[1] == tb.split("<h2>Steps</h2>")[1]
+
+
+# ---------------------------------------------------------------- bad --html paths
+
+
+@pytest.mark.parametrize("argv", [["explore", str(INST / "self_preempt.sq"), "-q"],
+                                  ["explore", str(INST / "self_preempt.sq"), "--replay", "0/0"],
+                                  ["run", str(INST / "vllm_chat.sq")]])
+def test_unwritable_html_path_is_a_clear_error(argv, tmp_path, capsys):
+    for bad, why in ((tmp_path / "no" / "such" / "dir" / "x.html", "no directory"),
+                     (tmp_path, "it is a directory")):
+        assert main(argv + ["--html", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert f"error[E014]: cannot write {bad}: {why}" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------- simulation series
+
+
+def _sim(text: str, **kw):
+    sim = Simulator(load_text(text).program, SimConfig(**kw))
+    rec = attach(sim)
+    return sim.run(), rec
+
+
+def test_tpot_and_busy_intervals_by_hand():
+    r, rec = _sim(TPOT)
+    ms = 1_000_000
+    # first tokens at 10 and 20 ms (prefill ends), ends at 40 and 50 ms, 3 decodes each
+    assert rec.ttft == [[10 * ms, 15 * ms]] and rec.e2e == [[40 * ms, 45 * ms]]
+    assert rec.tpot == [[10 * ms, 10 * ms]]
+    assert rec.busy_iv == [[(i * 10 * ms, (i + 1) * 10 * ms) for i in range(5)]]
+    assert binned([(t, lv[0]) for t, lv in rec.alloc_pts], r.now, 5) == [8.0, 16.0, 16.0, 8.0, 0.0]
+    assert busy_binned(rec.busy_iv[0], r.now, 5) == [1.0] * 5
+    assert binned([(t, q[0]) for t, _c, q in rec.pool_pts], r.now, 10) == [0.0, 1.0] + [0.0] * 8  # s#2 waits from 5 to 10 ms
+
+
+def test_binning_by_hand():
+    assert binned([(0, 0), (5, 10)], 20, 2) == [5.0, 10.0]
+    assert binned([(0, 2), (10, 2)], 20, 4) == [2.0, 2.0, 2.0, 2.0]
+    assert busy_binned([(0, 3), (8, 12)], 20, 2) == [0.5, 0.2]
+
+
+def test_recorder_leaves_the_report_unchanged_and_series_survive_coalescing():
+    text = (ROOT / "instances" / "vllm_chat.sq").read_text().replace("3 x chat every 2.5s", "12 x chat every 40ms")
+    plain = Simulator(load_text(text).program, SimConfig()).run()
+    r1, rec1 = _sim(text)
+    r2, rec2 = _sim(text, coalesce=False)
+    assert build_report(r1) == build_report(plain)
+    T = r1.now
+    assert T == r2.now
+    for p in range(len(r1.program.pools)):
+        assert binned([(t, lv[p]) for t, lv in rec1.alloc_pts], T) == binned([(t, lv[p]) for t, lv in rec2.alloc_pts], T)
+        assert binned([(t, q[p]) for t, _c, q in rec1.pool_pts], T) == binned([(t, q[p]) for t, _c, q in rec2.pool_pts], T)
+    assert busy_binned(rec1.busy_iv[0], T) == busy_binned(rec2.busy_iv[0], T)
+    assert rec1.tpot == rec2.tpot and rec1.ttft == rec2.ttft
+
+
+def test_sim_page_is_byte_stable_and_shows_the_report(tmp_path, capsys):
+    pages = []
+    for i in range(2):
+        out = tmp_path / f"s{i}.html"
+        assert main(["run", str(INST / "vllm_chat.sq"), "--seed", "3", "--html", str(out)]) == 0
+        pages.append(out.read_text())
+    assert pages[0] == pages[1]
+    html = pages[0]
+    report = json.loads(subprocess.run([sys.executable, "-m", "serq", "run", str(INST / "vllm_chat.sq"), "--seed", "3",
+                                        "--json"], cwd=ROOT, capture_output=True, text=True).stdout)
+    assert f"stopped: {report['stopped']}" in html
+    for pid in ("plot-pool-0", "plot-busy", "plot-latency"):
+        assert f'id="{pid}"' in html
+    assert "https://" not in html.split("<script>", 1)[0]  # no stylesheet from the network
+
+
+def test_sim_page_of_a_run_without_time():
+    r, rec = _sim("pool kv { cap 4; }\nsession s { end; }\nworkload { 1 x s; }\n")
+    assert 'id="no-plots"' in sim_page(build_report(r), rec)
+
+
+# ---------------------------------------------------------------- progress
+
+
+def test_no_progress_display_when_piped(capsys):
+    assert main(["explore", str(INST / "vllm_chat.sq"), "--no-timing"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and out.splitlines()[-1] == "stats: generated=23984 distinct=16704 queue=0 max_depth=14"
+
+
+def test_progress_display_on_a_terminal_is_erased():
+    import io
+
+    from explorer.result import Stats
+    from serq.view.progress import ExploreProgress, describe
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    assert ExploreProgress.wanted(tty) and not ExploreProgress.wanted(io.StringIO())
+    st = Stats(distinct=1234, queue=56, max_depth=7, elapsed=2.0)
+    assert describe(st).startswith("1,234 distinct states · 617/s · queue 56 · depth 7 · ")
+    with ExploreProgress(tty) as show:
+        show(st)
+    assert "1,234 distinct states" in tty.getvalue()
+
+
+# ---------------------------------------------------------------- serq ui (routes)
+
+
+@pytest.fixture(scope="module")
+def client():
+    prog = load_path(str(INST / "self_preempt.sq"), explorer=True).program
+    app = make_app(Explorer(prog, "instances/self_preempt.sq"))
+    return app.test_client()
+
+
+def test_ui_state_pages_follow_the_replay(client):
+    assert client.get("/").headers["Location"].endswith("/state/0")
+    prog = load_path(str(INST / "self_preempt.sq"), explorer=True).program
+    sm = SerqModel(prog)
+    trace = replay(sm, "0/0/0/0")
+    view = client.get("/api/state/0/0/0/0").get_json()
+    assert view["fingerprint"] == f"{trace[-1].fingerprint:016x}"
+    assert view["parent"] == "0/0/0" and view["depth"] == 3
+    assert [a["text"] for a in view["actions"]] == [sm.format_action(trace[-1].state, a)
+                                                     for a in sm.actions(trace[-1].state)]
+    html = client.get("/state/0/0/0/0").get_data(as_text=True)
+    assert 'href="/state/0/0/0/0/0"' in html and "preempt long#1 (kv full, lifo, self-preemption)" in html
+
+
+def test_ui_bad_paths_get_a_message_not_a_trace(client):
+    r = client.get("/state/0/7")
+    assert r.status_code == 404
+    assert "bad replay path `0/7`: step 1: action index 7 out of range (1 actions)" in r.get_data(as_text=True)
+    r = client.get("/go?path=0/x")
+    assert r.status_code == 400 and "expected integers separated by" in r.get_data(as_text=True)
+    assert client.get("/go?path=0/0").headers["Location"].endswith("/state/0/0")
+    r = client.get("/nowhere")
+    assert r.status_code == 404 and "states are at /state/PATH" in r.get_data(as_text=True)
+    assert client.get("/timeline/0/9").status_code == 404
+
+
+def test_ui_violation_and_timelines(client):
+    html = client.get("/violation").get_data(as_text=True)
+    assert "livelock: a cycle of 3 steps" in html and 'href="/state/0/0/0/0/0/0"' in html
+    tl = client.get("/violation/timeline").get_data(as_text=True)
+    assert 'data-returns-to="2"' in tl
+    assert 'id="timeline"' in client.get("/timeline/0/0/0").get_data(as_text=True)
+
+
+# ---------------------------------------------------------------- serq ui (command)
+
+
+def test_ui_rejects_a_bad_replay_path_and_a_busy_port(capsys):
+    inst = str(INST / "self_preempt.sq")
+    assert main(["ui", inst, "--replay", "0/5"]) == 2
+    err = capsys.readouterr().err
+    assert "error[E013]: bad replay path `0/5`: step 1: action index 5 out of range" in err
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert main(["ui", inst, "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"error[E015]: cannot listen on 127.0.0.1:{port}: the port is in use" in err
+    assert main(["ui", str(INST / "nope.sq")]) == 2
+    assert "error[E011]: cannot read" in capsys.readouterr().err
+
+
+def test_ui_serves_until_ctrl_c():
+    p = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(INST / "self_preempt.sq"), "--port", "0"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        assert "at http://127.0.0.1:" in line
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 0 and out == "serq ui: stopped\n" and "Traceback" not in err
+
+
+def test_timeline_page_escapes_names():
+    prog, sm, r = _result("self_preempt")
+    html = timeline_page(sm, r, "<b>x</b>.sq")
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;.sq" in html
