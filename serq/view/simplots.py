@@ -169,19 +169,22 @@ def figures(report: dict, rec: Recorder) -> list[tuple[str, str, object]]:
         alloc = binned([(t, lv[p]) for t, lv in rec.alloc_pts], T)
         cached = binned([(t, c[p]) for t, c, _q in rec.pool_pts], T)
         queued = binned([(t, q[p]) for t, _c, q in rec.pool_pts], T)
-        fig = make_subplots(specs=[[{"secondary_y": True}]])
+        # units above, the queue below on the same time axis
+        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3], vertical_spacing=0.08)
         fig.add_trace(go.Scatter(x=xs, y=alloc, name="allocated", stackgroup="units", line_shape="hv",
-                                 line=dict(color="#4c6ef5")), secondary_y=False)
+                                 line=dict(color="#4c6ef5")), row=1, col=1)
         fig.add_trace(go.Scatter(x=xs, y=cached, name="cached", stackgroup="units", line_shape="hv",
-                                 line=dict(color="#ffa94d")), secondary_y=False)
+                                 line=dict(color="#ffa94d")), row=1, col=1)
         fig.add_trace(go.Scatter(x=xs, y=queued, name="queued holds", line_shape="hv",
-                                 line=dict(color="#c92a2a", dash="dot")), secondary_y=True)
+                                 line=dict(color="#c92a2a")), row=2, col=1)
         if pool["cap"] is not None:
             fig.add_hline(y=pool["cap"], line_dash="dash", line_color="#868e96",
-                          annotation_text=f"cap {pool['cap']}", secondary_y=False)
-        fig.update_layout(title=f"pool {pool['name']}: units (mean per time bin) and queue length", **layout)
-        fig.update_yaxes(title_text="units", rangemode="tozero", secondary_y=False)
-        fig.update_yaxes(title_text="queued", rangemode="tozero", secondary_y=True, showgrid=False)
+                          annotation_text=f"cap {pool['cap']}", row=1, col=1)
+        fig.update_layout(title=f"pool {pool['name']}: units and queue length (means per time bin)",
+                          **{**layout, "height": 380, "xaxis_title": None})
+        fig.update_xaxes(title_text="simulated time (s)", row=2, col=1)
+        fig.update_yaxes(title_text="units", rangemode="tozero", row=1, col=1)
+        fig.update_yaxes(title_text="queued", rangemode="tozero", row=2, col=1)
         out.append((f"pool-{p}", f"pool {pool['name']}", fig))
     fig = go.Figure()
     for si, stage in enumerate(report["stages"]):
