@@ -173,8 +173,9 @@ def figures(report: dict, rec: Recorder) -> list[tuple[str, str, object]]:
         fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.7, 0.3], vertical_spacing=0.08)
         fig.add_trace(go.Scatter(x=xs, y=alloc, name="allocated", stackgroup="units", line_shape="hv",
                                  line=dict(color="#4c6ef5")), row=1, col=1)
-        fig.add_trace(go.Scatter(x=xs, y=cached, name="cached", stackgroup="units", line_shape="hv",
-                                 line=dict(color="#ffa94d")), row=1, col=1)
+        if any(cached):  # a pool that never caches (slots) gets no cached area
+            fig.add_trace(go.Scatter(x=xs, y=cached, name="cached", stackgroup="units", line_shape="hv",
+                                     line=dict(color="#ffa94d")), row=1, col=1)
         fig.add_trace(go.Scatter(x=xs, y=queued, name="queued holds", line_shape="hv",
                                  line=dict(color="#c92a2a")), row=2, col=1)
         if pool["cap"] is not None:
