@@ -208,9 +208,9 @@ def test_sim_page_of_a_run_without_time():
 
 
 def test_no_progress_display_when_piped(capsys):
-    assert main(["explore", str(INST / "vllm_chat.sq"), "--no-timing"]) == 0
+    assert main(["explore", str(INST / "self_preempt.sq"), "--no-timing"]) == 11
     out, err = capsys.readouterr()
-    assert err == "" and out.splitlines()[-1] == "stats: generated=23984 distinct=16704 queue=0 max_depth=14"
+    assert err == "" and out == (ROOT / "tests" / "golden" / "self_preempt.txt").read_text()
 
 
 def test_progress_display_on_a_terminal_is_erased():
