@@ -49,8 +49,9 @@ class ExploreProgress:
             from rich.console import Console
             from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-            self.live = Progress(SpinnerColumn(), TextColumn("exploring"), TextColumn("{task.description}"),
-                                 TimeElapsedColumn(), console=Console(file=self.stream), transient=True)
+            # the elapsed time first: a narrow terminal cuts the end of the line
+            self.live = Progress(SpinnerColumn(), TextColumn("exploring"), TimeElapsedColumn(),
+                                 TextColumn("{task.description}"), console=Console(file=self.stream), transient=True)
             self.live.start()
             self.task = self.live.add_task("", total=None)
         self.live.update(self.task, description=describe(stats))
