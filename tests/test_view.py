@@ -75,6 +75,15 @@ def test_deadlock_timeline_names_the_wait_for_cycle():
     assert [c["phase"] for c in t["lanes"][1]["cells"]] == ["absent", "absent", "queued"]
 
 
+def test_timeline_marks_the_point_of_no_return():
+    prog, sm, r = _result("theorem_no_lifo")
+    t = timeline(sm, r, "theorem_no_lifo.sq")
+    assert [s["n"] for s in t["steps"] if s["no_return"]] == [r.no_return.step] == [2]
+    assert t["no_return"].startswith("point of no return: step 2 (arrive chat#2")
+    html = timeline_page(sm, r, "theorem_no_lifo.sq")
+    assert html.count('class="step noreturn"') == 1 and 'id="no-return"' in html
+
+
 @pytest.mark.parametrize("name", ["multiturn_chat", "decode_preempt", "agent_subagents"])
 def test_pool_cells_conserve_units(name):
     prog, sm, r = _result(name)
@@ -138,7 +147,7 @@ def test_unwritable_html_path_is_a_clear_error(argv, tmp_path, capsys):
                      (tmp_path, "it is a directory")):
         assert main(argv + ["--html", str(bad)]) == 2
         err = capsys.readouterr().err
-        assert f"error[E014]: cannot write {bad}: {why}" in err and "Traceback" not in err
+        assert f"error[E017]: cannot write {bad}: {why}" in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------- simulation series
@@ -290,7 +299,7 @@ def test_ui_rejects_a_bad_replay_path_and_a_busy_port(capsys):
         port = s.getsockname()[1]
         assert main(["ui", inst, "--port", str(port)]) == 2
     err = capsys.readouterr().err
-    assert f"error[E015]: cannot listen on 127.0.0.1:{port}: the port is in use" in err
+    assert f"error[E018]: cannot listen on 127.0.0.1:{port}: the port is in use" in err
     assert main(["ui", str(INST / "nope.sq")]) == 2
     assert "error[E011]: cannot read" in capsys.readouterr().err
 

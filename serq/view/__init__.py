@@ -24,7 +24,7 @@ def need(module: str, command: str):
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError:
-        raise SerqError([Diagnostic(0, 0, "E016", f"{command} needs the Python package `{module}`; "
+        raise SerqError([Diagnostic(0, 0, "E019", f"{command} needs the Python package `{module}`; "
                                     "install serq with the `view` extra: pip install 'serq[view]'",
                                     file=command)]) from None
 
@@ -44,7 +44,7 @@ def write_page(path: str, text: str, command: str) -> None:
     try:
         Path(path).write_text(text, encoding="utf-8")
     except OSError as e:
-        raise SerqError([Diagnostic(0, 0, "E014", f"cannot write {path}: {e.strerror or e}",
+        raise SerqError([Diagnostic(0, 0, "E017", f"cannot write {path}: {e.strerror or e}",
                                     file=command)]) from None
 
 
@@ -53,7 +53,7 @@ def check_target(path: str, command: str) -> None:
     exist or the path is a folder (a run can be long; say it first)."""
     target = Path(path)
     if target.is_dir():
-        raise SerqError([Diagnostic(0, 0, "E014", f"cannot write {path}: it is a directory", file=command)])
+        raise SerqError([Diagnostic(0, 0, "E017", f"cannot write {path}: it is a directory", file=command)])
     if not target.parent.is_dir():
-        raise SerqError([Diagnostic(0, 0, "E014", f"cannot write {path}: no directory {target.parent}",
+        raise SerqError([Diagnostic(0, 0, "E017", f"cannot write {path}: no directory {target.parent}",
                                     file=command)])

@@ -11,6 +11,7 @@ the words of `serq.explore`), never the search's internals.
 
 from __future__ import annotations
 
+from explorer.report import no_return_line
 from serq import __version__
 from serq.explore import SerqModel, pool_levels, session_phase, session_text, wait_for
 
@@ -86,6 +87,10 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
             lanes[a]["in_cycle"] = True
             reason = "its child" if why == "join" else f"which holds {why}"
             wait_cycle.append({"from": sm.label(last, a), "to": sm.label(last, b), "why": reason})
+    nr = getattr(result, "no_return", None)
+    no_return_step = nr.step if nr is not None and nr.status == "step" else None
+    for step in steps:
+        step["no_return"] = step["n"] == no_return_step
     head = f"{result.verdict} ({result.kind})" if result.kind else result.verdict
     return {
         "instance": instance,
@@ -98,6 +103,7 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
         "pools": pools,
         "wait_cycle": wait_cycle,
         "diagnosis": list(result.diagnosis),
+        "no_return": no_return_line(result) if nr is not None else None,
     }
 
 

@@ -206,7 +206,7 @@ def serve(ex: Explorer, port: int, out=sys.stdout) -> int:
         sock.close()
         why = "the port is in use; choose another with --port N (0: any free port)" \
             if e.errno == errno.EADDRINUSE else (e.strerror or str(e))
-        raise SerqError([Diagnostic(0, 0, "E015", f"cannot listen on 127.0.0.1:{port}: {why}",
+        raise SerqError([Diagnostic(0, 0, "E018", f"cannot listen on 127.0.0.1:{port}: {why}",
                                     file="serq ui")]) from None
     port = sock.getsockname()[1]  # the one the system chose for --port 0
     server = make_server("127.0.0.1", port, app, threaded=True, fd=sock.fileno())
@@ -242,7 +242,7 @@ def cmd_ui(args) -> int:
 
     loaded = load_path(args.instance, explorer=True)
     if not 0 <= args.port <= 65535:
-        raise SerqError([Diagnostic(0, 0, "E015", f"--port must be between 0 and 65535, not {args.port}",
+        raise SerqError([Diagnostic(0, 0, "E018", f"--port must be between 0 and 65535, not {args.port}",
                                     file="serq ui")])
     ex = Explorer(loaded.program, args.instance, ties=args.ties, symmetry=not args.no_symmetry,
                   max_states=args.max_states)
