@@ -123,7 +123,13 @@ def state_fingerprint(model: Any, state: Any) -> int:
     A model may instead provide ``canonical_bytes(state)``: its own stable
     encoding (e.g. the ``repr`` of nested tuples of ints and strings, which
     is the same in every process and much faster than the generic encoder).
-    It must be injective on canonical forms, like ``encode``."""
+    It must be injective on canonical forms, like ``encode``. A model may
+    also give the fingerprint itself, ``fingerprint(state) -> int`` in
+    [1, 2**64): a stable 64-bit hash of its canonical form (a compiled
+    model hashes its packed rows without building Python values)."""
+    fpf = getattr(model, "fingerprint", None)
+    if fpf is not None:
+        return fpf(state)
     cb = getattr(model, "canonical_bytes", None)
     if cb is not None:
         return int.from_bytes(hashlib.blake2b(cb(state), digest_size=8).digest(), "big")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from serq import ir
 from serq.model import ITERATE, TURN, Model
+from serq.semantics.rows import F_DONE, F_FAULT, F_STUCK, RowState, Rows
 
 ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
 
@@ -50,20 +51,33 @@ class SerqModel:
         self.symmetry = symmetry
         self.checks = checks or Checks.of_program(program)
         self._is_end = [[st.kind == "end" for st in p.states] for p in self.m.progs]
+        # states are packed rows; the kernel gives successors, fingerprints
+        # and flags in one call per state (the canonical form below is the
+        # same identity, in Python, for analyses that need the values)
+        self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.stuck)
+        self._plain_invariants = not self.m.engine.low.invariants
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):
-        return [self.m.initial_state()]
+        return [self.rows.pack(self.m.initial_state())]
 
     def actions(self, state):
-        return self.m.actions(state)
+        return [a for a, _ in self.rows.expand(state)]
 
     def step(self, state, action):
-        return self.m.step(state, action)
+        for a, nxt in self.rows.expand(state):
+            if a == action:
+                return nxt
+        nxt = self.m.step(state.tuple() if isinstance(state, RowState) else state, action)
+        return None if nxt is None else self.rows.pack(nxt)
+
+    def fingerprint(self, state) -> int:
+        return self.rows.pack(state).fp
 
     def is_done(self, state) -> bool:
         # a faulted state is terminal: its fault is reported by `invariants`
-        return self.m.is_done(state) or state[3] is not None
+        rs = self.rows.pack(state)
+        return bool(rs.flags & (F_FAULT | F_DONE))
 
     def is_progress(self, state, action, nxt) -> bool:
         # In a finite graph a cycle cannot raise any position for good, so a
@@ -71,6 +85,10 @@ class SerqModel:
         return action[0] == TURN
 
     def invariants(self, state):
+        rs = self.rows.pack(state)
+        if self._plain_invariants and not rs.flags & (F_FAULT | F_STUCK):
+            return []
+        state = rs.tuple()
         out = []
         for kind, msg in self.m.check_invariants(state):
             if kind == "stuck" and not self.checks.stuck:

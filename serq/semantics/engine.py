@@ -160,7 +160,7 @@ class Engine:
         fault = state[3]
         code = int(w[R_FAULT])
         if code and code != FT_EXTERNAL:
-            fault = self._fault(code, base)
+            fault = self._fault(code)
             evs.append(("fault", fault[0], fault[1]))
         return self.state(fault), evs
 
@@ -189,7 +189,7 @@ class Engine:
             ws = [1.0] * n
         return int(oracle.draw(values, ws))
 
-    def _fault(self, code: int, base) -> tuple[str, str]:
+    def _fault(self, code: int) -> tuple[str, str]:
         w = self.w
         a, b, c, d = (int(w[R_FA0]), int(w[R_FA1]), int(w[R_FA2]), int(w[R_FA3]))
         names = [sp.name for sp in self.program.sessions]
@@ -207,10 +207,10 @@ class Engine:
             free, cache, _ = st[1][p]
             return alloc, sum(e[1] for e in cache), free
 
-        def describe():
-            if base[0] == "iterate":
-                return f"iterate {self.program.stages[base[1]].name}"
-            return f"{base[0]} {label(base[1])}"
+        def describe():  # the step's action, from a conservation fault's arguments
+            if b == A_ITERATE:
+                return f"iterate {self.program.stages[c].name}"
+            return f"{'arrive' if b == A_ARRIVE else 'turn'} {label(c)}"
 
         return words.fault(self.low, code, a, b, c, d, label=label, pc_of=pc_of, pool_levels=levels,
                            describe=describe)
@@ -229,7 +229,7 @@ class Engine:
             v = ent.eval_at(K, w, code, 0, -1, 0)
             line = c.at[0] if c.at else "?"
             if w[K[S_HALT]] == HALT_FAULT:
-                kind, msg = self._fault(int(w[R_FAULT]), ("iterate", 0))
+                kind, msg = self._fault(int(w[R_FAULT]))
                 msg = msg.split(" at line ")[0]
                 out.append(("invariant", f"invariant at line {line} cannot be evaluated: {msg}"))
                 continue
@@ -245,5 +245,5 @@ class Engine:
         K, w = self.K, self.w
         v = ent.eval_at(K, w, code, RHDR + sid * self.SF + F_ATTR, sid, now)
         if w[K[S_HALT]] == HALT_FAULT:
-            raise ValueError(self._fault(int(w[R_FAULT]), ("iterate", 0))[1])
+            raise ValueError(self._fault(int(w[R_FAULT]))[1])
         return bits2f(int(v)) if real else int(v)

@@ -447,7 +447,7 @@ class Lowered:
                         (S_QSTATE, 2), (S_CTX, len(CTX_NAMES)), (S_CTXOK, 1), (S_STACK, STACK),
                         (S_ULOGON, 1), (S_ULOGN, 1), (S_ULOG, 2 * (4 * W + 4096)), (S_EVON, 1), (S_EVN, 1),
                         (S_EV, EVW * evcap), (S_SERVED, cap), (S_ORDER, cap), (S_RES, cap),
-                        (S_KEYS, (cap + 2) * KW), (S_TMP, 4 * cap + 16), (S_TRIAL, NA), (S_PLAN, 2 * NP + 2),
+                        (S_KEYS, (cap + 2) * KW), (S_TMP, (4 + HMAX + NP) * cap + 16), (S_TRIAL, NA), (S_PLAN, 2 * NP + 2),
                         (S_ADMITS, 1), (S_DEPTH, 1), (S_FBITS, 1), (S_NOW, 1), (S_HALT, 1), (S_SKIP, cap),
                         (S_PERM, 3 * cap + 4), (S_INV, cap), (S_VALS, 2 * max(self.maxvals, 64)),
                         (S_SPAWN, 1), (S_SSUM, 1), (S_INFB, 1), (S_FRAMES, 4 * FRAMES), (S_NFRAMES, 1)):

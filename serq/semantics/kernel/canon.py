@@ -1,0 +1,313 @@
+"""The explorer's side of the kernel: the canonical form of a row, its
+fingerprint, and every successor of a row in one call (the odometer over
+oracle answers).
+
+The canonical form (what identifies a state) drops the sequence counter
+and the release ticks, replaces sequence numbers by their ranks, blanks
+finished sessions (only their cache entries still matter), and with
+symmetry sorts sessions by their record, then their parent's record,
+renaming ids in parents, queues and cache owners. It is written compactly
+(no unused slots), so a state's fingerprint does not depend on the row's
+session capacity."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from serq.semantics.kernel.abi import (
+    A_ARRIVE, A_ITERATE, A_TURN, CE_OWNER, CE_REL, CE_UNITS, CW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1,
+    F_NH, F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, H_NP, H_NST, H_SF, HALT_CAP, HALT_FAULT,
+    HALT_NONE, HS_ADM, HW, K_ARRIVE, K_END, K_TURN, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2,
+    R_FA3, R_FAULT, R_NSESS, S_ARITY, S_HALT, S_PERM, S_QPOS, S_SCRIPT, S_TMP, H_W,
+)
+from serq.semantics.kernel.core import cbase, hbase, pbase, sbase, st_row
+from serq.semantics.kernel.entry import run_step
+
+
+@njit(cache=True)
+def is_end(K, w, sid):
+    sb = sbase(K, sid)
+    return K[st_row(K, w[sb + F_PROG], w[sb + F_PC])] == K_END
+
+
+@njit(cache=True, inline="always")
+def fat(o, f):
+    """Where field f of a session record lands once its parent is removed."""
+    return o + f - (1 if f > F_PARENT else 0)
+
+
+@njit(cache=True)
+def rank_of(w, T, u, x):
+    lo = 0
+    hi = u - 1
+    while lo <= hi:  # T[0:u] is sorted and unique
+        mid = (lo + hi) // 2
+        if w[T + mid] < x:
+            lo = mid + 1
+        elif w[T + mid] > x:
+            hi = mid - 1
+        else:
+            return mid
+    return -1
+
+
+@njit(cache=True)
+def rec_cmp(out, a, b, n):
+    for i in range(n):
+        if out[a + i] != out[b + i]:
+            return -1 if out[a + i] < out[b + i] else 1
+    return 0
+
+
+@njit(cache=True)
+def sess_cmp(out, a, b, pa, pb, RW):
+    """Records first, then the parents' records (no parent comes first)."""
+    c = rec_cmp(out, a * RW, b * RW, RW)
+    if c != 0:
+        return c
+    if pa < 0 or pb < 0:
+        if pa < 0 and pb < 0:
+            return 0
+        return -1 if pa < 0 else 1
+    return rec_cmp(out, pa * RW, pb * RW, RW)
+
+
+@njit(cache=True)
+def canon(K, w, out, sym, keep_pos):
+    """The canonical form of the row in w[0:W] into `out`; returns its
+    length. w's scratch S_TMP and S_PERM are used."""
+    n = w[R_NSESS]
+    SF = K[H_SF]
+    NP = K[H_NP]
+    RW = SF - 1  # a session's record without its parent
+    T = K[S_TMP]
+    # ranks of the live sequence numbers
+    nv = 0
+    for sid in range(n):
+        if is_end(K, w, sid):
+            continue
+        sb = sbase(K, sid)
+        w[T + nv] = w[sb + F_ARR]
+        w[T + nv + 1] = w[sb + F_ADM]
+        nv += 2
+        hb = hbase(K, sid)
+        for j in range(w[sb + F_NH]):
+            w[T + nv] = w[hb + HW * j + HS_ADM]
+            nv += 1
+    for p in range(NP):
+        c = cbase(K, p)
+        for k in range(w[pbase(K, p) + P_CN]):
+            w[T + nv] = w[c + CW * k + CE_REL]
+            nv += 1
+    srt = np.sort(w[T:T + nv])
+    u = 0
+    for i in range(nv):
+        if u == 0 or srt[i] != w[T + u - 1]:
+            w[T + u] = srt[i]
+            u += 1
+    # records (in `out`, temporarily, at session i * RW after a gap)
+    base = 8
+    for sid in range(n):
+        sb = sbase(K, sid)
+        o = base + sid * RW
+        j = 0
+        for f in range(SF):
+            if f == F_PARENT:
+                continue
+            out[o + j] = w[sb + f]
+            j += 1
+    # fields in the record (the parent removed shifts those after it)
+    for sid in range(n):
+        sb = sbase(K, sid)
+        o = base + sid * RW
+        if is_end(K, w, sid):
+            for f in range(SF):
+                if f != F_PROG and f != F_PC and f != F_PARENT and f != F_LIVE and f != F_STUCK:
+                    out[fat(o, f)] = 0
+            out[fat(o, F_ARR)] = -1
+            out[fat(o, F_ADM)] = -1
+            out[fat(o, F_LP0)] = -1
+            out[fat(o, F_LP1)] = -1
+        else:
+            out[fat(o, F_ARR)] = rank_of(w, T, u, w[sb + F_ARR])
+            out[fat(o, F_ADM)] = rank_of(w, T, u, w[sb + F_ADM])
+            hoff = fat(o, F_ATTR) + (hbase(K, sid) - (sb + F_ATTR))
+            for j in range(w[sb + F_NH]):
+                out[hoff + HW * j + HS_ADM] = rank_of(w, T, u, w[hbase(K, sid) + HW * j + HS_ADM])
+            if not keep_pos:
+                out[fat(o, F_LP0)] = -1
+                out[fat(o, F_LP1)] = -1
+                out[fat(o, F_STUCK)] = 0
+    # the permutation: sessions sorted by (record, parent's record), stably
+    PM = K[S_PERM]
+    NW = PM + n
+    for i in range(n):
+        w[PM + i] = i
+    if sym:
+        for i in range(1, n):
+            x = w[PM + i]
+            px = w[sbase(K, x) + F_PARENT]
+            j = i - 1
+            while j >= 0:
+                y = w[PM + j]
+                py = w[sbase(K, y) + F_PARENT]
+                if sess_cmp(out[base:], x, y, px, py, RW) < 0:
+                    w[PM + j + 1] = y
+                    j -= 1
+                else:
+                    break
+            w[PM + j + 1] = x
+    for pos in range(n):
+        w[NW + w[PM + pos]] = pos
+    # write: header, sessions in order (records copied after the tail), pools
+    L = base + n * RW  # records occupy out[base:L]; the form is built after them
+    o = L
+    out[o] = n
+    out[o + 1] = w[R_FAULT]
+    out[o + 2] = w[R_FA0]
+    out[o + 3] = w[R_FA1]
+    out[o + 4] = w[R_FA2]
+    out[o + 5] = w[R_FA3]
+    o += 6
+    for pos in range(n):
+        old = w[PM + pos]
+        r = base + old * RW
+        for i in range(RW):
+            out[o + i] = out[r + i]
+        pa = w[sbase(K, old) + F_PARENT]
+        out[o + RW] = w[NW + pa] if pa >= 0 else -1
+        o += RW + 1
+    for p in range(NP):
+        b = pbase(K, p)
+        out[o] = w[b + P_FREE]
+        qn = w[b + P_QN]
+        out[o + 1] = qn
+        o += 2
+        for i in range(qn):
+            out[o + i] = w[NW + w[b + P_Q + i]]
+        o += qn
+        cn = w[b + P_CN]
+        out[o] = cn
+        o += 1
+        c = cbase(K, p)
+        for k in range(cn):  # entries sorted by (owner, units, rank)
+            e = c + CW * k
+            ow = w[e + CE_OWNER]
+            a0 = -1 if (ow < 0 or is_end(K, w, ow)) else w[NW + ow]
+            a1 = w[e + CE_UNITS]
+            a2 = rank_of(w, T, u, w[e + CE_REL])
+            j = k
+            while j > 0:
+                q = o + 3 * (j - 1)
+                if out[q] > a0 or (out[q] == a0 and (out[q + 1] > a1 or (out[q + 1] == a1 and out[q + 2] > a2))):
+                    out[q + 3] = out[q]
+                    out[q + 4] = out[q + 1]
+                    out[q + 5] = out[q + 2]
+                    j -= 1
+                else:
+                    break
+            out[o + 3 * j] = a0
+            out[o + 3 * j + 1] = a1
+            out[o + 3 * j + 2] = a2
+        o += 3 * cn
+    # move the form to the front
+    m = o - L
+    for i in range(m):
+        out[i] = out[L + i]
+    return m
+
+
+@njit(cache=True)
+def fingerprint(out, m):
+    """A 64-bit mix of out[0:m] (never 0)."""
+    h = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(m)
+    for i in range(m):
+        x = np.uint64(out[i]) ^ (h + np.uint64(i) * np.uint64(0xBF58476D1CE4E5B9))
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+        h = (h ^ x) * np.uint64(0x100000001B3) + np.uint64(0x632BE59BD9B4E019)
+    if h == np.uint64(0):
+        h = np.uint64(1)
+    return h
+
+
+@njit(cache=True)
+def row_flags(K, w):
+    """bit 0 faulted, bit 1 some session stuck, bit 2 every session ended."""
+    f = 1 if w[R_FAULT] != 0 else 0
+    done = True
+    for sid in range(w[R_NSESS]):
+        if w[sbase(K, sid) + F_STUCK]:
+            f |= 2
+        if not is_end(K, w, sid):
+            done = False
+    if done:
+        f |= 4
+    return f
+
+
+@njit(cache=True)
+def fp_of(K, w, out, sym, keep_pos):
+    m = canon(K, w, out, sym, keep_pos)
+    return fingerprint(out, m)
+
+
+@njit(cache=True)
+def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
+    """Every successor of `row`, in the model's action order (arrivals,
+    turns, iterations; one per sequence of oracle answers): rows in outs,
+    (kind, subject, first choice, number of choices) in acts, answers in
+    choices, fingerprints and flags. Returns the count, or -1 when an
+    output is full, -2 when a spawn needs a larger row."""
+    W = K[H_W]
+    if row[R_FAULT] != 0:
+        return 0
+    n = row[R_NSESS]
+    k = 0
+    nc = 0
+    SC = K[S_SCRIPT]
+    AR = K[S_ARITY]
+    for kind in range(3):
+        nsub = K[H_NST] if kind == A_ITERATE else n
+        for subj in range(nsub):
+            if kind != A_ITERATE:
+                sb = sbase(K, subj)
+                r = st_row(K, row[sb + F_PROG], row[sb + F_PC])
+                if K[r] != (K_ARRIVE if kind == A_ARRIVE else K_TURN):
+                    continue
+            ns = 0
+            while True:
+                for t in range(W):
+                    w[t] = row[t]
+                ok = run_step(K, w, kind, subj, 0, 0, 0, ns)
+                h = w[K[S_HALT]]
+                if h != HALT_NONE and h != HALT_FAULT:
+                    return -2
+                nq = w[K[S_QPOS]]
+                for i in range(ns, nq):
+                    w[SC + i] = 0
+                if ok:
+                    if k >= outs.shape[0] or nc + nq > choices.shape[0]:
+                        return -1
+                    for t in range(W):
+                        outs[k, t] = w[t]
+                    acts[k, 0] = kind
+                    acts[k, 1] = subj
+                    acts[k, 2] = nc
+                    acts[k, 3] = nq
+                    for i in range(nq):
+                        choices[nc + i] = w[SC + i]
+                    nc += nq
+                    fps[k] = fp_of(K, w, tmp, sym, keep_pos)
+                    flags[k] = row_flags(K, w)
+                    k += 1
+                i = nq - 1
+                while i >= 0 and w[SC + i] + 1 >= w[AR + i]:
+                    i -= 1
+                if i < 0:
+                    break
+                w[SC + i] += 1
+                ns = i + 1
+    return k
