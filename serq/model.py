@@ -180,6 +180,7 @@ class Model:
         self.event_pools = [i for i, p in enumerate(program.pools) if p.admit_via is None]
         self.invariant_f = [(c, compile_expr(c.e, {})) for c in program.checks if c.kind == "invariant"]
         self.engine = Engine(program, ties)
+        self.packed = False
         self.workload = self.engine.workload  # (program, initial attributes) per session
         self._memo_key = None
         self._memo: dict = {}
@@ -342,23 +343,24 @@ class Model:
 
     def run_with(self, state, base, oracle, now: int = 0):
         """One step with a given oracle (the simulator's way). Returns
-        (successor or None for a zero-work iteration, events)."""
+        (successor or None for a zero-work iteration, events); with
+        `self.packed` the successor is a RowState, decoded only when read."""
         events: list = []
-        return self._run(state, base, oracle, events, now), events
+        return self._run(state, base, oracle, events, now, self.packed), events
 
-    def _run(self, state, base, oracle, events, now: int = 0):
+    def _run(self, state, base, oracle, events, now: int = 0, packed: bool = False):
         """One step through the kernel; `events` (a list or None) receives
         the step's events."""
         if base[0] not in (ARRIVE, TURN, ITERATE):
             raise ValueError(f"unknown action {base!r}")
         if isinstance(oracle, ScriptOracle):
-            nxt, evs = self.engine.run(state, base, list(oracle.script), now, events is not None)
+            nxt, evs = self.engine.run(state, base, list(oracle.script), now, events is not None, packed)
             oracle.arity = list(self.engine.arity)
             oracle.pos = len(oracle.arity)
         elif isinstance(oracle, FirstOracle):
-            nxt, evs = self.engine.run(state, base, [], now, events is not None)
+            nxt, evs = self.engine.run(state, base, [], now, events is not None, packed)
         else:
-            nxt, evs = self.engine.run(state, base, oracle, now, events is not None)
+            nxt, evs = self.engine.run(state, base, oracle, now, events is not None, packed)
         if events is not None:
             events.extend(evs)
         return nxt

@@ -147,7 +147,7 @@ class Stats:
                 self._request_start(e[1], tick)
             elif k == "spawn":
                 child = e[2]
-                self.prog_of[child] = state[0][child][0]
+                self.prog_of[child] = self.m.engine.prog_of_state(state, child)
                 self.first[child] = tick
                 self._request_start(child, tick)
             elif k == "at_turn":

@@ -39,6 +39,7 @@ from serq.coalesce import licence, plan_block
 from serq.diagnostics import Diagnostic, SerqError
 from serq.expr import EvalError
 from serq.model import ARRIVE, ITERATE, TURN, FirstOracle, Model
+from serq.semantics.rowstate import F_FAULT, RowState
 from serq.report import Stats
 
 NS = 1_000_000_000
@@ -52,6 +53,12 @@ MAX_VIOLATIONS = 100  # violation messages kept (all are counted)
 
 
 # ---------------------------------------------------------------- the oracle
+
+
+def _faulted(state) -> bool:
+    if isinstance(state, RowState):
+        return bool(state.flags & F_FAULT)
+    return state[3] is not None
 
 
 class RngOracle:
@@ -209,6 +216,7 @@ class Simulator:
         self.program = program
         self.cfg = config or SimConfig()
         self.m = Model(program, ties="seq")
+        self.m.packed = True  # one row between steps, decoded only when read
         self.rng = random.Random(self.cfg.seed)
         self.oracle = RngOracle(self.rng)
         self.arrivals = arrival_times(program, self.cfg.seed, base_dir)
@@ -216,17 +224,7 @@ class Simulator:
         m = self.m
         # per program, per pc: the stage a run state runs on (-1 otherwise)
         self.run_stage = [[st.f["stage"] if st.kind == "run" else -1 for st in p.states] for p in m.progs]
-        self.think_plain = [[self._plain(st) for st in p.states] for p in m.progs]
         self.stats = Stats(program, m, self.cfg.warmup)
-
-    @staticmethod
-    def _plain(st) -> bool:
-        """A think time that reads only attributes: evaluated without loading the state into the kernel."""
-        if st.kind != "turn" or st.ir.think is None:
-            return True
-        from serq.coalesce import _walk
-
-        return not any(isinstance(x, (ir.Ctx, ir.PoolRef)) for x in _walk(st.ir.think))
 
     # -- helpers ------------------------------------------------------------
     def _push(self, tick: int, prio: int, kind: str, payload) -> None:
@@ -234,37 +232,22 @@ class Simulator:
         heapq.heappush(self.heap, (tick, prio, self._count, kind, payload))
 
     def _levels(self, state) -> tuple[int, ...]:
-        alloc = [0] * len(self.m.pools)
-        for s in state[0]:
-            for h in s[5]:
-                alloc[h[1]] += h[2]
-        return tuple(alloc)
+        return self.m.engine.levels(state)
 
     def _might_work(self, state, si: int) -> bool:
         """False only if an iteration of si would certainly be zero-work (no
-        resident, empty via queues): saves decoding the state for nothing."""
-        pools = state[1]
-        for p in self.m.via[si]:
-            if pools[p][2]:
-                return True
-        rs = self.run_stage
-        for s in state[0]:
-            if rs[s[0]][s[1]] == si and s[3] < s[4]:
-                return True
-        return False
+        resident, empty via queues): saves a step for nothing."""
+        return self.m.engine.might_work(state, si)
 
     def _think(self, state, sid: int, now: int) -> int | None:
-        s = state[0][sid]
-        st = self.m.progs[s[0]].states[s[1]]
+        e = self.m.engine
+        prog, pc = e.pc_of_state(state, sid)
+        st = self.m.progs[prog].states[pc]
         if st.kind != "turn":
             return None  # no longer waiting at this turn (preempted meanwhile)
-        f = st.f["think"]
-        if f is None:
+        if st.f["think"] is None:
             return 0
-        if self.think_plain[s[0]][s[1]]:
-            v = f(s[2], None)
-        else:
-            v = self.m.think(state, sid, now)
+        v = self.m.think(state, sid, now)
         return max(int(round(v)), 0)
 
     # -- running ---------------------------------------------------------------
@@ -442,7 +425,7 @@ class Simulator:
         self.state = nxt
         self.stats.level(tick, self._levels(nxt))
         self._effects(tick, events)
-        if nxt[3] is not None:
+        if _faulted(nxt):
             self.faults.append((tick, nxt[3][0], nxt[3][1]))
             return FAULT
         if self.m.engine.low.invariants:

@@ -19,6 +19,7 @@ from serq.semantics.kernel.abi import (
     S_QSTATE, S_QVALS, S_SCRIPT, S_VALS, T_REAL,
 )
 from serq.semantics.lower import DIST, Lowered, bits2f, f2bits, initial_attrs, weights
+from serq.semantics.rowstate import RowState
 
 KIND = {"arrive": A_ARRIVE, "turn": A_TURN, "iterate": A_ITERATE}
 
@@ -61,6 +62,12 @@ class Engine:
         if state is self._loaded and self._row0 is not None:
             self.w[: self.W] = self._row0
             return
+        if isinstance(state, RowState):
+            if state.cap == self.cap:
+                self.w[: self.W] = np.frombuffer(state.row, np.int64)
+                self._loaded = None
+                return
+            state = state.tuple()
         sessions, pools, seq, fault = state
         while len(sessions) > self.cap:
             self._set_cap(self.cap * 2)
@@ -121,10 +128,11 @@ class Engine:
         return (tuple(sessions), tuple(pools), w[R_SEQ], fault)
 
     # ------------------------------------------------------------ a step
-    def run(self, state, base, oracle, now: int = 0, want_events: bool = True):
+    def run(self, state, base, oracle, now: int = 0, want_events: bool = True, packed: bool = False):
         """One step: (successor state or None, events). `oracle` is None
         (first answers), a script (a list: the explorer's enumeration; its
-        arities are left in `self.arity`), or an object with draw/tie."""
+        arities are left in `self.arity`), or an object with draw/tie.
+        `packed`: the successor as a RowState (decoded only when read)."""
         kind = KIND[base[0]]
         subj = base[1]
         ent = _kernel()
@@ -157,12 +165,51 @@ class Engine:
             evs = words.events(self.low, rec, self._prog_of)
         if not ok:
             return None, evs
-        fault = state[3]
         code = int(w[R_FAULT])
+        fault = None
         if code and code != FT_EXTERNAL:
             fault = self._fault(code)
             evs.append(("fault", fault[0], fault[1]))
-        return self.state(fault), evs
+        if packed:
+            from serq.semantics.kernel import canon
+
+            rs = RowState(self, w[: self.W].tobytes(), self.cap, 0, int(canon.row_flags(K, w)))
+            if code == FT_EXTERNAL:
+                rs._t = self.state(state[3])
+            return rs, evs
+        return self.state(fault if fault is not None else state[3]), evs
+
+    def decode(self, rs: "RowState"):
+        """A packed state as the state tuple."""
+        if rs.cap != self.cap:
+            raise AssertionError("a row of an old capacity is decoded through its tuple")
+        self.w[: self.W] = np.frombuffer(rs.row, np.int64)
+        self._loaded = None
+        code = int(self.w[R_FAULT])
+        return self.state(self._fault(code) if code else None)
+
+    def might_work(self, state, si: int) -> bool:
+        self.load(state)
+        return bool(_kernel().might_work(self.K, self.w, si))
+
+    def levels(self, state) -> tuple[int, ...]:
+        """Units allocated per pool."""
+        self.load(state)
+        out = np.zeros(max(self.low.NP, 1), np.int64)
+        _kernel().levels(self.K, self.w, out)
+        return tuple(out[: self.low.NP].tolist())
+
+    def pc_of_state(self, state, sid: int) -> tuple[int, int]:
+        if isinstance(state, RowState) and state.cap == self.cap:
+            b = RHDR + sid * self.SF
+            v = np.frombuffer(state.row, np.int64, 2, 8 * (b + F_PROG))
+            return int(v[0]), int(v[1])
+        return state[0][sid][0], state[0][sid][1]
+
+    def prog_of_state(self, state, sid: int) -> int:
+        if isinstance(state, RowState) and state.cap == self.cap:
+            return int(np.frombuffer(state.row, np.int64, 1, 8 * (RHDR + sid * self.SF + F_PROG))[0])
+        return state[0][sid][0]
 
     def _prog_of(self, sid: int) -> int:
         return int(self.w[RHDR + sid * self.SF + F_PROG])

@@ -11,48 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from serq.semantics.engine import Engine
-from serq.semantics.kernel.abi import R_FAULT
+from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState  # noqa: F401
 
 KIND_NAMES = ("arrive", "turn", "iterate")
-F_FAULT, F_STUCK, F_DONE = 1, 2, 4
-
-
-class RowState:
-    """A state as a row. Reads like the state tuple (decoded on first use);
-    pickles as the tuple (a worker process re-packs it)."""
-
-    __slots__ = ("rows", "row", "cap", "fp", "flags", "_t")
-
-    def __init__(self, rows: "Rows", row: bytes, cap: int, fp: int, flags: int):
-        self.rows, self.row, self.cap, self.fp, self.flags, self._t = rows, row, cap, fp, flags, None
-
-    def tuple(self):
-        if self._t is None:
-            self._t = self.rows.decode(self)
-        return self._t
-
-    def __getitem__(self, i):
-        return self.tuple()[i]
-
-    def __iter__(self):
-        return iter(self.tuple())
-
-    def __len__(self):
-        return 4
-
-    def __eq__(self, other):
-        if isinstance(other, RowState):
-            return self.row == other.row and self.cap == other.cap or self.tuple() == other.tuple()
-        return self.tuple() == other
-
-    def __hash__(self):
-        return hash(self.tuple())
-
-    def __repr__(self):
-        return repr(self.tuple())
-
-    def __reduce__(self):
-        return (tuple, (self.tuple(),))
 
 
 class Rows:
@@ -88,29 +49,29 @@ class Rows:
 
     # ------------------------------------------------------------ packing
     def pack(self, state) -> RowState:
-        """A state tuple (or a row of another capacity) as a RowState."""
-        if isinstance(state, RowState) and state.cap == self.e.cap:
-            return state
-        t = state.tuple() if isinstance(state, RowState) else state
-        self.e.load(t)
+        """A state (a tuple, or a row made elsewhere: the simulator's, or one
+        of another capacity) as a RowState with this model's fingerprint."""
+        if isinstance(state, RowState):
+            if state.rows is self and state.cap == self.e.cap:
+                return state
+            if state.cap == self.e.cap:
+                self.e.load(state)
+                return self._made(None)
+            state = state.tuple()
+        self.e.load(state)
+        return self._made(state)
+
+    def _made(self, t) -> RowState:
         self._fit()
-        W = self.e.W
-        fp = int(self.canon.fp_of(self.e.K, self.e.w, self.tmp, self.sym, self.keep_pos))
-        flags = int(self.canon.row_flags(self.e.K, self.e.w))
-        rs = RowState(self, self.e.w[:W].tobytes(), self.e.cap, fp, flags)
+        K, w = self.e.K, self.e.w
+        fp = int(self.canon.fp_of(K, w, self.tmp, self.sym, self.keep_pos))
+        flags = int(self.canon.row_flags(K, w))
+        rs = RowState(self, w[: self.e.W].tobytes(), self.e.cap, fp, flags)
         rs._t = t
         return rs
 
     def decode(self, rs: RowState):
-        e = self.e
-        if rs.cap != e.cap:
-            raise AssertionError("a row of an old capacity is decoded through its tuple")
-        e.w[: e.W] = np.frombuffer(rs.row, np.int64)
-        e._loaded = None
-        fault = None
-        if rs.flags & F_FAULT:
-            fault = e._fault(int(e.w[R_FAULT]))
-        return e.state(fault)
+        return self.e.decode(rs)
 
     # ------------------------------------------------------------ successors
     def expand(self, rs: RowState) -> list:

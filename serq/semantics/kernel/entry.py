@@ -6,10 +6,10 @@ from __future__ import annotations
 from numba import njit
 
 from serq.semantics.kernel.abi import (
-    CX_NOW, HALT_NONE, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
+    F_PC, F_PROG, F_RD, F_RT, H_NP, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, HALT_NONE, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
     S_ULOGN, S_ULOGON,
 )
-from serq.semantics.kernel.core import ev
+from serq.semantics.kernel.core import allocated, ev, pbase, sbase, st_row
 from serq.semantics.kernel.iterate import step
 
 
@@ -43,3 +43,26 @@ def eval_at(K, w, code, ab, sid, now):
     pool queries for sid (-1: none); only `now` is in the context."""
     prepare(K, w, now, 0, 0, 0)
     return ev(K, code, w, ab, sid)
+
+
+@njit(cache=True)
+def might_work(K, w, si):
+    """False only if an iteration of stage si would certainly do nothing:
+    no resident of si and an empty queue in every pool it admits."""
+    stt = K[H_STAGET] + STAGE_W * si
+    for vi in range(K[stt + 3]):
+        if w[pbase(K, K[K[stt + 4] + vi]) + P_QN] > 0:
+            return True
+    for sid in range(w[R_NSESS]):
+        sb = sbase(K, sid)
+        r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+        if K[r] == K_RUN and K[r + 4] == si and w[sb + F_RD] < w[sb + F_RT]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def levels(K, w, out):
+    """Units allocated per pool, into out."""
+    for p in range(K[H_NP]):
+        out[p] = allocated(K, w, p)
