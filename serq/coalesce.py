@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serq import ir
+from serq.semantics.view import StateView
 
 SHAPE = ("ntok", "ndec", "nreq", "kvb")
 
@@ -180,8 +181,9 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
     other event (iteration j >= 1 must start strictly before it);
     `horizon`: no iteration may end after it; `levels0`: allocated units per
     pool in `state`."""
-    sessions, pools, _seq, fault = state
-    if fault is not None:
+    view = StateView(m.engine, state)  # a packed row is decoded only where read
+    pools = view.pools
+    if view.fault is not None:
         return None
     # queues that could admit during the block
     for p in m.via[si]:
@@ -191,11 +193,8 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
         if pools[p][2]:
             return None
     progs = m.progs
-    res = []
-    for sid, s in enumerate(sessions):
-        st = progs[s[0]].states[s[1]]
-        if st.kind == "run" and st.f["stage"] == si and s[3] < s[4]:
-            res.append(sid)
+    res = view.residents(si)
+    sessions = {sid: view.session(sid) for sid in res}
     if not res:
         return None
     nreq = len(res)
@@ -325,7 +324,7 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
                 cur[p] += u
         levels.append(tuple(cur))
     # the state after k iterations, in the model's encoding
-    new_sessions = list(sessions)
+    new_sessions = {}
     for sid, n, _dec, g, hi in served:
         s = sessions[sid]
         st = progs[s[0]].states[s[1]]
@@ -340,7 +339,7 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
             own = h[2] + sum(u for j, u in growth[sid] if j < k)
             holds = holds[:hi] + ((h[0], h[1], own, h[3] + adv, h[4]),) + holds[hi + 1:]
         new_sessions[sid] = (s[0], s[1], attrs, s[3] + adv, s[4], holds) + s[6:]
-    new_pools = list(pools)
+    new_pools = {}
     evicted = [0] * npools
     for p in range(npools):
         free = pools[p][0]
@@ -356,7 +355,7 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
             cache = _evict(cache, used - from_free, m.evict_order[p].tie_desc)
             evicted[p] = used - from_free
         new_pools[p] = (free - from_free, cache, pools[p][2])
-    new_state = (tuple(new_sessions), tuple(new_pools), state[2], None)
+    new_state = view.patched(new_sessions, new_pools)
     return Block(si, k, costs, levels, [(sid, n, d) for sid, n, d, _, _ in served], D, new_state,
                  tuple(evicted))
 

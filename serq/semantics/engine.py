@@ -38,6 +38,13 @@ class Engine:
         spawns = any(st.kind == "spawn" for sp in program.sessions for st in sp.states)
         self._evmul = 1
         self._set_cap(max(n + (8 if spawns else 0), 1))
+        # per program and pc: the stage a run state runs on (-1 otherwise)
+        npc = max(len(sp.states) for sp in program.sessions) if program.sessions else 1
+        self.run_stage_table = np.full((max(len(program.sessions), 1), npc), -1, np.int64)
+        for pi, sp in enumerate(program.sessions):
+            for pc, st in enumerate(sp.states):
+                if st.kind == "run":
+                    self.run_stage_table[pi, pc] = self.low.stage_ix[st.stage]
         self.workload = []
         for line in program.workload:
             pi = self.low.prog_ix[line.program]
@@ -75,56 +82,65 @@ class Engine:
         row[R_NSESS] = len(sessions)
         row[R_SEQ] = seq
         row[R_FAULT] = 0 if fault is None else FT_EXTERNAL
-        types = self.low.types
-        SF, NA = self.SF, self.low.NA
-        for sid, s in enumerate(sessions):
-            (prog, pc, attrs, rd, rt, holds, parent, live, arr, adm, lp, stuck) = s
-            b = RHDR + sid * SF
-            lp0, lp1 = (-1, -1) if lp == -1 else lp
-            row[b: b + F_ATTR] = (prog, pc, rd, rt, parent, live, arr, adm, lp0, lp1, stuck, len(holds))
-            t = types[prog]
-            for i, v in enumerate(attrs):
-                row[b + F_ATTR + i] = f2bits(v) if t[i] == T_REAL else int(v)
-            hb = b + F_ATTR + NA
-            for j, h in enumerate(holds):
-                row[hb + HW * j: hb + HW * (j + 1)] = h
-        cap = self.cap
-        for p, (free, cache, queue) in enumerate(pools):
-            b = self.PB + p * self.PW
-            row[b + P_FREE] = 0 if free is None else free
-            row[b + P_QN] = len(queue)
-            row[b + P_Q: b + P_Q + cap] = tuple(queue) + (-1,) * (cap - len(queue))
-            row[b + P_CN] = len(cache)
-            c = b + P_Q + cap
-            for k, e in enumerate(cache):
-                row[c + CW * k: c + CW * (k + 1)] = e
+        for sid, ss in enumerate(sessions):
+            self.enc_session(row, sid, ss)
+        for p, pool in enumerate(pools):
+            self.enc_pool(row, p, pool)
         self._row0 = np.array(row, np.int64)
         self._loaded = state
         self.w[: self.W] = self._row0
 
+    def enc_session(self, row, sid: int, s) -> None:
+        """Write a session tuple into row (a list or an array)."""
+        (prog, pc, attrs, rd, rt, holds, parent, live, arr, adm, lp, stuck) = s
+        b = RHDR + sid * self.SF
+        lp0, lp1 = (-1, -1) if lp == -1 else lp
+        row[b: b + F_ATTR] = (prog, pc, rd, rt, parent, live, arr, adm, lp0, lp1, stuck, len(holds))
+        t = self.low.types[prog]
+        for i, v in enumerate(attrs):
+            row[b + F_ATTR + i] = f2bits(v) if t[i] == T_REAL else int(v)
+        hb = b + F_ATTR + self.low.NA
+        for j, h in enumerate(holds):
+            row[hb + HW * j: hb + HW * (j + 1)] = h
+
+    def enc_pool(self, row, p: int, pool) -> None:
+        free, cache, queue = pool
+        cap = self.cap
+        b = self.PB + p * self.PW
+        row[b + P_FREE] = 0 if free is None else free
+        row[b + P_QN] = len(queue)
+        row[b + P_Q: b + P_Q + cap] = tuple(queue) + (-1,) * (cap - len(queue))
+        row[b + P_CN] = len(cache)
+        c = b + P_Q + cap
+        for k, e in enumerate(cache):
+            row[c + CW * k: c + CW * (k + 1)] = e
+        for k in range(len(cache), cap):  # a shorter cache: clear what it left
+            row[c + CW * k: c + CW * (k + 1)] = (0, 0, 0, 0)
+
+    def dec_session(self, w, sid: int):
+        """A session tuple from row w (a list)."""
+        b = RHDR + sid * self.SF
+        prog = w[b + F_PROG]
+        t = self.low.types[prog]
+        attrs = tuple(words.value(t[i], w[b + F_ATTR + i]) for i in range(len(t)))
+        hb = b + F_ATTR + self.low.NA
+        holds = tuple(tuple(w[hb + HW * j: hb + HW * (j + 1)]) for j in range(w[b + F_NH]))
+        lp = -1 if w[b + F_LP0] == -1 else (w[b + F_LP0], w[b + F_LP1])
+        return (prog, w[b + F_PC], attrs, w[b + F_RD], w[b + F_RT], holds, w[b + F_PARENT],
+                w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM], lp, w[b + F_STUCK])
+
+    def dec_pool(self, w, p: int):
+        b = self.PB + p * self.PW
+        c = b + P_Q + self.cap
+        cache = tuple(tuple(w[c + CW * k: c + CW * (k + 1)]) for k in range(w[b + P_CN]))
+        free = None if self.program.pools[p].cap is None else w[b + P_FREE]
+        return (free, cache, tuple(w[b + P_Q: b + P_Q + w[b + P_QN]]))
+
     def state(self, fault=None):
         """The working row as a state tuple."""
         w = self.w[: self.W].tolist()
-        low = self.low
-        n = w[R_NSESS]
-        sessions = []
-        for sid in range(n):
-            b = RHDR + sid * self.SF
-            prog = w[b + F_PROG]
-            t = low.types[prog]
-            na = len(t)
-            attrs = tuple(words.value(t[i], w[b + F_ATTR + i]) for i in range(na))
-            hb = b + F_ATTR + low.NA
-            holds = tuple(tuple(w[hb + HW * j: hb + HW * (j + 1)]) for j in range(w[b + F_NH]))
-            lp = -1 if w[b + F_LP0] == -1 else (w[b + F_LP0], w[b + F_LP1])
-            sessions.append((prog, w[b + F_PC], attrs, w[b + F_RD], w[b + F_RT], holds, w[b + F_PARENT],
-                             w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM], lp, w[b + F_STUCK]))
-        pools = []
-        for p, pl in enumerate(self.program.pools):
-            b = self.PB + p * self.PW
-            c = b + P_Q + self.cap
-            cache = tuple(tuple(w[c + CW * k: c + CW * (k + 1)]) for k in range(w[b + P_CN]))
-            pools.append((None if pl.cap is None else w[b + P_FREE], cache, tuple(w[b + P_Q: b + P_Q + w[b + P_QN]])))
+        sessions = [self.dec_session(w, sid) for sid in range(w[R_NSESS])]
+        pools = [self.dec_pool(w, p) for p in range(len(self.program.pools))]
         return (tuple(sessions), tuple(pools), w[R_SEQ], fault)
 
     # ------------------------------------------------------------ a step
