@@ -24,10 +24,16 @@ from serq.semantics.rowstate import RowState
 KIND = {"arrive": A_ARRIVE, "turn": A_TURN, "iterate": A_ITERATE}
 
 
-def _kernel():
-    from serq.semantics.kernel import entry
+_ENTRY = None
 
-    return entry
+
+def _kernel():
+    global _ENTRY
+    if _ENTRY is None:
+        from serq.semantics.kernel import entry
+
+        _ENTRY = entry
+    return _ENTRY
 
 
 class Engine:
@@ -54,6 +60,7 @@ class Engine:
     def _set_cap(self, cap: int) -> None:
         self.cap = cap
         self._loaded, self._row0 = None, None
+        self._in_w = None  # the RowState whose row w holds, unchanged
         self.K, ws = self.low.table(cap, max(256, 16 * cap) * self._evmul)
         self.w = np.zeros(ws, np.int64)
         L = self.K
@@ -68,11 +75,15 @@ class Engine:
         kept as a copy: expanding one state runs many steps from it)."""
         if state is self._loaded and self._row0 is not None:
             self.w[: self.W] = self._row0
+            self._in_w = None
             return
         if isinstance(state, RowState):
+            if state is self._in_w:
+                return  # the row is in w already (the simulator's last step)
             if state.cap == self.cap:
                 self.w[: self.W] = np.frombuffer(state.row, np.int64)
                 self._loaded = None
+                self._in_w = state
                 return
             state = state.tuple()
         sessions, pools, seq, fault = state
@@ -88,6 +99,7 @@ class Engine:
             self.enc_pool(row, p, pool)
         self._row0 = np.array(row, np.int64)
         self._loaded = state
+        self._in_w = None
         self.w[: self.W] = self._row0
 
     def enc_session(self, row, sid: int, s) -> None:
@@ -112,14 +124,14 @@ class Engine:
         row[b + P_Q: b + P_Q + cap] = tuple(queue) + (-1,) * (cap - len(queue))
         row[b + P_CN] = len(cache)
         c = b + P_Q + cap
-        for k, e in enumerate(cache):
-            row[c + CW * k: c + CW * (k + 1)] = e
-        for k in range(len(cache), cap):  # a shorter cache: clear what it left
-            row[c + CW * k: c + CW * (k + 1)] = (0, 0, 0, 0)
+        flat = [x for e in cache for x in e]
+        row[c: c + CW * cap] = flat + [0] * (CW * cap - len(flat))  # a shorter cache: cleared
 
-    def dec_session(self, w, sid: int):
-        """A session tuple from row w (a list)."""
-        b = RHDR + sid * self.SF
+    def dec_session(self, w, sid: int, b: int | None = None):
+        """A session tuple from row w (a list); `b`: where its record starts
+        in w (default: where it is in a whole row)."""
+        if b is None:
+            b = RHDR + sid * self.SF
         prog = w[b + F_PROG]
         t = self.low.types[prog]
         attrs = tuple(words.value(t[i], w[b + F_ATTR + i]) for i in range(len(t)))
@@ -129,8 +141,9 @@ class Engine:
         return (prog, w[b + F_PC], attrs, w[b + F_RD], w[b + F_RT], holds, w[b + F_PARENT],
                 w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM], lp, w[b + F_STUCK])
 
-    def dec_pool(self, w, p: int):
-        b = self.PB + p * self.PW
+    def dec_pool(self, w, p: int, base: int | None = None):
+        """A pool tuple from row w (a list); `base`: where the pools start in w."""
+        b = (self.PB if base is None else base) + p * self.PW
         c = b + P_Q + self.cap
         cache = tuple(tuple(w[c + CW * k: c + CW * (k + 1)]) for k in range(w[b + P_CN]))
         free = None if self.program.pools[p].cap is None else w[b + P_FREE]
@@ -156,6 +169,7 @@ class Engine:
         ask = oracle is not None and not isinstance(oracle, (list, tuple))
         while True:
             self.load(state)
+            self._in_w = None  # the step writes the row
             K, w, o = self.K, self.w, self.o
             if script:
                 w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
@@ -192,6 +206,7 @@ class Engine:
             rs = RowState(self, w[: self.W].tobytes(), self.cap, 0, int(canon.row_flags(K, w)))
             if code == FT_EXTERNAL:
                 rs._t = self.state(state[3])
+            self._in_w = rs
             return rs, evs
         return self.state(fault if fault is not None else state[3]), evs
 
@@ -201,6 +216,7 @@ class Engine:
             raise AssertionError("a row of an old capacity is decoded through its tuple")
         self.w[: self.W] = np.frombuffer(rs.row, np.int64)
         self._loaded = None
+        self._in_w = rs
         code = int(self.w[R_FAULT])
         return self.state(self._fault(code) if code else None)
 

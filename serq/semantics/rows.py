@@ -82,6 +82,7 @@ class Rows:
             rs = self.pack(rs)
             e = self.e
             self.row[:] = np.frombuffer(rs.row, np.int64)
+            e._in_w = None  # expand steps in w
             k = self.canon.expand(e.K, e.w, self.row, self.outs, self.acts, self.choices, self.fps, self.flags,
                                   self.tmp, self.sym, self.keep_pos)
             if k == -1:

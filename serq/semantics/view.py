@@ -22,8 +22,7 @@ class StateView:
             self.n = int(self.arr[R_NSESS])
             self.seq = int(self.arr[R_SEQ])
             lst = self.arr[engine.PB: engine.W].tolist()
-            full = [0] * engine.PB + lst  # pools decode from a list indexed like the row
-            self.pools = tuple(engine.dec_pool(full, p) for p in range(len(engine.program.pools)))
+            self.pools = tuple(engine.dec_pool(lst, p, 0) for p in range(len(engine.program.pools)))
         else:
             self.fault = state[3]
             self.n = len(state[0])
@@ -35,8 +34,7 @@ class StateView:
             return self.state[0][sid]
         e = self.e
         b = RHDR + sid * e.SF
-        part = [0] * b + self.arr[b: b + e.SF].tolist()
-        return e.dec_session(part, sid)
+        return e.dec_session(self.arr[b: b + e.SF].tolist(), sid, 0)
 
     def residents(self, si: int) -> list[int]:
         """Sessions in a run of stage si with work left, in id order."""
