@@ -16,7 +16,7 @@ from .verdict import BOUND, DEADLOCK, LIVELOCK, PASS, VIOLATION
 
 ChainOf = Callable[[int], list[tuple[int, int]]]
 
-__all__ = ["passed", "bounded", "violation", "deadlock", "livelock_or_pass"]
+__all__ = ["passed", "bounded", "violation", "deadlock", "livelock_or_pass", "livelock_result"]
 
 
 def _steps(n: int) -> str:
@@ -66,6 +66,12 @@ def livelock_or_pass(
     if found is None:
         return passed(stats)
     entry, cycle = found
+    return livelock_result(model, chain_of, entry, cycle, stats)
+
+
+def livelock_result(model: Any, chain_of: ChainOf, entry: int, cycle: Sequence[int], stats: Stats) -> Result:
+    """The lasso: the stored path to `entry`, then `cycle` (fingerprints
+    after entry, ending with entry)."""
     trace = rebuild(model, chain_of(entry))
     start = len(trace) - 1
     extend_along(model, trace, cycle, progress=False)

@@ -73,6 +73,14 @@ def check(
             progress=progress, progress_interval=progress_interval,
         )
     m, _ = build_model(model)
+    if strategy == "bfs" and hasattr(m, "array_expand"):
+        from .arrays import ArrayFallback, array_check
+
+        try:
+            return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
+                               progress, progress_interval)
+        except ArrayFallback:
+            pass  # the model cannot go on with rows: the sequential engine below
     s = _Search(m, strategy, max_states, max_depth, time_limit, check_deadlock,
                 check_livelock, progress, progress_interval)
     return s.run()

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 
 from serq import ir
 from serq.model import ITERATE, TURN, Model
+import numpy as np
+
+from explorer.arrays import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS, ArrayFallback
 from serq.semantics.rows import F_DONE, F_FAULT, F_STUCK, RowState, Rows
 
 ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
@@ -70,6 +73,40 @@ class SerqModel:
                 return nxt
         nxt = self.m.step(state.tuple() if isinstance(state, RowState) else state, action)
         return None if nxt is None else self.rows.pack(nxt)
+
+    # -- the array protocol (explorer/arrays.py) ------------------------------
+    def array_initial(self):
+        rs = self.initial_states()[0]
+        row = np.frombuffer(rs.row, np.int64).reshape(1, -1).copy()
+        return row, np.array([rs.fp], np.uint64), np.array([self._aflags(rs.flags, 0)], np.int64)
+
+    def _aflags(self, flags, turn):
+        f = 0
+        if flags & (F_FAULT | F_DONE):
+            f |= AR_DONE
+        if flags & F_FAULT or (flags & F_STUCK and self.checks.stuck) or not self._plain_invariants:
+            f |= AR_CHECK
+        if turn:
+            f |= AR_PROGRESS
+        return f
+
+    def array_expand(self, rows):
+        r = self.rows
+        k = r.batch(rows)
+        if k == -2:
+            raise ArrayFallback("a spawn needs a larger row")
+        fl = r.flags[:k]
+        out = np.where((fl & (F_FAULT | F_DONE)) != 0, AR_DONE, 0)
+        chk = (fl & F_FAULT) != 0
+        if self.checks.stuck:
+            chk |= (fl & F_STUCK) != 0
+        if not self._plain_invariants:
+            chk[:] = True
+        out = out | np.where(chk, AR_CHECK, 0) | np.where(r.acts[:k, 0] == 1, AR_PROGRESS, 0)  # 1: a turn
+        return r.outs[:k].copy(), r.parent[:k].copy(), r.fps[:k].copy(), out.astype(np.int64)
+
+    def array_state(self, row):
+        return self.rows.from_row(row)
 
     def fingerprint(self, state) -> int:
         return self.rows.pack(state).fp

@@ -38,6 +38,7 @@ class Rows:
         self.acts = np.zeros((self._out, 4), np.int64)
         self.choices = np.zeros(self._out * 16 + 64, np.int64)
         self.fps = np.zeros(self._out, np.uint64)
+        self.parent = np.zeros(self._out, np.int64)
         self.flags = np.zeros(self._out, np.int64)
         self.tmp = np.zeros(3 * W + 64, np.int64)
         self.row = np.zeros(W, np.int64)
@@ -108,3 +109,28 @@ class Rows:
             out.append((a, RowState(self, self.outs[i].tobytes(), cap, fps[i], flags[i])))
         self._memo_key, self._memo = rs, out
         return out
+
+    # ------------------------------------------------------------ batches (explorer/arrays.py)
+    def batch(self, rows: np.ndarray):
+        """Successors of rows[0:n]: (rows, parent index, fingerprints, row
+        flags, action kinds)."""
+        e = self.e
+        n = rows.shape[0]
+        if rows.shape[1] != e.W:
+            raise ValueError("rows of another capacity")
+        while True:
+            e._in_w = None
+            k = self.canon.expand_batch(e.K, e.w, rows, n, self.outs, self.parent, self.acts, self.choices,
+                                        self.fps, self.flags, self.tmp, self.sym, self.keep_pos)
+            if k == -1:
+                self._out *= 4
+                self._alloc()
+                continue
+            return k
+
+    def from_row(self, row: np.ndarray) -> RowState:
+        e = self.e
+        e.w[: e.W] = row
+        e._in_w = None
+        e._loaded = None
+        return self._made(None)

@@ -311,3 +311,18 @@ def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
                 w[SC + i] += 1
                 ns = i + 1
     return k
+
+
+@njit(cache=True)
+def expand_batch(K, w, rows, n, outs, parent, acts, choices, fps, flags, tmp, sym, keep_pos):
+    """`expand` over rows[0:n], successors concatenated in row order
+    (parent[i]: the row a successor comes from). Same return codes."""
+    k = 0
+    for j in range(n):
+        c = expand(K, w, rows[j], outs[k:], acts[k:], choices, fps[k:], flags[k:], tmp, sym, keep_pos)
+        if c < 0:
+            return c
+        for i in range(k, k + c):
+            parent[i] = j
+        k += c
+    return k

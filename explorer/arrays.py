@@ -1,0 +1,406 @@
+"""BFS over packed rows: the engine for models that offer the array
+protocol (see `explorer/model.py`), with the very semantics of the
+sequential BFS in `search.py` (same verdict, counts, queue figure and
+shortest trace), at a fraction of its cost per state.
+
+Store: an open-addressing table of 64-bit fingerprints (numpy, grown by
+doubling) mapping to dense state ids in discovery order, and per id its
+fingerprint, parent id, action index and depth: about 30 bytes per stored
+state, no Python object per state. Rows are kept only for the frontier.
+The successors of a chunk of frontier rows come from one call of the model;
+`_process` (numba) walks them in (parent, action) order, exactly as the
+sequential loop would, and returns to Python only at an event: a state whose
+invariants must be checked, a deadlock, a limit. Non-progress edges are kept
+as two id arrays; the livelock pass is a compiled strongly-connected-
+components search over them."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+from numba import njit
+
+from .outcome import bounded, deadlock, livelock_result, passed, violation
+from .result import Result, Stats
+
+__all__ = ["ArrayFallback", "CHECK", "DONE", "PROGRESS", "array_check"]
+
+CHECK, DONE, PROGRESS = 1, 2, 4  # per successor: check its invariants; it is done; its edge is progress
+ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES = 0, 1, 2, 3
+# counters in S
+S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW = range(6)
+CHUNK = 4096
+
+
+class ArrayFallback(Exception):
+    """The model cannot go on with rows (e.g. a row must grow): the caller
+    runs the sequential engine instead."""
+
+
+# ---------------------------------------------------------------- the table
+
+
+@njit(cache=True)
+def _find(tfp, tid, fp):
+    mask = np.uint64(tfp.shape[0] - 1)
+    j = fp & mask
+    while True:
+        f = tfp[j]
+        if f == np.uint64(0):
+            return -1, j
+        if f == fp:
+            return tid[j], j
+        j = (j + np.uint64(1)) & mask
+
+
+@njit(cache=True)
+def _rehash(tfp, tid, size):
+    nf = np.zeros(size, np.uint64)
+    ni = np.zeros(size, np.int64)
+    mask = np.uint64(size - 1)
+    for j in range(tfp.shape[0]):
+        f = tfp[j]
+        if f != np.uint64(0):
+            k = f & mask
+            while nf[k] != np.uint64(0):
+                k = (k + np.uint64(1)) & mask
+            nf[k] = f
+            ni[k] = tid[j]
+    return nf, ni
+
+
+@njit(cache=True)
+def _insert_at(tfp, tid, slot, fp, i):
+    tfp[slot] = fp
+    tid[slot] = i
+
+
+# ---------------------------------------------------------------- the walk
+
+
+@njit(cache=True)
+def _process(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tfp, tid, S, fparr, parents, actions,
+             depths, newidx, np_src, np_dst, cut, max_states, max_depth, livelock, deadlock_check):
+    """Walk successors from parent j0, successor i0; returns (status, j, i)."""
+    for j in range(j0, nrows):
+        a = pofs[j]
+        b = pofs[j + 1]
+        start = i0 if j == j0 else a
+        if a == b and start == a:
+            if deadlock_check and pdone[j] == 0:
+                return ST_DEADLOCK, j, a
+            continue
+        for i in range(start, b):
+            S[S_GEN] += 1
+            fp = fps[i]
+            sid, slot = _find(tfp, tid, fp)
+            src = pid0 + j
+            if sid >= 0:
+                if livelock and (flags[i] & PROGRESS) == 0:
+                    np_src[S[S_NP]] = src
+                    np_dst[S[S_NP]] = sid
+                    S[S_NP] += 1
+                continue
+            if max_depth >= 0 and pdepth >= max_depth:
+                cut[S[S_CUT]] = fp
+                S[S_CUT] += 1
+                continue
+            if max_states >= 0 and S[S_N] >= max_states:
+                return ST_MAXSTATES, j, i
+            nid = S[S_N]
+            _insert_at(tfp, tid, slot, fp, nid)
+            S[S_N] = nid + 1
+            fparr[nid] = fp
+            parents[nid] = src
+            actions[nid] = i - a
+            depths[nid] = pdepth + 1
+            if pdepth + 1 > S[S_MAXD]:
+                S[S_MAXD] = pdepth + 1
+            newidx[S[S_NEW]] = i
+            S[S_NEW] += 1
+            if livelock and (flags[i] & PROGRESS) == 0:
+                np_src[S[S_NP]] = src
+                np_dst[S[S_NP]] = nid
+                S[S_NP] += 1
+            if flags[i] & CHECK:
+                return ST_CHECK, j, i + 1
+    return ST_DONE, nrows, 0
+
+
+# ---------------------------------------------------------------- livelock
+
+
+@njit(cache=True)
+def _scc(n, ofs, dst):
+    """Tarjan's algorithm, iteratively: the component of every node."""
+    index = np.full(n, -1, np.int64)
+    low = np.zeros(n, np.int64)
+    onst = np.zeros(n, np.bool_)
+    comp = np.full(n, -1, np.int64)
+    stack = np.empty(n, np.int64)
+    cs_node = np.empty(n, np.int64)
+    cs_edge = np.empty(n, np.int64)
+    sp = 0
+    nxt = 0
+    nc = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        d = 0
+        cs_node[0] = root
+        cs_edge[0] = ofs[root]
+        index[root] = nxt
+        low[root] = nxt
+        nxt += 1
+        stack[sp] = root
+        sp += 1
+        onst[root] = True
+        while d >= 0:
+            v = cs_node[d]
+            e = cs_edge[d]
+            if e < ofs[v + 1]:
+                cs_edge[d] = e + 1
+                u = dst[e]
+                if index[u] < 0:
+                    index[u] = nxt
+                    low[u] = nxt
+                    nxt += 1
+                    stack[sp] = u
+                    sp += 1
+                    onst[u] = True
+                    d += 1
+                    cs_node[d] = u
+                    cs_edge[d] = ofs[u]
+                elif onst[u] and index[u] < low[v]:
+                    low[v] = index[u]
+            else:
+                if low[v] == index[v]:
+                    while True:
+                        sp -= 1
+                        x = stack[sp]
+                        onst[x] = False
+                        comp[x] = nc
+                        if x == v:
+                            break
+                    nc += 1
+                d -= 1
+                if d >= 0:
+                    p = cs_node[d]
+                    if low[v] < low[p]:
+                        low[p] = low[v]
+    return comp, nc
+
+
+@njit(cache=True)
+def _first_cyclic(n, ofs, dst, comp, nc):
+    """The smallest id on a cycle (a component of 2+ nodes or a self-loop)."""
+    size = np.zeros(nc, np.int64)
+    for v in range(n):
+        size[comp[v]] += 1
+    for v in range(n):
+        if size[comp[v]] > 1:
+            return v
+        for e in range(ofs[v], ofs[v + 1]):
+            if dst[e] == v:
+                return v
+    return -1
+
+
+@njit(cache=True)
+def _cycle(n, ofs, dst, comp, entry):
+    """A shortest cycle entry -> ... -> entry inside entry's component,
+    successors scanned in recorded order: the ids after entry, ending with
+    entry."""
+    par = np.full(n, -1, np.int64)
+    seen = np.zeros(n, np.bool_)
+    q = np.empty(n, np.int64)
+    qh = 0
+    qt = 1
+    q[0] = entry
+    seen[entry] = True
+    while qh < qt:
+        u = q[qh]
+        qh += 1
+        for e in range(ofs[u], ofs[u + 1]):
+            v = dst[e]
+            if v == entry:
+                path = [entry]
+                while u != entry:
+                    path.append(u)
+                    u = par[u]
+                out = np.empty(len(path), np.int64)
+                for i in range(len(path)):
+                    out[i] = path[len(path) - 1 - i]
+                return out
+            if comp[v] == comp[entry] and not seen[v]:
+                seen[v] = True
+                par[v] = u
+                q[qt] = v
+                qt += 1
+    return np.empty(0, np.int64)
+
+
+# ---------------------------------------------------------------- the search
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.cap = 1 << 16
+        self.tfp = np.zeros(1 << 17, np.uint64)
+        self.tid = np.zeros(1 << 17, np.int64)
+        self.fp = np.zeros(self.cap, np.uint64)
+        self.parent = np.zeros(self.cap, np.int64)
+        self.action = np.zeros(self.cap, np.int64)
+        self.depth = np.zeros(self.cap, np.int64)
+
+    def reserve(self, n: int, more: int) -> None:
+        """Room for `more` states beyond n stored, the table at most half full."""
+        while n + more > self.cap:
+            self.cap *= 2
+            for name in ("fp", "parent", "action", "depth"):
+                a = getattr(self, name)
+                b = np.zeros(self.cap, a.dtype)
+                b[: a.shape[0]] = a
+                setattr(self, name, b)
+        size = self.tfp.shape[0]
+        while 2 * (n + more) > size:
+            size *= 2
+        if size != self.tfp.shape[0]:
+            self.tfp, self.tid = _rehash(self.tfp, self.tid, size)
+
+    def id_of(self, fp: int) -> int:
+        i, _ = _find(self.tfp, self.tid, np.uint64(fp))
+        return int(i)
+
+    def chain(self, fp: int) -> list[tuple[int, int]]:
+        i = self.id_of(fp)
+        out = []
+        while i >= 0:
+            out.append((int(self.fp[i]), int(self.action[i])))
+            i = int(self.parent[i])
+        out.reverse()
+        return out
+
+
+def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limit: float | None,
+                check_deadlock: bool, check_livelock: bool, progress: Callable | None,
+                progress_interval: float) -> Result:
+    """The sequential BFS's results, over the model's rows."""
+    t0 = time.perf_counter()
+    stats = Stats(strategy="bfs")
+    st = _Store()
+    S = np.zeros(6, np.int64)
+    ms = -1 if max_states is None else max_states
+    md = -1 if max_depth is None else max_depth
+    next_report = t0 + progress_interval
+
+    def final(pending: int) -> Stats:
+        stats.generated, stats.distinct, stats.max_depth = int(S[S_GEN]), int(S[S_N]), int(S[S_MAXD])
+        stats.queue, stats.elapsed = pending, time.perf_counter() - t0
+        return stats
+
+    rows, fps, flags = m.array_initial()
+    level_rows, level_flags, level_ids = [], [], []
+    st.reserve(0, len(fps))
+    for i in range(len(fps)):
+        S[S_GEN] += 1
+        sid, slot = _find(st.tfp, st.tid, np.uint64(fps[i]))
+        if sid >= 0:
+            continue
+        if ms >= 0 and S[S_N] >= ms:
+            return bounded(final(len(level_ids)), "max_states", max_states)
+        nid = int(S[S_N])
+        _insert_at(st.tfp, st.tid, slot, np.uint64(fps[i]), nid)
+        S[S_N] += 1
+        st.fp[nid], st.parent[nid], st.action[nid], st.depth[nid] = fps[i], -1, i, 0
+        if flags[i] & CHECK:
+            bad = m.invariants(m.array_state(rows[i]))
+            if bad:
+                return violation(m, st.chain, int(fps[i]), bad[0][0], bad[0][1], final(len(level_ids)))
+        level_rows.append(rows[i])
+        level_flags.append(flags[i])
+        level_ids.append(nid)
+    cur = np.array(level_rows) if level_rows else np.zeros((0, 1), np.int64)
+    cur_done = (np.array(level_flags, np.int64) & DONE) if level_flags else np.zeros(0, np.int64)
+    cur_id0 = 0  # ids of a level are consecutive
+    depth = 0
+    cut_all: list[np.ndarray] = []
+    np_src = np.zeros(1 << 16, np.int64)
+    np_dst = np.zeros(1 << 16, np.int64)
+    while cur.shape[0]:
+        nxt_rows, nxt_flags = [], []
+        nlevel = cur.shape[0]
+        next_count = 0
+        for c0 in range(0, nlevel, CHUNK):
+            now = time.perf_counter()
+            if time_limit is not None and now - t0 >= time_limit:
+                return bounded(final(nlevel - c0 + next_count), "time_limit", time_limit)
+            if progress is not None and now >= next_report:
+                next_report = now + progress_interval
+                progress(final(nlevel - c0 + next_count).snapshot())
+            chunk = cur[c0: c0 + CHUNK]
+            nrows = chunk.shape[0]
+            succ, parent, sfps, sflags = m.array_expand(chunk)
+            k = len(sfps)
+            pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
+            st.reserve(int(S[S_N]), k)
+            if check_livelock and int(S[S_NP]) + k > np_src.shape[0]:
+                size = np_src.shape[0]
+                while int(S[S_NP]) + k > size:
+                    size *= 2
+                np_src = np.concatenate([np_src, np.zeros(size - np_src.shape[0], np.int64)])
+                np_dst = np.concatenate([np_dst, np.zeros(size - np_dst.shape[0], np.int64)])
+            newidx = np.zeros(max(k, 1), np.int64)
+            cut = np.zeros(max(k, 1), np.uint64)
+            S[S_NEW] = 0
+            S[S_CUT] = 0
+            j, i = 0, 0
+            while True:
+                status, j, i = _process(j, i, nrows, pofs, sfps, sflags, cur_id0 + c0, depth,
+                                        cur_done[c0: c0 + nrows], st.tfp, st.tid, S, st.fp, st.parent,
+                                        st.action, st.depth, newidx, np_src, np_dst, cut, ms, md,
+                                        check_livelock, check_deadlock)
+                pending = (nlevel - c0 - j - 1) + next_count + int(S[S_NEW])
+                if status == ST_DONE:
+                    break
+                if status == ST_DEADLOCK:
+                    fp = int(st.fp[cur_id0 + c0 + j])
+                    return deadlock(m, st.chain, fp, final(pending))
+                if status == ST_MAXSTATES:
+                    return bounded(final(pending), "max_states", max_states)
+                # ST_CHECK: the state just stored (successor i - 1)
+                bad = m.invariants(m.array_state(succ[i - 1]))
+                if bad:
+                    fp = int(sfps[i - 1])
+                    return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
+            nnew = int(S[S_NEW])
+            if nnew:
+                nxt_rows.append(succ[newidx[:nnew]])
+                nxt_flags.append(sflags[newidx[:nnew]])
+            next_count += nnew
+            if S[S_CUT]:
+                cut_all.append(cut[: int(S[S_CUT])].copy())
+        cur_id0 += nlevel
+        depth += 1
+        cur = np.concatenate(nxt_rows) if nxt_rows else np.zeros((0, 1), np.int64)
+        cur_done = (np.concatenate(nxt_flags) & DONE) if nxt_flags else np.zeros(0, np.int64)
+    stats = final(0)
+    for cut in cut_all:
+        for fp in cut.tolist():
+            if st.id_of(fp) < 0:
+                return bounded(stats, "max_depth", max_depth)
+    if check_livelock and S[S_NP]:
+        n = int(S[S_N])
+        e = int(S[S_NP])
+        src, dst = np_src[:e], np_dst[:e]  # grouped by source already (sources in id order)
+        ofs = np.searchsorted(src, np.arange(n + 1)).astype(np.int64)
+        comp, nc = _scc(n, ofs, dst)
+        entry = int(_first_cyclic(n, ofs, dst, comp, nc))
+        if entry >= 0:
+            cycle = _cycle(n, ofs, dst, comp, entry)
+            fps_of = st.fp
+            stats = final(0)
+            return livelock_result(m, st.chain, int(fps_of[entry]), [int(fps_of[x]) for x in cycle], stats)
+    return passed(final(0))
