@@ -81,7 +81,7 @@ def _insert_at(tfp, tid, slot, fp, i):
 
 
 @njit(cache=True)
-def _process(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tfp, tid, S, fparr, parents, actions,
+def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tfp, tid, S, fparr, parents, actions,
              depths, newidx, np_src, np_dst, cut, max_states, max_depth, livelock, deadlock_check):
     """Walk successors from parent j0, successor i0; returns (status, j, i)."""
     for j in range(j0, nrows):
@@ -114,7 +114,7 @@ def _process(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tfp, tid, S, 
             S[S_N] = nid + 1
             fparr[nid] = fp
             parents[nid] = src
-            actions[nid] = i - a
+            actions[nid] = acts[i]
             depths[nid] = pdepth + 1
             if pdepth + 1 > S[S_MAXD]:
                 S[S_MAXD] = pdepth + 1
@@ -342,7 +342,7 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
                 progress(final(nlevel - c0 + next_count).snapshot())
             chunk = cur[c0: c0 + CHUNK]
             nrows = chunk.shape[0]
-            succ, parent, sfps, sflags = m.array_expand(chunk)
+            succ, parent, sacts, sfps, sflags = m.array_expand(chunk)
             k = len(sfps)
             pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
             st.reserve(int(S[S_N]), k)
@@ -358,7 +358,7 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
             S[S_CUT] = 0
             j, i = 0, 0
             while True:
-                status, j, i = _process(j, i, nrows, pofs, sfps, sflags, cur_id0 + c0, depth,
+                status, j, i = _process(j, i, nrows, pofs, sfps, sflags, sacts, cur_id0 + c0, depth,
                                         cur_done[c0: c0 + nrows], st.tfp, st.tid, S, st.fp, st.parent,
                                         st.action, st.depth, newidx, np_src, np_dst, cut, ms, md,
                                         check_livelock, check_deadlock)

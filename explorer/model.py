@@ -62,6 +62,19 @@ class Model(Protocol):
     # Optional, looked up with getattr (not part of the runtime check):
     #   step_events(state, action) -> (nxt | None, list)  -- events shown in traces
     #   format_state(state) -> list[str]                   -- lines for step 0
+    #   fingerprint(state) -> int                          -- its own stable 64-bit fingerprint
+    #
+    # The array protocol (explorer/arrays.py; BFS with one worker uses it
+    # when a model has `array_expand`): states as rows of an int64 array.
+    #   array_initial() -> (rows[n, W], fps uint64[n], flags int64[n])
+    #   array_expand(rows[m, W]) -> (succ[k, W], parent int64[k], action int64[k],
+    #                                fps uint64[k], flags int64[k])
+    #       successors in (parent, action) order; `action` indexes `actions(state)`;
+    #       flags: arrays.CHECK (call `invariants` on it), arrays.DONE (`is_done`),
+    #       arrays.PROGRESS (the edge into it is progress); fps as `fingerprint`
+    #   array_state(row) -> state   -- the state of the Python protocol, for
+    #       invariants and traces (replayed through `actions`/`step`)
+    # It may raise arrays.ArrayFallback: the run restarts on the sequential engine.
 
 
 @dataclass(frozen=True)

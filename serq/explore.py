@@ -103,7 +103,10 @@ class SerqModel:
         if not self._plain_invariants:
             chk[:] = True
         out = out | np.where(chk, AR_CHECK, 0) | np.where(r.acts[:k, 0] == 1, AR_PROGRESS, 0)  # 1: a turn
-        return r.outs[:k].copy(), r.parent[:k].copy(), r.fps[:k].copy(), out.astype(np.int64)
+        parent = r.parent[:k].copy()
+        # `actions` lists only the actions that have a successor: the index is the rank among them
+        action = np.arange(k, dtype=np.int64) - np.searchsorted(parent, parent)
+        return r.outs[:k].copy(), parent, action, r.fps[:k].copy(), out.astype(np.int64)
 
     def array_state(self, row):
         return self.rows.from_row(row)

@@ -204,3 +204,69 @@ class Evented(CounterPair):
     def step_events(self, state, action):
         nxt = self.step(state, action)
         return nxt, ([f"{action} fired"] if nxt is not None else [])
+
+
+class AsArrays:
+    """Any toy with flat states of ints (or None) given the array protocol:
+    a row per state, successors in action order, every state's invariants
+    checked (flag CHECK). The array engine must agree with the sequential
+    engine on the model itself."""
+
+    def __init__(self, model, width):
+        self.m, self.width = model, width
+
+    def __getattr__(self, name):
+        return getattr(self.m, name)
+
+    def _row(self, state):
+        vals = state if isinstance(state, tuple) else (state,)
+        return [-1 if v is None else int(v) for v in vals]
+
+    def _state(self, row):
+        vals = tuple(None if v == -1 else int(v) for v in row)
+        return vals if self.width > 1 and isinstance(self.m.initial_states()[0], tuple) else vals[0]
+
+    def _flags(self, state, prev=None, action=None):
+        import explorer.arrays as A
+
+        f = A.CHECK
+        if self.m.is_done(state):
+            f |= A.DONE
+        if prev is not None and self.m.is_progress(prev, action, state):
+            f |= A.PROGRESS
+        return f
+
+    def fingerprint(self, state):
+        from explorer.fingerprint import fingerprint
+
+        return fingerprint(self.m.canonical(state))
+
+    def array_initial(self):
+        import numpy as np
+
+        init = self.m.initial_states()
+        rows = np.array([self._row(s) for s in init], np.int64).reshape(len(init), self.width)
+        return rows, np.array([self.fingerprint(s) for s in init], np.uint64), \
+            np.array([self._flags(s) for s in init], np.int64)
+
+    def array_expand(self, rows):
+        import numpy as np
+
+        out, par, act, fps, fl = [], [], [], [], []
+        for j, row in enumerate(rows.tolist()):
+            s = self._state(row)
+            for ai, a in enumerate(self.m.actions(s)):
+                n = self.m.step(s, a)
+                if n is None:
+                    continue
+                out.append(self._row(n))
+                par.append(j)
+                act.append(ai)
+                fps.append(self.fingerprint(n))
+                fl.append(self._flags(n, s, a))
+        k = len(out)
+        return (np.array(out, np.int64).reshape(k, self.width), np.array(par, np.int64),
+                np.array(act, np.int64), np.array(fps, np.uint64), np.array(fl, np.int64))
+
+    def array_state(self, row):
+        return self._state(row.tolist())
