@@ -100,11 +100,17 @@ def canon(K, w, out, sym, keep_pos):
         for k in range(w[pbase(K, p) + P_CN]):
             w[T + nv] = w[c + CW * k + CE_REL]
             nv += 1
-    srt = np.sort(w[T:T + nv])
+    for i in range(1, nv):  # insertion sort: a handful of values
+        x = w[T + i]
+        j = i - 1
+        while j >= 0 and w[T + j] > x:
+            w[T + j + 1] = w[T + j]
+            j -= 1
+        w[T + j + 1] = x
     u = 0
     for i in range(nv):
-        if u == 0 or srt[i] != w[T + u - 1]:
-            w[T + u] = srt[i]
+        if u == 0 or w[T + i] != w[T + u - 1]:
+            w[T + u] = w[T + i]
             u += 1
     # records (in `out`, temporarily, at session i * RW after a gap)
     base = 8
