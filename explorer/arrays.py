@@ -3,10 +3,11 @@ protocol (see `explorer/model.py`), with the very semantics of the
 sequential BFS in `search.py` (same verdict, counts, queue figure and
 shortest trace), at a fraction of its cost per state.
 
-Store: an open-addressing table of 64-bit fingerprints (numpy, grown by
-doubling) mapping to dense state ids in discovery order, and per id its
-fingerprint, parent id, action index and depth: about 30 bytes per stored
-state, no Python object per state. Rows are kept only for the frontier.
+Store: per state id (dense, in discovery order) its 64-bit fingerprint,
+parent id and action index, and an open-addressing table of ids (numpy,
+grown by doubling, at most 70 % full): 16 bytes a state plus 6-11 for the
+table, no Python object per state. Rows are kept only for the current and
+the next BFS level, each at the narrowest integer width its values allow.
 The successors of a chunk of frontier rows come from one call of the model;
 `_process` (numba) walks them in (parent, action) order, exactly as the
 sequential loop would, and returns to Python only at an event: a state whose
@@ -43,46 +44,43 @@ class ArrayFallback(Exception):
 
 
 @njit(cache=True)
-def _find(tfp, tid, fp):
-    mask = np.uint64(tfp.shape[0] - 1)
+def _find(tab, fparr, fp):
+    """(id or -1, slot): the table holds ids (-1: empty), compared through
+    their fingerprints (4 bytes a slot)."""
+    mask = np.uint64(tab.shape[0] - 1)
     j = fp & mask
     while True:
-        f = tfp[j]
-        if f == np.uint64(0):
+        i = tab[j]
+        if i < 0:
             return -1, j
-        if f == fp:
-            return tid[j], j
+        if fparr[i] == fp:
+            return i, j
         j = (j + np.uint64(1)) & mask
 
 
 @njit(cache=True)
-def _rehash(tfp, tid, size):
-    nf = np.zeros(size, np.uint64)
-    ni = np.zeros(size, np.int64)
+def _rehash(tab, fparr, n, size):
+    nt = np.full(size, -1, np.int32)
     mask = np.uint64(size - 1)
-    for j in range(tfp.shape[0]):
-        f = tfp[j]
-        if f != np.uint64(0):
-            k = f & mask
-            while nf[k] != np.uint64(0):
-                k = (k + np.uint64(1)) & mask
-            nf[k] = f
-            ni[k] = tid[j]
-    return nf, ni
+    for i in range(n):
+        k = fparr[i] & mask
+        while nt[k] >= 0:
+            k = (k + np.uint64(1)) & mask
+        nt[k] = i
+    return nt
 
 
 @njit(cache=True)
-def _insert_at(tfp, tid, slot, fp, i):
-    tfp[slot] = fp
-    tid[slot] = i
+def _insert_at(tab, slot, i):
+    tab[slot] = i
 
 
 # ---------------------------------------------------------------- the walk
 
 
 @njit(cache=True)
-def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tfp, tid, S, fparr, parents, actions,
-             depths, newidx, np_src, np_dst, cut, max_states, max_depth, livelock, deadlock_check):
+def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tab, S, fparr, parents, actions,
+             newidx, np_src, np_dst, cut, max_states, max_depth, livelock, deadlock_check):
     """Walk successors from parent j0, successor i0; returns (status, j, i)."""
     for j in range(j0, nrows):
         a = pofs[j]
@@ -95,7 +93,7 @@ def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tfp, ti
         for i in range(start, b):
             S[S_GEN] += 1
             fp = fps[i]
-            sid, slot = _find(tfp, tid, fp)
+            sid, slot = _find(tab, fparr, fp)
             src = pid0 + j
             if sid >= 0:
                 if livelock and (flags[i] & PROGRESS) == 0:
@@ -110,12 +108,11 @@ def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tfp, ti
             if max_states >= 0 and S[S_N] >= max_states:
                 return ST_MAXSTATES, j, i
             nid = S[S_N]
-            _insert_at(tfp, tid, slot, fp, nid)
-            S[S_N] = nid + 1
             fparr[nid] = fp
+            _insert_at(tab, slot, nid)
+            S[S_N] = nid + 1
             parents[nid] = src
             actions[nid] = acts[i]
-            depths[nid] = pdepth + 1
             if pdepth + 1 > S[S_MAXD]:
                 S[S_MAXD] = pdepth + 1
             newidx[S[S_NEW]] = i
@@ -246,32 +243,37 @@ def _cycle(n, ofs, dst, comp, entry):
 
 
 class _Store:
+    """Per stored state: fingerprint (8 bytes), parent id and action index
+    (4 each); the table: an id per slot (4 bytes), at most 70 % full. Depth
+    is not stored: BFS gives ids level by level."""
+
     def __init__(self) -> None:
         self.cap = 1 << 16
-        self.tfp = np.zeros(1 << 17, np.uint64)
-        self.tid = np.zeros(1 << 17, np.int64)
+        self.tab = np.full(1 << 17, -1, np.int32)
         self.fp = np.zeros(self.cap, np.uint64)
-        self.parent = np.zeros(self.cap, np.int64)
-        self.action = np.zeros(self.cap, np.int64)
-        self.depth = np.zeros(self.cap, np.int64)
+        self.parent = np.zeros(self.cap, np.int32)
+        self.action = np.zeros(self.cap, np.int32)
 
     def reserve(self, n: int, more: int) -> None:
-        """Room for `more` states beyond n stored, the table at most half full."""
+        """Room for `more` states beyond the n stored."""
         while n + more > self.cap:
             self.cap *= 2
-            for name in ("fp", "parent", "action", "depth"):
+            for name in ("fp", "parent", "action"):
                 a = getattr(self, name)
                 b = np.zeros(self.cap, a.dtype)
                 b[: a.shape[0]] = a
                 setattr(self, name, b)
-        size = self.tfp.shape[0]
-        while 2 * (n + more) > size:
+        size = self.tab.shape[0]
+        while 10 * (n + more) > 7 * size:
             size *= 2
-        if size != self.tfp.shape[0]:
-            self.tfp, self.tid = _rehash(self.tfp, self.tid, size)
+        if size != self.tab.shape[0]:
+            self.tab = _rehash(self.tab, self.fp, n, size)
+
+    def nbytes(self) -> int:
+        return self.tab.nbytes + self.fp.nbytes + self.parent.nbytes + self.action.nbytes
 
     def id_of(self, fp: int) -> int:
-        i, _ = _find(self.tfp, self.tid, np.uint64(fp))
+        i, _ = _find(self.tab, self.fp, np.uint64(fp))
         return int(i)
 
     def chain(self, fp: int) -> list[tuple[int, int]]:
@@ -282,6 +284,18 @@ class _Store:
             i = int(self.parent[i])
         out.reverse()
         return out
+
+
+def _narrow(rows: np.ndarray) -> np.ndarray:
+    """Rows stored at the narrowest integer width their values allow."""
+    if rows.size == 0:
+        return rows
+    lo, hi = int(rows.min()), int(rows.max())
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return rows.astype(t)
+    return rows.copy()
 
 
 def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limit: float | None,
@@ -306,15 +320,15 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
     st.reserve(0, len(fps))
     for i in range(len(fps)):
         S[S_GEN] += 1
-        sid, slot = _find(st.tfp, st.tid, np.uint64(fps[i]))
+        sid, slot = _find(st.tab, st.fp, np.uint64(fps[i]))
         if sid >= 0:
             continue
         if ms >= 0 and S[S_N] >= ms:
             return bounded(final(len(level_ids)), "max_states", max_states)
         nid = int(S[S_N])
-        _insert_at(st.tfp, st.tid, slot, np.uint64(fps[i]), nid)
+        st.fp[nid], st.parent[nid], st.action[nid] = fps[i], -1, i
+        _insert_at(st.tab, slot, nid)
         S[S_N] += 1
-        st.fp[nid], st.parent[nid], st.action[nid], st.depth[nid] = fps[i], -1, i, 0
         if flags[i] & CHECK:
             bad = m.invariants(m.array_state(rows[i]))
             if bad:
@@ -322,70 +336,74 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
         level_rows.append(rows[i])
         level_flags.append(flags[i])
         level_ids.append(nid)
-    cur = np.array(level_rows) if level_rows else np.zeros((0, 1), np.int64)
-    cur_done = (np.array(level_flags, np.int64) & DONE) if level_flags else np.zeros(0, np.int64)
+    # a level: blocks of (rows, done flags), consumed (and freed) as expanded
+    cur = [(np.array(level_rows), np.array(level_flags, np.int64) & DONE)] if level_rows else []
     cur_id0 = 0  # ids of a level are consecutive
     depth = 0
     cut_all: list[np.ndarray] = []
-    np_src = np.zeros(1 << 16, np.int64)
-    np_dst = np.zeros(1 << 16, np.int64)
-    while cur.shape[0]:
-        nxt_rows, nxt_flags = [], []
-        nlevel = cur.shape[0]
+    np_src = np.zeros(1 << 16, np.int32)
+    np_dst = np.zeros(1 << 16, np.int32)
+    while cur:
+        nxt: list = []
+        nlevel = sum(b[0].shape[0] for b in cur)
         next_count = 0
-        for c0 in range(0, nlevel, CHUNK):
-            now = time.perf_counter()
-            if time_limit is not None and now - t0 >= time_limit:
-                return bounded(final(nlevel - c0 + next_count), "time_limit", time_limit)
-            if progress is not None and now >= next_report:
-                next_report = now + progress_interval
-                progress(final(nlevel - c0 + next_count).snapshot())
-            chunk = cur[c0: c0 + CHUNK]
-            nrows = chunk.shape[0]
-            succ, parent, sacts, sfps, sflags = m.array_expand(chunk)
-            k = len(sfps)
-            pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
-            st.reserve(int(S[S_N]), k)
-            if check_livelock and int(S[S_NP]) + k > np_src.shape[0]:
-                size = np_src.shape[0]
-                while int(S[S_NP]) + k > size:
-                    size *= 2
-                np_src = np.concatenate([np_src, np.zeros(size - np_src.shape[0], np.int64)])
-                np_dst = np.concatenate([np_dst, np.zeros(size - np_dst.shape[0], np.int64)])
-            newidx = np.zeros(max(k, 1), np.int64)
-            cut = np.zeros(max(k, 1), np.uint64)
-            S[S_NEW] = 0
-            S[S_CUT] = 0
-            j, i = 0, 0
-            while True:
-                status, j, i = _process(j, i, nrows, pofs, sfps, sflags, sacts, cur_id0 + c0, depth,
-                                        cur_done[c0: c0 + nrows], st.tfp, st.tid, S, st.fp, st.parent,
-                                        st.action, st.depth, newidx, np_src, np_dst, cut, ms, md,
-                                        check_livelock, check_deadlock)
-                pending = (nlevel - c0 - j - 1) + next_count + int(S[S_NEW])
-                if status == ST_DONE:
-                    break
-                if status == ST_DEADLOCK:
-                    fp = int(st.fp[cur_id0 + c0 + j])
-                    return deadlock(m, st.chain, fp, final(pending))
-                if status == ST_MAXSTATES:
-                    return bounded(final(pending), "max_states", max_states)
-                # ST_CHECK: the state just stored (successor i - 1)
-                bad = m.invariants(m.array_state(succ[i - 1]))
-                if bad:
-                    fp = int(sfps[i - 1])
-                    return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
-            nnew = int(S[S_NEW])
-            if nnew:
-                nxt_rows.append(succ[newidx[:nnew]])
-                nxt_flags.append(sflags[newidx[:nnew]])
-            next_count += nnew
-            if S[S_CUT]:
-                cut_all.append(cut[: int(S[S_CUT])].copy())
+        pos = 0  # index in the level of the chunk's first row
+        cur.reverse()
+        while cur:
+            block, bdone = cur.pop()
+            for c0 in range(0, block.shape[0], CHUNK):
+                now = time.perf_counter()
+                if time_limit is not None and now - t0 >= time_limit:
+                    return bounded(final(nlevel - pos + next_count), "time_limit", time_limit)
+                if progress is not None and now >= next_report:
+                    next_report = now + progress_interval
+                    progress(final(nlevel - pos + next_count).snapshot())
+                chunk = block[c0: c0 + CHUNK].astype(np.int64)
+                nrows = chunk.shape[0]
+                succ, parent, sacts, sfps, sflags = m.array_expand(chunk)
+                k = len(sfps)
+                pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
+                st.reserve(int(S[S_N]), k)
+                if check_livelock and int(S[S_NP]) + k > np_src.shape[0]:
+                    size = np_src.shape[0]
+                    while int(S[S_NP]) + k > size:
+                        size *= 2
+                    np_src = np.concatenate([np_src, np.zeros(size - np_src.shape[0], np.int32)])
+                    np_dst = np.concatenate([np_dst, np.zeros(size - np_dst.shape[0], np.int32)])
+                newidx = np.zeros(max(k, 1), np.int64)
+                cut = np.zeros(max(k, 1), np.uint64)
+                S[S_NEW] = 0
+                S[S_CUT] = 0
+                j, i = 0, 0
+                while True:
+                    status, j, i = _process(j, i, nrows, pofs, sfps, sflags, sacts, cur_id0 + pos, depth,
+                                            bdone[c0: c0 + nrows], st.tab, S, st.fp, st.parent,
+                                            st.action, newidx, np_src, np_dst, cut, ms, md,
+                                            check_livelock, check_deadlock)
+                    pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
+                    if status == ST_DONE:
+                        break
+                    if status == ST_DEADLOCK:
+                        fp = int(st.fp[cur_id0 + pos + j])
+                        return deadlock(m, st.chain, fp, final(pending))
+                    if status == ST_MAXSTATES:
+                        return bounded(final(pending), "max_states", max_states)
+                    # ST_CHECK: the state just stored (successor i - 1)
+                    bad = m.invariants(m.array_state(succ[i - 1]))
+                    if bad:
+                        fp = int(sfps[i - 1])
+                        return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
+                nnew = int(S[S_NEW])
+                if nnew:
+                    nxt.append((_narrow(succ[newidx[:nnew]]), sflags[newidx[:nnew]] & DONE))
+                next_count += nnew
+                if S[S_CUT]:
+                    cut_all.append(cut[: int(S[S_CUT])].copy())
+                pos += nrows
+            del block, bdone
         cur_id0 += nlevel
         depth += 1
-        cur = np.concatenate(nxt_rows) if nxt_rows else np.zeros((0, 1), np.int64)
-        cur_done = (np.concatenate(nxt_flags) & DONE) if nxt_flags else np.zeros(0, np.int64)
+        cur = nxt
     stats = final(0)
     for cut in cut_all:
         for fp in cut.tolist():

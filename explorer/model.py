@@ -71,7 +71,8 @@ class Model(Protocol):
     #                                fps uint64[k], flags int64[k])
     #       successors in (parent, action) order; `action` indexes `actions(state)`;
     #       flags: arrays.CHECK (call `invariants` on it), arrays.DONE (`is_done`),
-    #       arrays.PROGRESS (the edge into it is progress); fps as `fingerprint`
+    #       arrays.PROGRESS (the edge into it is progress); fps as `fingerprint`;
+    #       the arrays may be the model's buffers: they are read before the next call
     #   array_state(row) -> state   -- the state of the Python protocol, for
     #       invariants and traces (replayed through `actions`/`step`)
     # It may raise arrays.ArrayFallback: the run restarts on the sequential engine.

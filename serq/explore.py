@@ -103,10 +103,10 @@ class SerqModel:
         if not self._plain_invariants:
             chk[:] = True
         out = out | np.where(chk, AR_CHECK, 0) | np.where(r.acts[:k, 0] == 1, AR_PROGRESS, 0)  # 1: a turn
-        parent = r.parent[:k].copy()
+        parent = r.parent[:k]  # views of the model's buffers: valid until the next call
         # `actions` lists only the actions that have a successor: the index is the rank among them
         action = np.arange(k, dtype=np.int64) - np.searchsorted(parent, parent)
-        return r.outs[:k].copy(), parent, action, r.fps[:k].copy(), out.astype(np.int64)
+        return r.outs[:k], parent, action, r.fps[:k], out.astype(np.int64)
 
     def array_state(self, row):
         return self.rows.from_row(row)

@@ -25,19 +25,19 @@ from serq.semantics.kernel.core import cbase, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.entry import run_step
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def is_end(K, w, sid):
     sb = sbase(K, sid)
     return K[st_row(K, w[sb + F_PROG], w[sb + F_PC])] == K_END
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, inline="always", error_model="numpy")
 def fat(o, f):
     """Where field f of a session record lands once its parent is removed."""
     return o + f - (1 if f > F_PARENT else 0)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def rank_of(w, T, u, x):
     lo = 0
     hi = u - 1
@@ -52,7 +52,7 @@ def rank_of(w, T, u, x):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def rec_cmp(out, a, b, n):
     for i in range(n):
         if out[a + i] != out[b + i]:
@@ -60,7 +60,7 @@ def rec_cmp(out, a, b, n):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def sess_cmp(out, a, b, pa, pb, RW):
     """Records first, then the parents' records (no parent comes first)."""
     c = rec_cmp(out, a * RW, b * RW, RW)
@@ -73,7 +73,7 @@ def sess_cmp(out, a, b, pa, pb, RW):
     return rec_cmp(out, pa * RW, pb * RW, RW)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def canon(K, w, out, sym, keep_pos):
     """The canonical form of the row in w[0:W] into `out`; returns its
     length. w's scratch S_TMP and S_PERM are used."""
@@ -224,7 +224,7 @@ def canon(K, w, out, sym, keep_pos):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fingerprint(out, m):
     """A 64-bit mix of out[0:m] (never 0)."""
     h = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(m)
@@ -239,7 +239,7 @@ def fingerprint(out, m):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def row_flags(K, w):
     """bit 0 faulted, bit 1 some session stuck, bit 2 every session ended."""
     f = 1 if w[R_FAULT] != 0 else 0
@@ -254,13 +254,13 @@ def row_flags(K, w):
     return f
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fp_of(K, w, out, sym, keep_pos):
     m = canon(K, w, out, sym, keep_pos)
     return fingerprint(out, m)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
     """Every successor of `row`, in the model's action order (arrivals,
     turns, iterations; one per sequence of oracle answers): rows in outs,
@@ -319,7 +319,7 @@ def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def expand_batch(K, w, rows, n, outs, parent, acts, choices, fps, flags, tmp, sym, keep_pos):
     """`expand` over rows[0:n], successors concatenated in row order
     (parent[i]: the row a successor comes from). Same return codes."""

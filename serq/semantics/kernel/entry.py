@@ -13,7 +13,7 @@ from serq.semantics.kernel.core import allocated, ev, pbase, sbase, st_row
 from serq.semantics.kernel.iterate import step
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def prepare(K, w, now, stopnew, evon, nscript):
     w[K[S_QPOS]] = 0
     w[K[S_NSCRIPT]] = nscript
@@ -28,7 +28,7 @@ def prepare(K, w, now, stopnew, evon, nscript):
     w[K[S_CTXOK]] = 1 << CX_NOW
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def run_step(K, w, kind, subj, now, stopnew, evon, nscript):
     """One step of the row in w[0:W]; the script of oracle answers is in
     w[S_SCRIPT..] (nscript of them). Returns step's result; w[S_HALT]
@@ -37,7 +37,7 @@ def run_step(K, w, kind, subj, now, stopnew, evon, nscript):
     return step(K, w, kind, subj)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def eval_at(K, w, code, ab, sid, now):
     """An expression against the row in w: attributes at w[ab..] (0: none),
     pool queries for sid (-1: none); only `now` is in the context."""
@@ -45,7 +45,7 @@ def eval_at(K, w, code, ab, sid, now):
     return ev(K, code, w, ab, sid)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def might_work(K, w, si):
     """False only if an iteration of stage si would certainly do nothing:
     no resident of si and an empty queue in every pool it admits."""
@@ -61,7 +61,7 @@ def might_work(K, w, si):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def levels(K, w, out):
     """Units allocated per pool, into out."""
     for p in range(K[H_NP]):

@@ -1,0 +1,88 @@
+"""The chat family, as in the SPIN comparison: N chats, a KV pool of 6
+blocks of 4, budget 8, prompt 6, outputs 1..4 drawn at arrival, LIFO
+preemption (a chat may preempt itself), resume keeping its outputs. For
+each N and with and without symmetry: verdict, distinct states, seconds,
+states/s, bytes per stored state (peak RSS above the process's RSS once
+the instance is loaded and the kernel warm, over the states) and the time
+of 2 workers against 1 (`--workers`).
+
+    python bench/bench_chat_family.py                  # N = 3..6
+    python bench/bench_chat_family.py --n 3 4 --workers
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import textwrap
+
+TEMPLATE = """\
+const BS = 4;
+pool kv { cap 24; block BS; admit via gpu; preempt lifo; evict lru; }
+stage gpu { budget 8; }
+session chat {
+  draw o in 1..4 hidden;
+  let g = 0;
+  hold kv need (6 + g) take 0 {
+    prefill (6 + g) growing kv;
+    decode (o - 1 - g) growing kv progress g;
+  }
+  end;
+}
+workload { {N} x chat; }
+"""
+
+CHILD = textwrap.dedent("""
+    import json, resource, sys, time
+    from serq.load import load_text
+    from serq.explore_cli import explore
+    text, sym, limit, workers = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3]), int(sys.argv[4])
+    prog = load_text(text, "bench.sq", explorer=True).program
+    explore(prog, symmetry=sym, max_states=50)  # the kernel loaded from numba's cache
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    c = time.process_time()
+    r = explore(prog, symmetry=sym, time_limit=limit, workers=workers)
+    dt, cpu = time.perf_counter() - t, time.process_time() - c
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    print(json.dumps({"verdict": r.verdict, "distinct": r.stats.distinct, "seconds": dt, "cpu": cpu,
+                      "bytes": (rss - base) * 1024 / max(r.stats.distinct, 1)}))
+""")
+
+
+def run(n: int, sym: bool, limit: float, workers: int = 1) -> dict:
+    text = TEMPLATE.replace("{N}", str(n))
+    out = subprocess.run([sys.executable, "-c", CHILD, text, "1" if sym else "0", str(limit), str(workers)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[3, 4, 5, 6])
+    ap.add_argument("--time-limit", type=float, default=120.0)
+    ap.add_argument("--workers", action="store_true", help="also time 2 workers against 1")
+    ap.add_argument("--symmetry", choices=("both", "on", "off"), default="both")
+    args = ap.parse_args()
+    hdr = (f"{'N':>2} {'symmetry':>8} {'verdict':>8} {'distinct':>10} {'seconds':>8} {'states/s':>9} "
+           f"{'B/state':>8} {'2 workers':>9}")
+    print(hdr)
+    print("-" * len(hdr))
+    syms = {"both": (True, False), "on": (True,), "off": (False,)}[args.symmetry]
+    for n in args.n:
+        for sym in syms:
+            r = run(n, sym, args.time_limit)
+            mark = ">" if r["verdict"] == "bound" else " "
+            rate = r["distinct"] / r["seconds"] if r["seconds"] else 0
+            two = ""
+            if args.workers:
+                r2 = run(n, sym, args.time_limit, workers=2)
+                two = f"{r['seconds'] / r2['seconds']:.2f}x" if r2["seconds"] else ""
+            print(f"{n:>2} {'on' if sym else 'off':>8} {r['verdict']:>8} {mark}{r['distinct']:>9} "
+                  f"{r['seconds']:>8.2f} {rate:>9.0f} {r['bytes']:>8.0f} {two:>9}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
