@@ -226,14 +226,15 @@ def canon(K, w, out, sym, keep_pos):
 
 @njit(cache=True, error_model="numpy")
 def fingerprint(out, m):
-    """A 64-bit mix of out[0:m] (never 0)."""
+    """A 64-bit hash of out[0:m] (never 0): one multiply per word, a
+    splitmix finish."""
     h = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(m)
     for i in range(m):
-        x = np.uint64(out[i]) ^ (h + np.uint64(i) * np.uint64(0xBF58476D1CE4E5B9))
-        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        x = x ^ (x >> np.uint64(31))
-        h = (h ^ x) * np.uint64(0x100000001B3) + np.uint64(0x632BE59BD9B4E019)
+        h = (h ^ np.uint64(out[i])) * np.uint64(0x9FB21C651E98DF25)
+        h ^= h >> np.uint64(29)
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    h = h ^ (h >> np.uint64(31))
     if h == np.uint64(0):
         h = np.uint64(1)
     return h
