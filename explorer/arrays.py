@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
+from .arrays_narrow import narrow as _narrow
 from .outcome import bounded, deadlock, livelock_result, passed, violation
 from .result import Result, Stats
 
@@ -286,22 +287,35 @@ class _Store:
         return out
 
 
-def _narrow(rows: np.ndarray) -> np.ndarray:
-    """Rows stored at the narrowest integer width their values allow."""
-    if rows.size == 0:
-        return rows
-    lo, hi = int(rows.min()), int(rows.max())
-    for t in (np.int8, np.int16, np.int32):
-        info = np.iinfo(t)
-        if info.min <= lo and hi <= info.max:
-            return rows.astype(t)
-    return rows.copy()
+def _local(m):
+    def expand(items):
+        for meta, rows in items:
+            yield meta, rows, m.array_expand(rows)
+    return expand
 
 
 def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limit: float | None,
                 check_deadlock: bool, check_livelock: bool, progress: Callable | None,
-                progress_interval: float) -> Result:
-    """The sequential BFS's results, over the model's rows."""
+                progress_interval: float, factory: Any = None, workers: int = 1) -> Result:
+    """The sequential BFS's results, over the model's rows; with workers > 1
+    the chunks are expanded by worker processes (array_workers.py)."""
+    if workers > 1:
+        from .array_workers import Expanders
+
+        pool = Expanders(factory, workers)
+        try:
+            r = _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
+                             progress_interval, pool.expand)
+        finally:
+            pool.close()
+        r.stats.workers = workers
+        return r
+    return _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
+                        progress_interval, _local(m))
+
+
+def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
+                 progress_interval, expand) -> Result:
     t0 = time.perf_counter()
     stats = Stats(strategy="bfs")
     st = _Store()
@@ -347,60 +361,63 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
         nxt: list = []
         nlevel = sum(b[0].shape[0] for b in cur)
         next_count = 0
-        pos = 0  # index in the level of the chunk's first row
-        cur.reverse()
-        while cur:
-            block, bdone = cur.pop()
-            for c0 in range(0, block.shape[0], CHUNK):
-                now = time.perf_counter()
-                if time_limit is not None and now - t0 >= time_limit:
-                    return bounded(final(nlevel - pos + next_count), "time_limit", time_limit)
-                if progress is not None and now >= next_report:
-                    next_report = now + progress_interval
-                    progress(final(nlevel - pos + next_count).snapshot())
-                chunk = block[c0: c0 + CHUNK].astype(np.int64)
-                nrows = chunk.shape[0]
-                succ, parent, sacts, sfps, sflags = m.array_expand(chunk)
-                k = len(sfps)
-                pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
-                st.reserve(int(S[S_N]), k)
-                if check_livelock and int(S[S_NP]) + k > np_src.shape[0]:
-                    size = np_src.shape[0]
-                    while int(S[S_NP]) + k > size:
-                        size *= 2
-                    np_src = np.concatenate([np_src, np.zeros(size - np_src.shape[0], np.int32)])
-                    np_dst = np.concatenate([np_dst, np.zeros(size - np_dst.shape[0], np.int32)])
-                newidx = np.zeros(max(k, 1), np.int64)
-                cut = np.zeros(max(k, 1), np.uint64)
-                S[S_NEW] = 0
-                S[S_CUT] = 0
-                j, i = 0, 0
-                while True:
-                    status, j, i = _process(j, i, nrows, pofs, sfps, sflags, sacts, cur_id0 + pos, depth,
-                                            bdone[c0: c0 + nrows], st.tab, S, st.fp, st.parent,
-                                            st.action, newidx, np_src, np_dst, cut, ms, md,
-                                            check_livelock, check_deadlock)
-                    pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
-                    if status == ST_DONE:
-                        break
-                    if status == ST_DEADLOCK:
-                        fp = int(st.fp[cur_id0 + pos + j])
-                        return deadlock(m, st.chain, fp, final(pending))
-                    if status == ST_MAXSTATES:
-                        return bounded(final(pending), "max_states", max_states)
-                    # ST_CHECK: the state just stored (successor i - 1)
-                    bad = m.invariants(m.array_state(succ[i - 1]))
-                    if bad:
-                        fp = int(sfps[i - 1])
-                        return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
-                nnew = int(S[S_NEW])
-                if nnew:
-                    nxt.append((_narrow(succ[newidx[:nnew]]), sflags[newidx[:nnew]] & DONE))
-                next_count += nnew
-                if S[S_CUT]:
-                    cut_all.append(cut[: int(S[S_CUT])].copy())
-                pos += nrows
-            del block, bdone
+        def chunks(cur=cur):
+            pos = 0  # index in the level of the chunk's first row
+            cur.reverse()
+            while cur:
+                block, bdone = cur.pop()
+                for c0 in range(0, block.shape[0], CHUNK):
+                    rows = block[c0: c0 + CHUNK].astype(np.int64)
+                    yield (pos, bdone[c0: c0 + rows.shape[0]]), rows
+                    pos += rows.shape[0]
+                del block, bdone
+
+        for (pos, pdone), chunk, (succ, parent, sacts, sfps, sflags) in expand(chunks()):
+            now = time.perf_counter()
+            if time_limit is not None and now - t0 >= time_limit:
+                return bounded(final(nlevel - pos + next_count), "time_limit", time_limit)
+            if progress is not None and now >= next_report:
+                next_report = now + progress_interval
+                progress(final(nlevel - pos + next_count).snapshot())
+            nrows = chunk.shape[0]
+            k = len(sfps)
+            pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
+            st.reserve(int(S[S_N]), k)
+            if check_livelock and int(S[S_NP]) + k > np_src.shape[0]:
+                size = np_src.shape[0]
+                while int(S[S_NP]) + k > size:
+                    size *= 2
+                np_src = np.concatenate([np_src, np.zeros(size - np_src.shape[0], np.int32)])
+                np_dst = np.concatenate([np_dst, np.zeros(size - np_dst.shape[0], np.int32)])
+            newidx = np.zeros(max(k, 1), np.int64)
+            cut = np.zeros(max(k, 1), np.uint64)
+            S[S_NEW] = 0
+            S[S_CUT] = 0
+            j, i = 0, 0
+            while True:
+                status, j, i = _process(j, i, nrows, pofs, sfps, sflags, sacts, cur_id0 + pos, depth,
+                                        pdone, st.tab, S, st.fp, st.parent,
+                                        st.action, newidx, np_src, np_dst, cut, ms, md,
+                                        check_livelock, check_deadlock)
+                pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
+                if status == ST_DONE:
+                    break
+                if status == ST_DEADLOCK:
+                    fp = int(st.fp[cur_id0 + pos + j])
+                    return deadlock(m, st.chain, fp, final(pending))
+                if status == ST_MAXSTATES:
+                    return bounded(final(pending), "max_states", max_states)
+                # ST_CHECK: the state just stored (successor i - 1)
+                bad = m.invariants(m.array_state(np.asarray(succ[i - 1], np.int64)))
+                if bad:
+                    fp = int(sfps[i - 1])
+                    return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
+            nnew = int(S[S_NEW])
+            if nnew:
+                nxt.append((_narrow(succ[newidx[:nnew]]), sflags[newidx[:nnew]] & DONE))
+            next_count += nnew
+            if S[S_CUT]:
+                cut_all.append(cut[: int(S[S_CUT])].copy())
         cur_id0 += nlevel
         depth += 1
         cur = nxt

@@ -65,6 +65,15 @@ def check(
     if workers > 1:
         if strategy != "bfs":
             raise ValueError("parallel mode (workers > 1) supports strategy 'bfs' only")
+        m, factory = build_model(model)
+        if hasattr(m, "array_expand"):
+            from .arrays import ArrayFallback, array_check
+
+            try:  # one table here, the expansion of chunks in the workers
+                return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
+                                   progress, progress_interval, factory=factory, workers=workers)
+            except ArrayFallback:
+                pass
         from .parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
 
         return check_parallel(

@@ -50,3 +50,12 @@ def test_array_engine_matches_sequential(path, symmetry):
 def test_array_engine_limits(kw):
     prog = load_path(ROOT / "instances" / "vllm_chat.sq").program
     same(check(SerqModel(prog), **kw), check(Sequential(SerqModel(prog)), **kw))
+
+
+@pytest.mark.parametrize("name", ["vllm_chat", "self_preempt", "join_in_hold", "hol_none", "agent_subagents"])
+def test_two_workers_give_the_same_result(name):
+    prog = load_path(ROOT / "instances" / f"{name}.sq").program
+    a = check(SerqModel(prog), workers=2, max_states=20_000)
+    b = check(Sequential(SerqModel(prog)), max_states=20_000)
+    same(a, b)
+    assert a.stats.workers == 2

@@ -30,3 +30,8 @@ def test_array_engine_equals_sequential(name, make, width, kw):
     seq = check(make(), **kw)
     assert key(arrays) == key(seq)
     assert [st.state for st in arrays.trace] == [st.state for st in seq.trace]
+
+
+@pytest.mark.parametrize("name,make,width", CASES, ids=[c[0] for c in CASES])
+def test_array_engine_with_two_workers(name, make, width):
+    assert key(check(AsArrays(make(), width), workers=2))[:-4] == key(check(make()))[:-4]

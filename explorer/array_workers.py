@@ -1,0 +1,159 @@
+"""Expansion of frontier chunks by worker processes for the array engine.
+
+The model's `array_expand` (the kernel, most of a run's cost) runs in N
+worker processes, each with its own model built from the ModelFactory; the
+calling process keeps the one fingerprint table and walks each chunk's
+successors in order, so a run with workers gives the sequential array
+engine's verdict, counts and trace exactly. Chunks travel as raw array
+bytes over pipes, a few ahead of the one being walked.
+
+A worker that dies or fails ends the run with `WorkerFailed` (its id and
+cause); the others are stopped and joined (no process is left behind)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import traceback
+from collections import deque
+from typing import Any
+
+import numpy as np
+
+from .arrays_narrow import narrow as _narrow
+
+__all__ = ["Expanders", "WorkerFailed"]
+
+
+class WorkerFailed(RuntimeError):
+    pass
+
+
+def _pack(arrays) -> list[bytes]:
+    out = []
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        out.append(f"{a.dtype.str};{','.join(map(str, a.shape))}".encode())
+        out.append(a.tobytes())
+    return out
+
+
+def _unpack(parts: list[bytes]) -> list[np.ndarray]:
+    out = []
+    for i in range(0, len(parts), 2):
+        dt, shape = parts[i].decode().split(";")
+        dims = tuple(int(x) for x in shape.split(",") if x)
+        out.append(np.frombuffer(parts[i + 1], dtype=np.dtype(dt)).reshape(dims))
+    return out
+
+
+def _send(conn, arrays) -> None:
+    parts = _pack(arrays)
+    conn.send(len(parts))
+    for p in parts:
+        conn.send_bytes(p)
+
+
+def _recv(conn) -> list[np.ndarray]:
+    n = conn.recv()
+    if isinstance(n, str):
+        if n.startswith("fallback:"):
+            from .arrays import ArrayFallback
+
+            raise ArrayFallback(n[9:])
+        raise WorkerFailed(n)
+    return _unpack([conn.recv_bytes() for _ in range(n)])
+
+
+def _worker(conn, factory, wid: int) -> None:
+    try:
+        m = factory()
+        while True:
+            n = conn.recv()
+            if n is None:
+                return
+            (rows,) = _unpack([conn.recv_bytes() for _ in range(n)])
+            succ, parent, action, fps, flags = m.array_expand(rows.astype(np.int64))
+            _send(conn, (_narrow(succ), parent, action, fps, flags))  # fewer bytes through the pipe
+    except (EOFError, KeyboardInterrupt):
+        return
+    except Exception as e:
+        from .arrays import ArrayFallback
+
+        msg = f"fallback:{e}" if isinstance(e, ArrayFallback) else f"worker {wid} failed:\n{traceback.format_exc()}"
+        try:
+            conn.send(msg)
+        except (OSError, EOFError):
+            pass
+    except BaseException:  # reported to the coordinator with its cause
+        try:
+            conn.send(f"worker {wid} failed:\n{traceback.format_exc()}")
+        except (OSError, EOFError):
+            pass
+
+
+class Expanders:
+    """`expand(chunks)`: the successors of each chunk, in order, computed by
+    the workers (each chunk to the next worker in turn, up to `ahead`
+    chunks in flight)."""
+
+    def __init__(self, factory: Any, n: int) -> None:
+        methods = multiprocessing.get_all_start_methods()
+        ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+        self.conns, self.procs = [], []
+        for w in range(n):
+            a, b = ctx.Pipe()
+            p = ctx.Process(target=_worker, args=(b, factory, w), daemon=True)
+            p.start()
+            b.close()
+            self.conns.append(a)
+            self.procs.append(p)
+
+    def _submit(self, wid: int, chunk) -> None:
+        conn = self.conns[wid]
+        parts = _pack([chunk])
+        try:
+            conn.send(len(parts))
+            for p in parts:
+                conn.send_bytes(p)
+        except (OSError, EOFError) as e:
+            raise WorkerFailed(f"worker {wid} is gone: {e}") from None
+
+    def expand(self, chunks):
+        """Yields (meta, rows, successors) for each (meta, rows), in order. Chunk i goes
+        to worker i mod N; one chunk in flight per worker, the next one sent
+        as soon as a worker's result is in (so no pipe fills both ways)."""
+        n = len(self.conns)
+        it = iter(chunks)
+        pending: deque = deque()
+        for wid in range(n):
+            item = next(it, None)
+            if item is None:
+                break
+            self._submit(wid, item[1])
+            pending.append((wid, item))
+        while pending:
+            wid, (meta, rows) = pending.popleft()
+            try:
+                res = _recv(self.conns[wid])
+            except (OSError, EOFError):
+                raise WorkerFailed(f"worker {wid} died (exit code {self.procs[wid].exitcode})") from None
+            nxt = next(it, None)
+            if nxt is not None:
+                self._submit(wid, nxt[1])
+                pending.append((wid, nxt))
+            succ, parent, action, fps, flags = res
+            yield meta, rows, (succ, parent.copy(), action.copy(), fps.copy(), flags.copy())
+
+    def close(self) -> None:
+        for c in self.conns:
+            try:
+                c.send(None)
+            except (OSError, EOFError):
+                pass
+        for p in self.procs:
+            p.join(timeout=2)
+            if p.is_alive():
+                p.kill()
+                p.join()
+        for c in self.conns:
+            c.close()
