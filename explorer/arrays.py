@@ -17,6 +17,7 @@ components search over them."""
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Any, Callable
 
@@ -310,8 +311,14 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
             pool.close()
         r.stats.workers = workers
         return r
-    return _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                        progress_interval, _local(m))
+    gc_was = gc.isenabled()
+    gc.disable()  # no Python object per state: nothing for the collector but pauses
+    try:
+        return _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
+                            progress_interval, _local(m))
+    finally:
+        if gc_was:
+            gc.enable()
 
 
 def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,

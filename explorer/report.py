@@ -39,7 +39,20 @@ def stats_line(st: Stats, with_timing: bool = True) -> str:
     if with_timing:
         line += (f" elapsed={st.elapsed:.2f}s rate={st.states_per_sec:.0f} states/s "
                  f"workers={st.workers}")
+        rss = peak_rss()
+        if rss:
+            line += f" peak_rss={rss / 2**20:.0f}MiB ({rss / max(st.distinct, 1):.0f} B/state)"
     return line
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes (0 where unknown): the
+    whole process, interpreter and compiled code included."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on this platform
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def trace_lines(trace: list[Step], lasso_start: int | None = None, no_return_step: int | None = None) -> list[str]:
