@@ -12,6 +12,7 @@ import numpy as np
 from serq import ir
 from serq.semantics import words
 from serq.semantics.kernel.abi import (
+    R_HALT,
     A_ARRIVE, A_ITERATE, A_TURN, CE_OWNER, CW, EVW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
     F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_EXTERNAL, H_NINV, H_INVO, HALT_ASK, HALT_CAP,
     HALT_EVFULL, HALT_FAULT, HALT_NONE, HALT_ULOG, HW, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2,
@@ -174,7 +175,7 @@ class Engine:
             if script:
                 w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
             ok = ent.run_step(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script))
-            halt = w[o[S_HALT]]
+            halt = w[R_HALT]
             if halt == HALT_ASK:
                 script.append(self._answer(oracle))
                 continue
@@ -307,7 +308,7 @@ class Engine:
             self.load(state)
             v = ent.eval_at(K, w, code, 0, -1, 0)
             line = c.at[0] if c.at else "?"
-            if w[K[S_HALT]] == HALT_FAULT:
+            if w[R_HALT] == HALT_FAULT:
                 kind, msg = self._fault(int(w[R_FAULT]))
                 msg = msg.split(" at line ")[0]
                 out.append(("invariant", f"invariant at line {line} cannot be evaluated: {msg}"))
@@ -323,6 +324,6 @@ class Engine:
         ent = _kernel()
         K, w = self.K, self.w
         v = ent.eval_at(K, w, code, RHDR + sid * self.SF + F_ATTR, sid, now)
-        if w[K[S_HALT]] == HALT_FAULT:
+        if w[R_HALT] == HALT_FAULT:
             raise ValueError(self._fault(int(w[R_FAULT]))[1])
         return bits2f(int(v)) if real else int(v)

@@ -19,8 +19,12 @@ STACK = 64  # expression stack slots
 
 # ---------------------------------------------------------------- row
 # row header
-R_NSESS, R_SEQ, R_FAULT, R_FA0, R_FA1, R_FA2, R_FA3 = range(7)
-RHDR = 8
+R_NSESS, R_SEQ, R_FAULT, R_FA0, R_FA1, R_FA2, R_FA3, R_ULOG, R_HALT, R_EVON = range(10)
+# R_ULOG (1 while a tentative admission logs its writes), R_HALT (why a step
+# stopped) and R_EVON (events recorded) are the step's flags, at fixed slots
+# so that the hot paths test them with one load; they are 0 between steps
+# (R_HALT stays set in a faulted row)
+RHDR = 12
 # session record
 (F_PROG, F_PC, F_RD, F_RT, F_PARENT, F_LIVE, F_ARR, F_ADM, F_LP0, F_LP1, F_STUCK, F_NH) = range(12)
 F_ATTR = 12

@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 from serq.semantics.kernel.abi import (
+    R_HALT,
     A_ARRIVE, A_ITERATE, A_TURN, CE_OWNER, CE_REL, CE_UNITS, CW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1,
     F_NH, F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, H_NP, H_NST, H_SF, HALT_CAP, HALT_FAULT,
     HALT_NONE, HS_ADM, HW, K_ARRIVE, K_END, K_TURN, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2,
@@ -289,7 +290,7 @@ def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
                 for t in range(W):
                     w[t] = row[t]
                 ok = run_step(K, w, kind, subj, 0, 0, 0, ns)
-                h = w[K[S_HALT]]
+                h = w[R_HALT]
                 if h != HALT_NONE and h != HALT_FAULT:
                     return -2
                 nq = w[K[S_QPOS]]

@@ -12,6 +12,9 @@ import numpy as np
 from numba import njit
 
 from serq.semantics.kernel.abi import (
+    R_EVON,
+    R_HALT,
+    R_ULOG,
     BIG, CE_OWNER, CE_UNITS, CW, EVW, F_ATTR, F_NH, F_PROG, FT_DIV0, FT_MOD0, FT_NOVALUE, FT_NOTINT,
     FT_OVERFLOW, H_CAP, H_EVCAP, H_HMAX, H_MAXQ, H_NA, H_PB, H_POOLT, H_PROGT, H_PW, H_SF, H_ULOGCAP,
     HALT_ASK, HALT_EVFULL, HALT_FAULT, HALT_NONE, HALT_ULOG, HS_OWN, HS_POOL, HW, OP_BOOL, OP_CEIL,
@@ -78,7 +81,7 @@ def nsess(w):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def halted(K, w):
-    return w[K[S_HALT]] != HALT_NONE
+    return w[R_HALT] != HALT_NONE
 
 
 # ---------------------------------------------------------------- writes and undo
@@ -86,10 +89,10 @@ def halted(K, w):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def put(K, w, i, v):
-    if w[K[S_ULOGON]] != 0:
+    if w[R_ULOG] != 0:
         n = w[K[S_ULOGN]]
         if n >= K[H_ULOGCAP]:
-            w[K[S_HALT]] = HALT_ULOG
+            w[R_HALT] = HALT_ULOG
         else:
             u = K[S_ULOG] + 2 * n
             w[u] = i
@@ -121,8 +124,8 @@ def fault(K, w, code, a, b, c):
         put(K, w, R_FA0, a)
         put(K, w, R_FA1, b)
         put(K, w, R_FA2, c)
-    if w[K[S_HALT]] == HALT_NONE:
-        w[K[S_HALT]] = HALT_FAULT
+    if w[R_HALT] == HALT_NONE:
+        w[R_HALT] = HALT_FAULT
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -136,11 +139,11 @@ def next_seq(K, w):
 
 @njit(cache=True, error_model="numpy")
 def event(K, w, code, a, b, c, d, e, f, g):
-    if w[K[S_EVON]] == 0:
+    if w[R_EVON] == 0:
         return
     n = w[K[S_EVN]]
     if n >= K[H_EVCAP]:
-        w[K[S_HALT]] = HALT_EVFULL
+        w[R_HALT] = HALT_EVFULL
         return
     o = K[S_EV] + EVW * n
     w[o] = code
@@ -173,7 +176,7 @@ def ask(K, w, n, kind):
     elif w[K[S_STOPNEW]] != 0:
         w[K[S_QKIND]] = kind
         w[K[S_QN]] = n
-        w[K[S_HALT]] = HALT_ASK
+        w[R_HALT] = HALT_ASK
         return 0
     w[K[S_ARITY] + qp] = n
     w[K[S_QPOS]] = qp + 1

@@ -6,6 +6,9 @@ from __future__ import annotations
 from numba import njit
 
 from serq.semantics.kernel.abi import (
+    R_EVON,
+    R_HALT,
+    R_ULOG,
     F_PC, F_PROG, F_RD, F_RT, H_NP, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, HALT_NONE, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
     S_ULOGN, S_ULOGON,
 )
@@ -18,10 +21,10 @@ def prepare(K, w, now, stopnew, evon, nscript):
     w[K[S_QPOS]] = 0
     w[K[S_NSCRIPT]] = nscript
     w[K[S_STOPNEW]] = stopnew
-    w[K[S_EVON]] = evon
+    w[R_EVON] = evon
     w[K[S_EVN]] = 0
-    w[K[S_HALT]] = HALT_NONE
-    w[K[S_ULOGON]] = 0
+    w[R_HALT] = HALT_NONE
+    w[R_ULOG] = 0
     w[K[S_ULOGN]] = 0
     w[K[S_NOW]] = now
     w[K[S_CTX] + CX_NOW] = now

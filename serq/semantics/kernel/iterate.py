@@ -7,6 +7,7 @@ from __future__ import annotations
 from numba import njit
 
 from serq.semantics.kernel.abi import (
+    R_ULOG,
     A_ARRIVE, A_ITERATE, BIG, CX_BUDGET, CX_KVB, CX_NDEC, CX_NOW, CX_NREQ, EV_ARRIVE, EV_ITERATE,
     EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ADM, F_ARR, F_ATTR, F_LP0, F_LP1, F_NH,
     F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HALT_NONE,
@@ -253,7 +254,7 @@ def iterate(K, w, si):
                 if w[pbase(K, p) + P_QN] <= nsk:
                     break  # nobody left to try
                 # a tentative admission: until its first chunk has its blocks
-                w[K[S_ULOGON]] = 1
+                w[R_ULOG] = 1
                 w[K[S_ULOGN]] = 0
                 ev0 = w[K[S_EVN]]
                 q0 = w[K[S_QPOS]]
@@ -262,7 +263,7 @@ def iterate(K, w, si):
                 if halted(K, w):
                     return True
                 if sid < 0:
-                    w[K[S_ULOGON]] = 0
+                    w[R_ULOG] = 0
                     break
                 advance(K, w, sid)
                 if halted(K, w):
@@ -281,7 +282,7 @@ def iterate(K, w, si):
                         # like vLLM, a waiting request whose allocation fails is
                         # not admitted and preempts no one: roll it back
                         undo(K, w)
-                        w[K[S_ULOGON]] = 0
+                        w[R_ULOG] = 0
                         w[K[S_EVN]] = ev0
                         if w[K[S_STOPNEW]] == 0:
                             w[K[S_QPOS]] = q0  # its draws are undone with it
@@ -290,16 +291,16 @@ def iterate(K, w, si):
                         w[SK + nsk] = sid
                         nsk += 1
                         continue
-                    w[K[S_ULOGON]] = 0
+                    w[R_ULOG] = 0
                     if n > 0:
                         w[SV + sid] = n
                         w[K[S_SSUM]] += n
                         w[OR + no] = sid
                         no += 1
                     budget_left = budget - w[K[S_SSUM]]
-                w[K[S_ULOGON]] = 0
+                w[R_ULOG] = 0
                 admitted = True
-    w[K[S_ULOGON]] = 0
+    w[R_ULOG] = 0
     if w[K[S_SSUM]] == 0 and not admitted and not pre_any:
         any_served = False
         for k in range(no):
@@ -380,7 +381,7 @@ def step(K, w, kind, subj):
         w[sbase(K, sid) + F_STUCK] = 0  # marks only the state right after a stuck preemption
     w[K[S_ADMITS]] = 0
     w[K[S_DEPTH]] = 0
-    w[K[S_ULOGON]] = 0
+    w[R_ULOG] = 0
     if kind == A_ITERATE:
         if not iterate(K, w, subj):
             return 0

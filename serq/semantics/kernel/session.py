@@ -9,6 +9,7 @@ import numpy as np
 from numba import njit
 
 from serq.semantics.kernel.abi import (
+    R_HALT,
     ADMIT_LIMIT, BIG, CE_OWNER, CE_UNITS, CW, CX_BUDGET, CX_NOW, EV_ADMIT, EV_AT_TURN, EV_CHOOSE,
     EV_DRAW, EV_END, EV_HIT, EV_JOINED, EV_SPAWN, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
     F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_ADMIT_CONS, FT_ADMITS, FT_ASSERT, FT_BIG_DOMAIN,
@@ -297,7 +298,7 @@ def spawn_next(K, w, sid, left, budget):
     na = K[spec + 3]
     cid = w[R_NSESS]
     if cid >= K[H_CAP]:
-        w[K[S_HALT]] = HALT_CAP  # Python grows the row and runs the step again
+        w[R_HALT] = HALT_CAP  # Python grows the row and runs the step again
         return
     TR = K[S_TRIAL]
     for a in range(na):
