@@ -24,7 +24,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .arrays_narrow import narrow as _narrow
+from .arrays_narrow import Packed
 from .outcome import bounded, deadlock, livelock_result, passed, violation
 from .result import Result, Stats
 
@@ -134,13 +134,14 @@ def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tab, S,
 @njit(cache=True)
 def _scc(n, ofs, dst):
     """Tarjan's algorithm, iteratively: the component of every node."""
-    index = np.full(n, -1, np.int64)
-    low = np.zeros(n, np.int64)
+    # int32 throughout: this pass runs over every stored state, at the end
+    index = np.full(n, -1, np.int32)
+    low = np.zeros(n, np.int32)
     onst = np.zeros(n, np.bool_)
-    comp = np.full(n, -1, np.int64)
-    stack = np.empty(n, np.int64)
-    cs_node = np.empty(n, np.int64)
-    cs_edge = np.empty(n, np.int64)
+    comp = np.full(n, -1, np.int32)
+    stack = np.empty(n, np.int32)
+    cs_node = np.empty(n, np.int32)
+    cs_edge = np.empty(n, np.int32)
     sp = 0
     nxt = 0
     nc = 0
@@ -195,7 +196,7 @@ def _scc(n, ofs, dst):
 @njit(cache=True)
 def _first_cyclic(n, ofs, dst, comp, nc):
     """The smallest id on a cycle (a component of 2+ nodes or a self-loop)."""
-    size = np.zeros(nc, np.int64)
+    size = np.zeros(nc, np.int32)
     for v in range(n):
         size[comp[v]] += 1
     for v in range(n):
@@ -212,9 +213,9 @@ def _cycle(n, ofs, dst, comp, entry):
     """A shortest cycle entry -> ... -> entry inside entry's component,
     successors scanned in recorded order: the ids after entry, ending with
     entry."""
-    par = np.full(n, -1, np.int64)
+    par = np.full(n, -1, np.int32)
     seen = np.zeros(n, np.bool_)
-    q = np.empty(n, np.int64)
+    q = np.empty(n, np.int32)
     qh = 0
     qt = 1
     q[0] = entry
@@ -358,7 +359,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         level_flags.append(flags[i])
         level_ids.append(nid)
     # a level: blocks of (rows, done flags), consumed (and freed) as expanded
-    cur = [(np.array(level_rows), np.array(level_flags, np.int64) & DONE)] if level_rows else []
+    cur = [(Packed(np.array(level_rows)), (np.array(level_flags, np.int64) & DONE).astype(np.int8))] if level_rows else []
     cur_id0 = 0  # ids of a level are consecutive
     depth = 0
     cut_all: list[np.ndarray] = []
@@ -366,15 +367,15 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
     np_dst = np.zeros(1 << 16, np.int32)
     while cur:
         nxt: list = []
-        nlevel = sum(b[0].shape[0] for b in cur)
+        nlevel = sum(b[0].n for b in cur)
         next_count = 0
         def chunks(cur=cur):
             pos = 0  # index in the level of the chunk's first row
             cur.reverse()
             while cur:
                 block, bdone = cur.pop()
-                for c0 in range(0, block.shape[0], CHUNK):
-                    rows = block[c0: c0 + CHUNK].astype(np.int64)
+                for c0 in range(0, block.n, CHUNK):
+                    rows = block.rows(c0, min(c0 + CHUNK, block.n))
                     yield (pos, bdone[c0: c0 + rows.shape[0]]), rows
                     pos += rows.shape[0]
                 del block, bdone
@@ -421,7 +422,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                     return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
             nnew = int(S[S_NEW])
             if nnew:
-                nxt.append((_narrow(succ[newidx[:nnew]]), sflags[newidx[:nnew]] & DONE))
+                nxt.append((Packed(succ[newidx[:nnew]]), (sflags[newidx[:nnew]] & DONE).astype(np.int8)))
             next_count += nnew
             if S[S_CUT]:
                 cut_all.append(cut[: int(S[S_CUT])].copy())
@@ -437,7 +438,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         n = int(S[S_N])
         e = int(S[S_NP])
         src, dst = np_src[:e], np_dst[:e]  # grouped by source already (sources in id order)
-        ofs = np.searchsorted(src, np.arange(n + 1)).astype(np.int64)
+        ofs = np.searchsorted(src, np.arange(n + 1, dtype=np.int32)).astype(np.int32)
         comp, nc = _scc(n, ofs, dst)
         entry = int(_first_cyclic(n, ofs, dst, comp, nc))
         if entry >= 0:
