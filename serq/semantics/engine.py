@@ -62,6 +62,7 @@ class Engine:
         self.cap = cap
         self._loaded, self._row0 = None, None
         self._in_w = None  # the RowState whose row w holds, unchanged
+        self._pk = np.zeros(2 + max(self.low.NP, 1) + max(self.low.NST, 1), np.int64)
         self.K, ws = self.low.table(cap, max(256, 16 * cap) * self._evmul)
         self.w = np.zeros(ws, np.int64)
         L = self.K
@@ -174,7 +175,11 @@ class Engine:
             K, w, o = self.K, self.w, self.o
             if script:
                 w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
-            ok = ent.run_step(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script))
+            if packed:
+                ok = ent.run_step_packed(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0,
+                                         len(script), self._pk)
+            else:
+                ok = ent.run_step(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script))
             halt = w[R_HALT]
             if halt == HALT_ASK:
                 script.append(self._answer(oracle))
@@ -202,9 +207,11 @@ class Engine:
             fault = self._fault(code)
             evs.append(("fault", fault[0], fault[1]))
         if packed:
-            from serq.semantics.kernel import canon
-
-            rs = RowState(self, w[: self.W].tobytes(), self.cap, 0, int(canon.row_flags(K, w)))
+            pk = self._pk.tolist()
+            NP = self.low.NP
+            rs = RowState(self, w[: self.W].tobytes(), self.cap, 0, pk[1])
+            rs.levels = tuple(pk[2: 2 + NP])
+            rs.works = pk[2 + NP: 2 + NP + self.low.NST]
             if code == FT_EXTERNAL:
                 rs._t = self.state(state[3])
             self._in_w = rs
@@ -222,11 +229,15 @@ class Engine:
         return self.state(self._fault(code) if code else None)
 
     def might_work(self, state, si: int) -> bool:
+        if isinstance(state, RowState) and state.works is not None:
+            return bool(state.works[si])
         self.load(state)
         return bool(_kernel().might_work(self.K, self.w, si))
 
     def levels(self, state) -> tuple[int, ...]:
         """Units allocated per pool."""
+        if isinstance(state, RowState) and state.levels is not None:
+            return state.levels
         self.load(state)
         out = np.zeros(max(self.low.NP, 1), np.int64)
         _kernel().levels(self.K, self.w, out)

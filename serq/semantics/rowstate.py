@@ -4,17 +4,19 @@ fingerprint (0 when not computed) and flags; the state tuple of
 
 from __future__ import annotations
 
-F_FAULT, F_STUCK, F_DONE = 1, 2, 4  # the kernel's row flags (kernel/canon.py: row_flags)
+F_FAULT, F_STUCK, F_DONE = 1, 2, 4  # the kernel's row flags (kernel/entry.py: row_flags)
 
 
 class RowState:
     """A state as a row. Reads like the state tuple (decoded on first use);
     pickles as the tuple (a worker process re-packs it)."""
 
-    __slots__ = ("rows", "row", "cap", "fp", "flags", "_t")
+    __slots__ = ("rows", "row", "cap", "fp", "flags", "_t", "levels", "works")
 
     def __init__(self, rows, row: bytes, cap: int, fp: int, flags: int):
         self.rows, self.row, self.cap, self.fp, self.flags, self._t = rows, row, cap, fp, flags, None
+        self.levels = None  # units allocated per pool, when the step that made it computed them
+        self.works = None  # per stage: might an iteration do something
 
     def tuple(self):
         if self._t is None:

@@ -23,13 +23,7 @@ from serq.semantics.kernel.abi import (
     R_FA3, R_FAULT, R_NSESS, S_ARITY, S_HALT, S_PERM, S_QPOS, S_SCRIPT, S_TMP, H_W,
 )
 from serq.semantics.kernel.core import cbase, hbase, pbase, sbase, st_row
-from serq.semantics.kernel.entry import run_step
-
-
-@njit(cache=True, error_model="numpy")
-def is_end(K, w, sid):
-    sb = sbase(K, sid)
-    return K[st_row(K, w[sb + F_PROG], w[sb + F_PC])] == K_END
+from serq.semantics.kernel.entry import is_end, row_flags, run_step  # noqa: F401 (row_flags: API)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -239,21 +233,6 @@ def fingerprint(out, m):
     if h == np.uint64(0):
         h = np.uint64(1)
     return h
-
-
-@njit(cache=True, error_model="numpy")
-def row_flags(K, w):
-    """bit 0 faulted, bit 1 some session stuck, bit 2 every session ended."""
-    f = 1 if w[R_FAULT] != 0 else 0
-    done = True
-    for sid in range(w[R_NSESS]):
-        if w[sbase(K, sid) + F_STUCK]:
-            f |= 2
-        if not is_end(K, w, sid):
-            done = False
-    if done:
-        f |= 4
-    return f
 
 
 @njit(cache=True, error_model="numpy")

@@ -9,11 +9,32 @@ from serq.semantics.kernel.abi import (
     R_EVON,
     R_HALT,
     R_ULOG,
-    F_PC, F_PROG, F_RD, F_RT, H_NP, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, HALT_NONE, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
+    F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
     S_ULOGN, S_ULOGON,
 )
 from serq.semantics.kernel.core import allocated, ev, pbase, sbase, st_row
 from serq.semantics.kernel.iterate import step
+
+
+@njit(cache=True, error_model="numpy")
+def is_end(K, w, sid):
+    sb = sbase(K, sid)
+    return K[st_row(K, w[sb + F_PROG], w[sb + F_PC])] == K_END
+
+
+@njit(cache=True, error_model="numpy")
+def row_flags(K, w):
+    """bit 0 faulted, bit 1 some session stuck, bit 2 every session ended."""
+    f = 1 if w[R_FAULT] != 0 else 0
+    done = True
+    for sid in range(w[R_NSESS]):
+        if w[sbase(K, sid) + F_STUCK]:
+            f |= 2
+        if not is_end(K, w, sid):
+            done = False
+    if done:
+        f |= 4
+    return f
 
 
 @njit(cache=True, error_model="numpy")
@@ -69,3 +90,20 @@ def levels(K, w, out):
     """Units allocated per pool, into out."""
     for p in range(K[H_NP]):
         out[p] = allocated(K, w, p)
+
+
+@njit(cache=True, error_model="numpy")
+def run_step_packed(K, w, kind, subj, now, stopnew, evon, nscript, out):
+    """run_step, then what the simulator reads of the successor, in one
+    call: out[0] the result, out[1] the row flags, out[2:2+NP] the units
+    allocated per pool, out[2+NP:2+NP+NST] whether each stage might work."""
+    ok = run_step(K, w, kind, subj, now, stopnew, evon, nscript)
+    out[0] = ok
+    if ok and (w[R_HALT] == HALT_NONE or w[R_HALT] == HALT_FAULT):
+        out[1] = row_flags(K, w)
+        NP = K[H_NP]
+        for p in range(NP):
+            out[2 + p] = allocated(K, w, p)
+        for si in range(K[H_NST]):
+            out[2 + NP + si] = 1 if might_work(K, w, si) else 0
+    return ok
