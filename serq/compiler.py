@@ -52,7 +52,12 @@ def const_eval(e: ir.Expr) -> int | float | bool:
     if isinstance(e, (ir.Num, ir.BoolLit)):
         return e.v
     if isinstance(e, ir.Bin):
-        return apply_bin(e.op, const_eval(e.l), const_eval(e.r))
+        l = const_eval(e.l)
+        # `and`/`or` short-circuit as in a session: `X != 0 and 10 / X > 1`
+        # is a constant even when X is 0
+        if e.op == "and" and not l or e.op == "or" and l:
+            return bool(l)
+        return apply_bin(e.op, l, const_eval(e.r))
     if isinstance(e, ir.Un):
         v = const_eval(e.e)
         return (not v) if e.op == "not" else -v
@@ -495,7 +500,8 @@ class SessionBuilder:
         if d == "repeat_stmt":
             count, body = c
             self.n_loops += 1
-            ctr = f"_repeat{self.n_loops}"
+            # not an identifier: no attribute the user declares can share its slot
+            ctr = f"repeat#{self.n_loops}"
             self.attrs[ctr] = dict(name=ctr, type="int", hidden=False, origin="internal", at=None)
             s = self.emit("set", at, scope, attr=ctr, e=E(count), next=None)
             b = self.emit("branch", at, scope, next=None, alt=None,

@@ -827,3 +827,14 @@ def test_every_diagnostic_has_a_stable_documented_code():
         assert re.search(r"^bad\.sq:\d+:\d+: (error|warning)\[[EW]\d{3}\]: ", text, re.M), text
         for code in re.findall(r"^bad\.sq:\d+:\d+: (?:error|warning)\[([EW]\d{3})\]", text, re.M):
             assert code in documented, f"{code} is not in docs/language.md's table of diagnostics"
+
+
+def test_constants_short_circuit_and_or_as_sessions_do():
+    # once folded both sides: `10 / X` with X = 0 was rejected as E401
+    src = ("const X = 0;\n"
+           "pool kv { cap (if X != 0 and 10 / X > 1 then 4 else 8); block 2; admit via gpu; }\n"
+           "pool kv2 { cap (if X == 0 or 10 / X > 1 then 6 else 2); block 2; admit via gpu; }\n"
+           "stage gpu { budget 4; }\nsession s { hold kv 2, kv2 2 { prefill 2; } }\nworkload { 1 x s; }\n")
+    prog = load_text(src, "t.sq").program
+    assert (prog.pool("kv").cap, prog.pool("kv2").cap) == (8, 6)
+    assert "error[E401]" in diagnose(src.replace("X != 0 and ", ""))

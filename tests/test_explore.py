@@ -193,3 +193,42 @@ def test_explorer_rejects_what_it_cannot_treat_finitely(capsys):
     with pytest.raises(SerqError) as e:
         load_text(wide, "w.sq", explorer=True)
     assert "error[E601]: a domain of 100000 values is too large to explore" in e.value.render()
+
+
+def _action_texts(sm: SerqModel, n: int) -> list[str]:
+    s = sm.initial_states()[0]
+    out = []
+    for _ in range(n):
+        a = sm.actions(s)[0]
+        out.append(sm.format_action(s, a))
+        s = sm.step(s, a)
+    return out
+
+
+def test_a_trace_calls_a_session_stuck_only_when_stuck_is_checked():
+    # the second self-preemption (step 7) repeats the first one's position
+    p = prog(SELF_PREEMPT)
+    livelock_only = _action_texts(SerqModel(p, checks=Checks(stuck=False)), 7)
+    with_stuck = _action_texts(SerqModel(p, checks=Checks()), 7)
+    assert "self-preemption" in livelock_only[6]
+    assert not any("stuck" in t for t in livelock_only)
+    assert "big#1 is stuck" in with_stuck[6]
+
+
+REPEAT_AND_A_LOOK_ALIKE = """
+pool seqs { cap 1; admit via gpu; }
+stage gpu { budget 4; }
+session s {
+  let _repeat1 = 7;
+  repeat 2 { hold seqs 1 { prefill 1; } }
+  assert _repeat1 == 7;
+}
+workload { 1 x s; }
+"""
+
+
+def test_repeat_counter_has_a_slot_of_its_own():
+    # the counter of `repeat` once shared the slot of a user attribute named `_repeat1`
+    p = prog(REPEAT_AND_A_LOOK_ALIKE)
+    assert [a.name for a in p.session("s").attrs] == ["_repeat1", "repeat#1"]
+    assert explore(p).verdict == "pass"

@@ -106,9 +106,9 @@ def test_automaton_shape_is_pinned():
     assert [row(st) for st in s.states] == [
         ("arrive", 1, None, 0, None),    # 0
         ("set", 2, None, 0, None),       # 1  let n = 0
-        ("set", 3, None, 0, None),       # 2  _repeat1 = 2
-        ("branch", 4, 11, 0, None),      # 3  _repeat1 > 0
-        ("set", 5, None, 0, None),       # 4  _repeat1 = _repeat1 - 1
+        ("set", 3, None, 0, None),       # 2  repeat#1 = 2
+        ("branch", 4, 11, 0, None),      # 3  repeat#1 > 0
+        ("set", 5, None, 0, None),       # 4  repeat#1 = repeat#1 - 1
         ("acquire", 6, None, 0, 1),      # 5  hold kv: opens scope 1
         ("run", 7, None, 1, None),       # 6  decode 1
         ("acquire", 8, None, 1, 2),      # 7  hold kv2: opens scope 2
@@ -128,7 +128,7 @@ def test_automaton_shape_is_pinned():
         (1, 0, 5, 5, 10, ("kv",)),
         (2, 1, 7, 7, 9, ("kv2",)),
     ]
-    assert [(a.name, a.origin, a.type) for a in s.attrs] == [("n", "let", "int"), ("_repeat1", "internal", "int")]
+    assert [(a.name, a.origin, a.type) for a in s.attrs] == [("n", "let", "int"), ("repeat#1", "internal", "int")]
     assert s.entry == 0
 
 
@@ -259,15 +259,15 @@ def test_automaton_table():
     from serq.irutil import automaton_table
 
     assert automaton_table(load_text(SMALL, "small.sq").program) == """\
-session s: entry 0; attributes: n, _repeat1
+session s: entry 0; attributes: n, repeat#1
 
 state  kind     scope  next  does
 -----  -------  -----  ----  --------------------------
 0      arrive   0      1
 1      set      0      2     n = 0
-2      set      0      3     _repeat1 = 2
-3      branch   0      4     if _repeat1 > 0 else -> 11
-4      set      0      5     _repeat1 = _repeat1 - 1
+2      set      0      3     repeat#1 = 2
+3      branch   0      4     if repeat#1 > 0 else -> 11
+4      set      0      5     repeat#1 = repeat#1 - 1
 5      acquire  0      6     opens 1: kv need 1 take 1
 6      run      1      7     decode 1 on gpu
 7      acquire  1      8     opens 2: kv2 need 1 take 1
