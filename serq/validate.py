@@ -567,7 +567,23 @@ class Validator:
             self.expr(p, S, session=s, want="number", what="a distribution parameter")
         want = {"uniform": 0, "geometric": 1, "poisson": 1}.get(dist.name)
         if dist.name == "weights":
-            if dom.values and len(dist.params) != len(dom.values):
+            from serq.compiler import NotConstant, const_eval
+
+            # A weight belongs to a position of the domain; only constant
+            # values say which positions are one value (their weights add up)
+            # and a constant range how many positions there are.
+            try:
+                values = [const_eval(v) for v in dom.values]
+                width = int(const_eval(dom.hi)) - int(const_eval(dom.lo)) + 1 if dom.lo is not None else None
+            except NotConstant as nc:
+                self.sink.error(nc.at or dist.at, "E107", f"`weights` needs a constant domain; {nc.what} is not a constant",
+                                "values only known when drawn could coincide and leave a weight without its value")
+                return
+            except (ArithmeticError, TypeError, ValueError):
+                return  # reported where the domain is checked
+            if width is not None and len(dist.params) != max(width, 0):
+                self.sink.error(dist.at, "E107", f"`weights` needs one weight per domain value ({max(width, 0)}), got {len(dist.params)}")
+            elif values and len(dist.params) != len(dom.values):
                 self.sink.error(dist.at, "E107", f"`weights` needs one weight per domain value ({len(dom.values)}), got {len(dist.params)}")
             elif not dom.values and not dist.params:
                 self.sink.error(dist.at, "E107", "`weights` needs one weight per domain value")
@@ -603,8 +619,8 @@ class Validator:
                     head = s.states[nxt]
                     # `repeat N` counts down an internal counter nothing else
                     # can set: it always ends, so it is no busy loop
-                    counted = isinstance(head, ir.SBranch) and any(
-                        n.startswith("_repeat") for n in expr_names(head.cond))
+                    internal = {a.name for a in s.attrs if a.origin == "internal"}
+                    counted = isinstance(head, ir.SBranch) and bool(internal & set(expr_names(head.cond)))
                     if nxt not in reported and not counted:
                         reported.add(nxt)
                         self.sink.warn(head.at, "W501", "this loop can repeat without ever blocking (no turn, hold, run, join or end in it)",
