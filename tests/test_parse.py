@@ -295,3 +295,26 @@ def test_ir_expressions_print_back_as_source():
     src = "session s(a, b, c) {\n  let x = (a - (b - c)) * -(a + 1) / 2 + min(a, b) + (if a > b then 1 else 2);\n}\n"
     e = load_text(src).program.sessions[0].states[1].e
     assert expr_text(e) == "(a - (b - c)) * -(a + 1) / 2 + min(a, b) + (if a > b then 1 else 2)"
+
+
+def test_the_ir_docs_excerpt_matches_the_compiled_json():
+    # docs/ir.md shows state 11 of multiturn_chat.sq as JSON: its positions
+    # must be the ones the compiler writes (they drift when the file changes)
+    import json
+    import re
+
+    doc = (ROOT / "docs" / "ir.md").read_text()
+    excerpt = doc[doc.index("The JSON of state 11 starts:"):]
+    excerpt = excerpt[: excerpt.index("## ")]
+    shown = [tuple(map(int, m)) for m in re.findall(r'"at": \[(\d+), (\d+)\]', excerpt)]
+    st = json.loads(load_path(ROOT / "instances" / "multiturn_chat.sq").program.to_json())["sessions"][0]["states"][11]
+    item = st["hold"]["items"][0]
+    assert shown == [tuple(item["reuse"]["at"]), tuple(item["take"]["at"]), tuple(item["at"]), tuple(st["at"])]
+
+
+def test_the_docs_instance_table_lists_every_instance():
+    import re
+
+    doc = (ROOT / "docs" / "theorem.md").read_text()
+    listed = set(re.findall(r"^\| `([a-z_]+)\.sq` \|", doc, re.M))
+    assert listed == {p.stem for p in INSTANCES}
