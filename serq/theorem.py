@@ -25,13 +25,12 @@ the program.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections import deque
 from dataclasses import dataclass, field
 
 from serq import ir
 from serq.irutil import enclosing_pools, same_expr
+from serq.exploration import explore
 from serq.expr import compile_expr
 from serq.model import Model
 
@@ -308,33 +307,11 @@ def theorem_verdict(hs: list[Hypothesis], result) -> tuple[str, int]:
             result.exit_code)
 
 
-def cmd_theorem(args, loaded) -> int:
-    from explorer.report import render_json, render_text
-    from serq.explore_cli import explore
-
-    prog = loaded.program
+def check_theorem(prog: ir.Program, **explore_kw):
+    """The hypotheses, then the exploration of `completes` (keyword
+    arguments as `serq.exploration.explore`): (hypotheses, result, verdict
+    line, exit code)."""
     hs = hypotheses(prog)
-    from serq.explore import Checks, SerqModel
-    from serq.explore_cli import progress_display, write_timeline
-
-    display = progress_display(args)
-    try:
-        result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
-                         time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-                         workers=args.workers, checks=["completes"], progress=display)
-    finally:
-        if display is not None:
-            display.close()
-    write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                                   checks=Checks.of_program(prog, ["completes"])), result)
+    result = explore(prog, checks=["completes"], **explore_kw)
     line, code = theorem_verdict(hs, result)
-    timing = not args.no_timing
-    if args.json:
-        out = {"theorem": line, "exit_code": code,
-               "hypotheses": [{"code": h.code, "name": h.name, "text": h.text, "holds": h.holds,
-                               "witnesses": h.witnesses} for h in hs],
-               "exploration": render_json(result, with_timing=timing)}
-        print(json.dumps(out, indent=1))
-    else:
-        sys.stdout.write(line + "\n\n" + table(hs) + "\n" + render_text(result, with_timing=timing))
-    return code
+    return hs, result, line, code

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from serq import ir
-from serq.compiler import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
+from serq.expr import NotConstant, const_eval
+from serq.vocab import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
 from serq.diagnostics import Diagnostic, Sink
-from serq.irutil import enclosing_pools
+from serq.irutil import enclosing_pools, expr_names
 
 
 @dataclass(frozen=True)
@@ -54,29 +55,6 @@ MOMENT_TABLE_ROWS = [  # for docs and `serq explain`-style listings
 
 _EXPLORER_BANNED = ("now", "age")
 EXPLORER_MAX_DOMAIN = 4096  # values one draw may take in the explorer
-
-
-def expr_names(e: ir.Expr | None) -> set[str]:
-    """Attribute names an expression reads."""
-    out: set[str] = set()
-
-    def walk(x):
-        if x is None:
-            return
-        if isinstance(x, ir.Name):
-            out.add(x.name)
-        elif isinstance(x, ir.Bin):
-            walk(x.l), walk(x.r)
-        elif isinstance(x, ir.Un):
-            walk(x.e)
-        elif isinstance(x, ir.Cond):
-            walk(x.c), walk(x.t), walk(x.f)
-        elif isinstance(x, ir.Call):
-            for a in x.args:
-                walk(a)
-
-    walk(e)
-    return out
 
 
 def walk_expr(e: ir.Expr | None):
@@ -312,8 +290,6 @@ class Validator:
         runners = self._users(lambda s: isinstance(s, ir.SRun) and s.stage == st.name)
         self.expr(st.budget, moment("budget", st.name), want="int", what="a budget")
         self.expr(st.chunk, moment("chunk", st.name), want="int", what="a chunk")
-        from serq.compiler import NotConstant, const_eval
-
         for what, e in (("budget", st.budget), ("chunk", st.chunk)):
             try:
                 v = const_eval(e) if e is not None else None
@@ -550,8 +526,6 @@ class Validator:
         self.expr(d.lo, S, session=s, want="int", what="a range bound")
         self.expr(d.hi, S, session=s, want="int", what="a range bound")
         if self.explorer and d.lo is not None and d.hi is not None:
-            from serq.compiler import NotConstant, const_eval
-
             try:
                 width = int(const_eval(d.hi)) - int(const_eval(d.lo)) + 1
             except (NotConstant, ArithmeticError, TypeError, ValueError):
@@ -567,8 +541,6 @@ class Validator:
             self.expr(p, S, session=s, want="number", what="a distribution parameter")
         want = {"uniform": 0, "geometric": 1, "poisson": 1}.get(dist.name)
         if dist.name == "weights":
-            from serq.compiler import NotConstant, const_eval
-
             # A weight belongs to a position of the domain; only constant
             # values say which positions are one value (their weights add up)
             # and a constant range how many positions there are.

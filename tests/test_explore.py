@@ -12,7 +12,7 @@ from explorer.fingerprint import state_fingerprint
 from explorer.search import check
 from explorer.trace import replay
 from serq.explore import Checks, SerqModel
-from serq.explore_cli import explore
+from serq.exploration import explore
 from serq.load import load_text
 from tests.fixtures import TWO_CHATS
 
