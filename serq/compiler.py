@@ -12,17 +12,11 @@ from lark import Token, Tree
 
 from serq import ir
 from serq.diagnostics import Sink
-from serq.expr import EvalError
+from serq.expr import EvalError, NotConstant, const_eval
+from serq.irutil import expr_names
+from serq.vocab import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS, SEQ_EVENTS, UNIT_NS
 
-# Context variables (each legal only at some moments, see serq.validate).
-CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last", "now",
-             "arrived", "admitted", "released")
-SEQ_EVENTS = ("arrived", "admitted", "released")
-FUNCS = {"min": (2, None), "max": (2, None), "floor": (1, 1), "ceil": (1, 1), "abs": (1, 1)}
-POOL_FUNCS = ("cached", "allocated", "free", "waiting", "holders")
-DIST_NAMES = ("uniform", "geometric", "poisson", "weights")
 MAX_WORKLOAD = 1_000_000  # sessions on one workload line
-UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
 def pos(node) -> tuple[int, int] | None:
@@ -38,30 +32,6 @@ def duration_ticks(text: str) -> int:
         if text.endswith(unit):
             return int(round(float(text[: -len(unit)]) * UNIT_NS[unit]))
     raise ValueError(text)
-
-
-class NotConstant(Exception):
-    def __init__(self, at, what: str):
-        self.at, self.what = at, what
-
-
-def const_eval(e: ir.Expr) -> int | float | bool:
-    """Evaluate a constant expression (numbers, operators, min/max/...)."""
-    from serq.expr import apply_bin, apply_call
-
-    if isinstance(e, (ir.Num, ir.BoolLit)):
-        return e.v
-    if isinstance(e, ir.Bin):
-        return apply_bin(e.op, const_eval(e.l), const_eval(e.r))
-    if isinstance(e, ir.Un):
-        v = const_eval(e.e)
-        return (not v) if e.op == "not" else -v
-    if isinstance(e, ir.Cond):
-        return const_eval(e.t) if const_eval(e.c) else const_eval(e.f)
-    if isinstance(e, ir.Call) and e.fn in FUNCS:
-        return apply_call(e.fn, [const_eval(a) for a in e.args])
-    what = getattr(e, "name", None) or getattr(e, "fn", "expression")
-    raise NotConstant(e.at, f"`{what}`")
 
 
 class Compiler:
@@ -415,7 +385,6 @@ class SessionBuilder:
         # Hidden spreads along explicit data flow: a slot assigned from an
         # expression that reads a hidden slot is hidden too (fixpoint).
         # Branching on a hidden value does not taint (docs/language.md).
-        from serq.validate import expr_names
 
         hidden = {n for n, a in self.attrs.items() if a["hidden"]}
         changed = True
@@ -495,7 +464,8 @@ class SessionBuilder:
         if d == "repeat_stmt":
             count, body = c
             self.n_loops += 1
-            ctr = f"_repeat{self.n_loops}"
+            # not an identifier: no attribute the user declares can share its slot
+            ctr = f"repeat#{self.n_loops}"
             self.attrs[ctr] = dict(name=ctr, type="int", hidden=False, origin="internal", at=None)
             s = self.emit("set", at, scope, attr=ctr, e=E(count), next=None)
             b = self.emit("branch", at, scope, next=None, alt=None,

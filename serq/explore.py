@@ -262,7 +262,7 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
             if reason == "self":
                 why += ", self-preemption"
             parts.append(f"preempt {lab(e[1])} ({why})")
-        elif t == "stuck":
+        elif t == "stuck" and sm.checks.stuck:  # not a finding when stuck is not checked
             parts.append(f"{lab(e[1])} is stuck (preempted again without passing its previous position)")
         elif t == "evict":
             owner = "a finished session" if e[2] >= len(state[0]) or _done(m, nxt, e[2]) else lab(e[2])

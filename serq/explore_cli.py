@@ -5,46 +5,14 @@ from __future__ import annotations
 import json
 import sys
 
-from explorer.analysis import point_of_no_return
-from explorer.model import ModelFactory
 from explorer.report import render_json, render_text
 from explorer.search import check
 from explorer.trace import NondeterministicModel, ReplayError, replay
 from explorer.verdict import EXIT_NONDETERMINISTIC
-from serq import ir
 from serq.diagnostics import Diagnostic, SerqError
 from serq.explore import ALL_CHECKS, Checks, SerqModel
-
-
-GRAPH_LIMIT = 200_000  # states the point-of-no-return graph may hold by default
-
-
-def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | None = None,
-            max_depth: int | None = None, time_limit: float | None = None, ties: str = "all",
-            symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
-            graph_limit: int = GRAPH_LIMIT):
-    """Explore an instance; returns the engine's Result. A counterexample
-    gets its point of no return, computed on the whole state graph (at most
-    `graph_limit` states; 0 skips it)."""
-    ch = Checks.of_program(program, checks)
-    factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch})
-    result = check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
-                   max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
-                   check_livelock=ch.livelock, workers=workers, progress=progress)
-    mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
-                   time_limit=time_limit, graph_limit=graph_limit)
-    return result
-
-
-def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: bool = True,
-                   checks: list[str] | None = None, max_states: int | None = None,
-                   time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT) -> None:
-    """Set `result.no_return` when the result has a trace (and the limit is not 0)."""
-    if not result.trace or graph_limit <= 0:
-        return
-    model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
-    limit = graph_limit if max_states is None else min(graph_limit, max_states)
-    point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
+from serq.exploration import GRAPH_LIMIT, explore
+from serq.validate import validate
 
 
 def register(sub) -> None:
@@ -126,7 +94,7 @@ def cmd_explore(args) -> int:
     loaded = load_path(args.instance, explorer=True)
     diags = loaded.warnings
     if args.theorem:
-        diags = [d for d in loaded.program.validate(theorem=True, explorer=True)]
+        diags = [d for d in validate(loaded.program, theorem=True, explorer=True)]
     if diags and not args.json:
         print(render_all(diags, loaded.source), file=sys.stderr)
     prog = loaded.program
@@ -140,7 +108,6 @@ def cmd_explore(args) -> int:
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
     check_html_target(args)
     if args.theorem:
-        from serq.theorem import cmd_theorem
 
         return cmd_theorem(args, loaded)
     if args.replay:
@@ -221,3 +188,31 @@ def _replay(args, prog) -> int:
     else:
         sys.stdout.write(render_text(r, with_timing=timing, with_stats=False))
     return r.exit_code
+
+
+def cmd_theorem(args, loaded) -> int:
+    """`--theorem`: the hypotheses' table, then the exploration of `completes`."""
+    from serq.theorem import check_theorem, table
+
+    prog = loaded.program
+    display = progress_display(args)
+    try:
+        hs, result, line, code = check_theorem(
+            prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
+            time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
+            workers=args.workers, progress=display)
+    finally:
+        if display is not None:
+            display.close()
+    write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
+                                   checks=Checks.of_program(prog, ["completes"])), result)
+    timing = not args.no_timing
+    if args.json:
+        out = {"theorem": line, "exit_code": code,
+               "hypotheses": [{"code": h.code, "name": h.name, "text": h.text, "holds": h.holds,
+                               "witnesses": h.witnesses} for h in hs],
+               "exploration": render_json(result, with_timing=timing)}
+        print(json.dumps(out, indent=1))
+    else:
+        sys.stdout.write(line + "\n\n" + table(hs) + "\n" + render_text(result, with_timing=timing))
+    return code

@@ -13,6 +13,7 @@ import math
 from typing import Callable
 
 from serq import ir
+from serq.vocab import FUNCS
 
 
 class EvalError(Exception):
@@ -135,3 +136,30 @@ def compile_expr(e: ir.Expr, slots: dict[str, int]) -> Callable:
 
     run.src = src  # type: ignore[attr-defined]
     return run
+
+
+class NotConstant(Exception):
+    def __init__(self, at, what: str):
+        self.at, self.what = at, what
+
+
+def const_eval(e: ir.Expr) -> int | float | bool:
+    """Evaluate a constant expression (numbers, operators, min/max/...)."""
+    if isinstance(e, (ir.Num, ir.BoolLit)):
+        return e.v
+    if isinstance(e, ir.Bin):
+        l = const_eval(e.l)
+        # `and`/`or` short-circuit as in a session: `X != 0 and 10 / X > 1`
+        # is a constant even when X is 0
+        if e.op == "and" and not l or e.op == "or" and l:
+            return bool(l)
+        return apply_bin(e.op, l, const_eval(e.r))
+    if isinstance(e, ir.Un):
+        v = const_eval(e.e)
+        return (not v) if e.op == "not" else -v
+    if isinstance(e, ir.Cond):
+        return const_eval(e.t) if const_eval(e.c) else const_eval(e.f)
+    if isinstance(e, ir.Call) and e.fn in FUNCS:
+        return apply_call(e.fn, [const_eval(a) for a in e.args])
+    what = getattr(e, "name", None) or getattr(e, "fn", "expression")
+    raise NotConstant(e.at, f"`{what}`")

@@ -441,13 +441,6 @@ class Program(Node):
     def session(self, name: str) -> SessionProgram | None:
         return next((s for s in self.sessions if s.name == name), None)
 
-    def validate(self, *, theorem: bool = False, explorer: bool = False):
-        """All diagnostics of this program, sorted by position (see
-        `serq.validate`)."""
-        from serq.validate import validate
-
-        return validate(self, theorem=theorem, explorer=explorer)
-
     def to_json(self) -> str:
         return self.model_dump_json(indent=1) + "\n"
 

@@ -182,3 +182,26 @@ def automaton_table(program: ir.Program) -> str:
 
 def pool_order_text(o: ir.Order | None) -> str:
     return "none" if o is None else _order(o)
+
+
+def expr_names(e: ir.Expr | None) -> set[str]:
+    """Attribute names an expression reads."""
+    out: set[str] = set()
+
+    def walk(x):
+        if x is None:
+            return
+        if isinstance(x, ir.Name):
+            out.add(x.name)
+        elif isinstance(x, ir.Bin):
+            walk(x.l), walk(x.r)
+        elif isinstance(x, ir.Un):
+            walk(x.e)
+        elif isinstance(x, ir.Cond):
+            walk(x.c), walk(x.t), walk(x.f)
+        elif isinstance(x, ir.Call):
+            for a in x.args:
+                walk(a)
+
+    walk(e)
+    return out

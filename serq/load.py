@@ -12,6 +12,7 @@ from serq import ir
 from serq.compiler import Compiler
 from serq.diagnostics import Diagnostic, SerqError, Sink
 from serq.parser import parse_tree
+from serq.validate import validate
 
 
 @dataclass
@@ -39,7 +40,7 @@ def load_text(text: str, file: str = "<input>", *, theorem: bool = False, explor
               consts: dict | None = None) -> Loaded:
     prog, early = compile_source(text, file, consts)
     try:
-        diags = early + prog.validate(theorem=theorem, explorer=explorer)
+        diags = early + validate(prog, theorem=theorem, explorer=explorer)
     except RecursionError:
         raise _too_deep(text, file) from None
     if any(d.is_error for d in diags):
@@ -67,7 +68,7 @@ def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = Fal
             src_text = src.read_text()
         except OSError:
             src_text = None
-    diags = prog.validate(theorem=theorem, explorer=explorer)
+    diags = validate(prog, theorem=theorem, explorer=explorer)
     if any(d.is_error for d in diags):
         raise SerqError(diags, src_text)
     return Loaded(prog, src_text, diags)

@@ -131,7 +131,7 @@ def _explore_value(job) -> tuple[Row, object | None]:
     """One value, in a worker: compile with the constant replaced, explore.
     A failing value's Result comes back too (its counterexample)."""
     text, file, name, value, opts = job
-    from serq.explore_cli import explore
+    from serq.exploration import explore
 
     try:
         prog = _load(text, file, name, value)
@@ -155,7 +155,7 @@ def _run(jobs: list, workers: int) -> list[tuple[Row, object | None]]:
 def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int | None = None,
           graph_limit: int | None = None, **opts) -> Sweep:
     """Sweep a constant of the source `text`; `opts` go to `explore`."""
-    from serq.explore_cli import GRAPH_LIMIT, mark_no_return
+    from serq.exploration import GRAPH_LIMIT, mark_no_return
     from serq.load import load_text
 
     base = load_text(text, file, explorer=True).program

@@ -25,13 +25,13 @@ the program.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections import deque
 from dataclasses import dataclass, field
 
 from serq import ir
 from serq.irutil import enclosing_pools, same_expr
+from serq.exploration import explore
+from serq.expr import compile_expr
 from serq.model import Model
 
 SOLO_LIMIT = 200_000  # states per solo exploration
@@ -70,7 +70,12 @@ def h1_lifo(prog: ir.Program) -> Hypothesis:
     return Hypothesis("H1", "lifo", "every finite pool that a run grows preempts lifo", not wit, wit)
 
 
-def h2_reserve(prog: ir.Program) -> Hypothesis:
+def h2_reserve(prog: ir.Program, prefill_growth: list[str] = ()) -> Hypothesis:
+    """Static: take is need. Measured (`prefill_growth`, from the solo
+    runs): what a hold takes at admission covers what its prefill grows it
+    to, so `take 0` (need and take both 0) does not hold vacuously. Decode
+    growth is not counted: the reservation is the prompt's, and H3 is what
+    covers the answer."""
     grown = set(grown_pools(prog))
     wit = []
     for s in prog.sessions:
@@ -80,6 +85,7 @@ def h2_reserve(prog: ir.Program) -> Hypothesis:
                     if it.pool in grown and not same_expr(it.need, it.take):
                         line = f"line {it.at[0]}" if it.at else "?"
                         wit.append(f"`{s.name}` ({line}): hold on `{it.pool}` needs one amount and takes another")
+    wit.extend(prefill_growth)
     return Hypothesis("H2", "reserve", "every hold on a grown finite pool takes what it needs (reserve)", not wit, wit)
 
 
@@ -131,12 +137,61 @@ def _bound_slot(sp: ir.SessionProgram, attr: str) -> str | None:
     return None
 
 
+def _taken(prog: ir.Program, cp, session, pool: str, scope: int | None):
+    """Units a hold took at admission (take rounded up to blocks, plus
+    reuse), from the session's attributes; None if its clauses read more
+    than attributes or the hold is not known (`scope` None: released in the
+    same step, found only if one hold of the program is on the pool)."""
+    sp = prog.session(cp.name)
+    acqs = [st for st in sp.states if isinstance(st, ir.SAcquire) and (st.opens == scope or scope is None)
+            and any(i.pool == pool for i in st.hold.items)]
+    if len(acqs) != 1:
+        return None
+    item = next(i for i in acqs[0].hold.items if i.pool == pool)
+    bs = prog.pool(pool).block
+    try:
+        take = compile_expr(item.take, cp.slots)(session[2], None)
+        reuse = compile_expr(item.reuse, cp.slots)(session[2], None) if item.reuse is not None else 0
+    except Exception:  # noqa: BLE001 - a clause reading the context: not decided here
+        return None
+    return -(-int(take) // bs) * bs + int(reuse)
+
+
+def _prefill_growth(prog, m, st, nxt, e, grown) -> str | None:
+    """A witness if serve event `e` is a prefill growing a hold of a grown
+    finite pool past what the hold took at admission."""
+    sid, p, after = e[1], e[6], e[7]
+    pool = m.pools[p].name if p is not None else None
+    if e[3] != "prefill" or pool not in grown:
+        return None
+    cp = m.progs[nxt[0][sid][0]]
+    held = [h for h in st[0][sid][5] if h[1] == p] if sid < len(st[0]) else []
+    if held:
+        before = held[0][2]
+    else:  # admitted in this very step: what the hold's clauses took
+        scope = next((h[0] for h in nxt[0][sid][5] if h[1] == p), None)
+        before = _taken(prog, cp, nxt[0][sid], pool, scope)
+        if before is None:
+            return None
+    bs = m.blocks[p]
+    b0, b1 = -(-before // bs), -(-after // bs)
+    if b1 <= b0:
+        return None
+    vals = ", ".join(f"{a.name}={v}" for a, v in zip(cp.attrs, nxt[0][sid][2]) if a.origin in ("draw", "choose", "param"))
+    return (f"{cp.name}({vals})" if vals else cp.name) + \
+        f": its prefill grows its hold on `{pool}` from {b0} to {b1} blocks, past what the hold took at admission"
+
+
 def measure(prog: ir.Program):
-    """(peaks, bound_failures, undecided): peaks[(program, pool)] = (blocks,
-    witness text) over every solo run; bound failures as text."""
+    """(peaks, bound_failures, undecided, prefill_growth): peaks[(program,
+    pool)] = (blocks, witness text) over every solo run; bound failures and
+    H2's measured witnesses as text."""
     peaks: dict[tuple[str, str], tuple[int, str]] = {}
     bound_fail: list[str] = []
     undecided: list[str] = []
+    growth: list[str] = []
+    grown_by: set[str] = set()
+    grown = set(grown_pools(prog))
     for line, solo in solo_programs(prog):
         m = Model(solo, ties="seq")
         hidden = {}
@@ -184,6 +239,11 @@ def measure(prog: ir.Program):
                 for e in events:
                     if e[0] == "release":
                         peak(nxt, e[1], e[2], e[3])
+                    elif e[0] == "serve" and line.program not in grown_by:  # one witness a program
+                        msg = _prefill_growth(prog, m, st, nxt, e, grown)
+                        if msg is not None:
+                            grown_by.add(line.program)
+                            growth.append(msg)
                 if nxt not in seen:
                     if len(seen) >= SOLO_LIMIT:
                         undecided.append(f"`{line.program}` alone has more than {SOLO_LIMIT} states")
@@ -191,11 +251,11 @@ def measure(prog: ir.Program):
                         break
                     seen.add(nxt)
                     todo.append(nxt)
-    return peaks, bound_fail, undecided
+    return peaks, bound_fail, undecided, growth
 
 
 def hypotheses(prog: ir.Program) -> list[Hypothesis]:
-    peaks, bound_fail, undecided = measure(prog)
+    peaks, bound_fail, undecided, growth = measure(prog)
     fit_wit = []
     for (pname, pool), (blocks, wit) in sorted(peaks.items()):
         p = prog.pool(pool)
@@ -209,7 +269,7 @@ def hypotheses(prog: ir.Program) -> list[Hypothesis]:
                     None if (und and not fit_wit) else not fit_wit, fit_wit + undecided)
     h4 = Hypothesis("H4", "bounded", "every hidden drawn value is at most its declared bound",
                     None if (und and not bound_fail) else not bound_fail, bound_fail + (undecided if und else []))
-    return [h1_lifo(prog), h2_reserve(prog), h3, h4, h5_nojoin(prog), h6_one_hold(prog)]
+    return [h1_lifo(prog), h2_reserve(prog, growth), h3, h4, h5_nojoin(prog), h6_one_hold(prog)]
 
 
 def table(hs: list[Hypothesis]) -> str:
@@ -247,33 +307,11 @@ def theorem_verdict(hs: list[Hypothesis], result) -> tuple[str, int]:
             result.exit_code)
 
 
-def cmd_theorem(args, loaded) -> int:
-    from explorer.report import render_json, render_text
-    from serq.explore_cli import explore
-
-    prog = loaded.program
+def check_theorem(prog: ir.Program, **explore_kw):
+    """The hypotheses, then the exploration of `completes` (keyword
+    arguments as `serq.exploration.explore`): (hypotheses, result, verdict
+    line, exit code)."""
     hs = hypotheses(prog)
-    from serq.explore import Checks, SerqModel
-    from serq.explore_cli import progress_display, write_timeline
-
-    display = progress_display(args)
-    try:
-        result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
-                         time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-                         workers=args.workers, checks=["completes"], progress=display)
-    finally:
-        if display is not None:
-            display.close()
-    write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                                   checks=Checks.of_program(prog, ["completes"])), result)
+    result = explore(prog, checks=["completes"], **explore_kw)
     line, code = theorem_verdict(hs, result)
-    timing = not args.no_timing
-    if args.json:
-        out = {"theorem": line, "exit_code": code,
-               "hypotheses": [{"code": h.code, "name": h.name, "text": h.text, "holds": h.holds,
-                               "witnesses": h.witnesses} for h in hs],
-               "exploration": render_json(result, with_timing=timing)}
-        print(json.dumps(out, indent=1))
-    else:
-        sys.stdout.write(line + "\n\n" + table(hs) + "\n" + render_text(result, with_timing=timing))
-    return code
+    return hs, result, line, code

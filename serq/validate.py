@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from serq import ir
-from serq.compiler import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
+from serq.expr import NotConstant, const_eval
+from serq.vocab import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
 from serq.diagnostics import Diagnostic, Sink
-from serq.irutil import enclosing_pools
+from serq.irutil import enclosing_pools, expr_names
 
 
 @dataclass(frozen=True)
@@ -54,29 +55,6 @@ MOMENT_TABLE_ROWS = [  # for docs and `serq explain`-style listings
 
 _EXPLORER_BANNED = ("now", "age")
 EXPLORER_MAX_DOMAIN = 4096  # values one draw may take in the explorer
-
-
-def expr_names(e: ir.Expr | None) -> set[str]:
-    """Attribute names an expression reads."""
-    out: set[str] = set()
-
-    def walk(x):
-        if x is None:
-            return
-        if isinstance(x, ir.Name):
-            out.add(x.name)
-        elif isinstance(x, ir.Bin):
-            walk(x.l), walk(x.r)
-        elif isinstance(x, ir.Un):
-            walk(x.e)
-        elif isinstance(x, ir.Cond):
-            walk(x.c), walk(x.t), walk(x.f)
-        elif isinstance(x, ir.Call):
-            for a in x.args:
-                walk(a)
-
-    walk(e)
-    return out
 
 
 def walk_expr(e: ir.Expr | None):
@@ -312,8 +290,6 @@ class Validator:
         runners = self._users(lambda s: isinstance(s, ir.SRun) and s.stage == st.name)
         self.expr(st.budget, moment("budget", st.name), want="int", what="a budget")
         self.expr(st.chunk, moment("chunk", st.name), want="int", what="a chunk")
-        from serq.compiler import NotConstant, const_eval
-
         for what, e in (("budget", st.budget), ("chunk", st.chunk)):
             try:
                 v = const_eval(e) if e is not None else None
@@ -550,8 +526,6 @@ class Validator:
         self.expr(d.lo, S, session=s, want="int", what="a range bound")
         self.expr(d.hi, S, session=s, want="int", what="a range bound")
         if self.explorer and d.lo is not None and d.hi is not None:
-            from serq.compiler import NotConstant, const_eval
-
             try:
                 width = int(const_eval(d.hi)) - int(const_eval(d.lo)) + 1
             except (NotConstant, ArithmeticError, TypeError, ValueError):
@@ -567,7 +541,21 @@ class Validator:
             self.expr(p, S, session=s, want="number", what="a distribution parameter")
         want = {"uniform": 0, "geometric": 1, "poisson": 1}.get(dist.name)
         if dist.name == "weights":
-            if dom.values and len(dist.params) != len(dom.values):
+            # A weight belongs to a position of the domain; only constant
+            # values say which positions are one value (their weights add up)
+            # and a constant range how many positions there are.
+            try:
+                values = [const_eval(v) for v in dom.values]
+                width = int(const_eval(dom.hi)) - int(const_eval(dom.lo)) + 1 if dom.lo is not None else None
+            except NotConstant as nc:
+                self.sink.error(nc.at or dist.at, "E107", f"`weights` needs a constant domain; {nc.what} is not a constant",
+                                "values only known when drawn could coincide and leave a weight without its value")
+                return
+            except (ArithmeticError, TypeError, ValueError):
+                return  # reported where the domain is checked
+            if width is not None and len(dist.params) != max(width, 0):
+                self.sink.error(dist.at, "E107", f"`weights` needs one weight per domain value ({max(width, 0)}), got {len(dist.params)}")
+            elif values and len(dist.params) != len(dom.values):
                 self.sink.error(dist.at, "E107", f"`weights` needs one weight per domain value ({len(dom.values)}), got {len(dist.params)}")
             elif not dom.values and not dist.params:
                 self.sink.error(dist.at, "E107", "`weights` needs one weight per domain value")
@@ -603,8 +591,8 @@ class Validator:
                     head = s.states[nxt]
                     # `repeat N` counts down an internal counter nothing else
                     # can set: it always ends, so it is no busy loop
-                    counted = isinstance(head, ir.SBranch) and any(
-                        n.startswith("_repeat") for n in expr_names(head.cond))
+                    internal = {a.name for a in s.attrs if a.origin == "internal"}
+                    counted = isinstance(head, ir.SBranch) and bool(internal & set(expr_names(head.cond)))
                     if nxt not in reported and not counted:
                         reported.add(nxt)
                         self.sink.warn(head.at, "W501", "this loop can repeat without ever blocking (no turn, hold, run, join or end in it)",

@@ -705,6 +705,34 @@ bad.sq:8:16: error[E103]: unknown session program `t`
 ]
 
 
+CASES += [
+    pytest.param(
+        'pool kv { cap 8; block 2; admit via gpu; evict (free(kv)); }\nstage gpu { budget 4; }\n'
+        'session s { hold kv 2 { prefill 2; } }\nworkload { 1 x s; }\n',
+        {},
+        """\
+bad.sq:1:49: error[E303]: `free(kv)` cannot be read at @evict(kv)
+  pool kv { cap 8; block 2; admit via gpu; evict (free(kv)); }
+                                                  ^
+1 error""",
+        id='pool_function_at_the_wrong_moment',
+    ),
+    pytest.param(
+        'pool kv { cap 8; block 2; admit via gpu; }\npool kv2 { cap 8; block 2; admit via gpu; queue (desc arrived); }\n'
+        'stage gpu { budget 4; }\nsession s { hold kv 2, kv2 2 { prefill 2; } }\nworkload { 1 x s; }\n',
+        {},
+        """\
+OK
+bad.sq:4:24: warning[W503]: pool `kv2`'s `queue` does not apply to this hold: a hold waits in the queue of its first pool, `kv`
+  session s { hold kv 2, kv2 2 { prefill 2; } }
+                         ^
+  note: list `kv2` first, or give `kv` the same `queue`
+1 warning""",
+        id='second_pool_queue_ignored',
+    ),
+]
+
+
 @pytest.mark.parametrize("src, kw, expected", CASES)
 def test_diagnostic_text(src, kw, expected):
     assert diagnose(src, **kw) == expected
@@ -827,3 +855,69 @@ def test_every_diagnostic_has_a_stable_documented_code():
         assert re.search(r"^bad\.sq:\d+:\d+: (error|warning)\[[EW]\d{3}\]: ", text, re.M), text
         for code in re.findall(r"^bad\.sq:\d+:\d+: (?:error|warning)\[([EW]\d{3})\]", text, re.M):
             assert code in documented, f"{code} is not in docs/language.md's table of diagnostics"
+
+
+def test_constants_short_circuit_and_or_as_sessions_do():
+    # once folded both sides: `10 / X` with X = 0 was rejected as E401
+    src = ("const X = 0;\n"
+           "pool kv { cap (if X != 0 and 10 / X > 1 then 4 else 8); block 2; admit via gpu; }\n"
+           "pool kv2 { cap (if X == 0 or 10 / X > 1 then 6 else 2); block 2; admit via gpu; }\n"
+           "stage gpu { budget 4; }\nsession s { hold kv 2, kv2 2 { prefill 2; } }\nworkload { 1 x s; }\n")
+    prog = load_text(src, "t.sq").program
+    assert (prog.pool("kv").cap, prog.pool("kv2").cap) == (8, 6)
+    assert "error[E401]" in diagnose(src.replace("X != 0 and ", ""))
+
+
+def test_a_short_arrival_trace_is_a_located_error(tmp_path):
+    from serq.load import load_path
+    from serq.sim import arrival_times
+
+    (tmp_path / "arrivals.csv").write_text("0.25\n0.5\n")
+    f = tmp_path / "bad.sq"
+    f.write_text('stage gpu { cost 1ms; }\nsession s { end; }\nworkload { 3 x s trace "arrivals.csv"; }\n')
+    with pytest.raises(SerqError) as e:
+        arrival_times(load_path(f).program, seed=0)
+    assert "bad.sq:3:16: error[E410]: the arrival trace " in e.value.render()
+
+
+def test_a_missing_optional_package_is_named(monkeypatch):
+    import importlib
+
+    from serq.view import need
+
+    def missing(name, *a, **k):
+        raise ModuleNotFoundError(name)
+
+    monkeypatch.setattr(importlib, "import_module", missing)
+    with pytest.raises(SerqError) as e:
+        need("jinja2", "serq view")
+    assert "error[E019]: serq view needs the Python package `jinja2`" in e.value.render()
+
+
+def _codes_emitted_by_the_source() -> set[str]:
+    import re
+
+    out = set()
+    for f in (ROOT / "serq").rglob("*.py"):
+        out |= set(re.findall(r"\"([EW]\d{3})\"", f.read_text()))
+    return out
+
+
+def test_every_emitted_code_is_tested_and_documented_and_back():
+    """Both ways: every code the source can emit has a row in
+    docs/language.md and a test that triggers it (its rendered
+    `[CODE]`, `CODE: ` or `"CODE"` in a test file), and every documented code is one
+    the source emits."""
+    import re
+
+    emitted = _codes_emitted_by_the_source()
+    doc = (ROOT / "docs" / "language.md").read_text()
+    documented = set(re.findall(r"^\| ([EW]\d{3}) \|", doc, re.M))
+    tests = "".join(f.read_text() for f in (ROOT / "tests").rglob("test_*.py"))
+    # rendered (`[E999]`), in the sweep's table (`E999: `) or compared as data (`"E999"`)
+    triggered = set(re.findall(r"\[([EW]\d{3})\]|\b([EW]\d{3}): |\"([EW]\d{3})\"", tests))
+    triggered = {c for group in triggered for c in group if c}
+    assert emitted, "no diagnostic codes found in serq/"
+    assert sorted(emitted - documented) == [], "emitted but not in docs/language.md's table"
+    assert sorted(documented - emitted) == [], "documented but never emitted"
+    assert sorted(emitted - triggered) == [], "emitted but no test triggers it"

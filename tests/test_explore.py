@@ -12,7 +12,7 @@ from explorer.fingerprint import state_fingerprint
 from explorer.search import check
 from explorer.trace import replay
 from serq.explore import Checks, SerqModel
-from serq.explore_cli import explore
+from serq.exploration import explore
 from serq.load import load_text
 from tests.fixtures import TWO_CHATS
 
@@ -100,16 +100,16 @@ def test_preempt_none_head_of_line_deadlock():
     assert any("queued" in line for line in r.diagnosis)
 
 
-@pytest.mark.parametrize("text", [TWO_CHATS, JOIN_IN_HOLD, HOL_NONE])
-def test_bfs_and_dfs_count_the_same_states(text):
+@pytest.mark.parametrize("text, counts", [(TWO_CHATS, (87, 170)), (JOIN_IN_HOLD, (3, 3)), (HOL_NONE, (6, 11))])
+def test_bfs_and_dfs_count_the_same_states(text, counts):
+    # only `invariant` checked on the deadlocking ones: both searches see the whole graph
     p = prog(text)
     ch = ["completes"] if text is TWO_CHATS else ["invariant"]
-    for sym in (True, False):
+    for sym, n in zip((True, False), counts):
         b = explore(p, symmetry=sym, checks=ch)
         d = explore(p, symmetry=sym, strategy="dfs", checks=ch)
-        if b.verdict == "pass":
-            assert d.verdict == "pass"
-            assert b.stats.distinct == d.stats.distinct
+        assert (b.verdict, d.verdict) == ("pass", "pass")
+        assert (b.stats.distinct, d.stats.distinct) == (n, n)
 
 
 def test_bound_is_not_a_pass():
@@ -193,3 +193,42 @@ def test_explorer_rejects_what_it_cannot_treat_finitely(capsys):
     with pytest.raises(SerqError) as e:
         load_text(wide, "w.sq", explorer=True)
     assert "error[E601]: a domain of 100000 values is too large to explore" in e.value.render()
+
+
+def _action_texts(sm: SerqModel, n: int) -> list[str]:
+    s = sm.initial_states()[0]
+    out = []
+    for _ in range(n):
+        a = sm.actions(s)[0]
+        out.append(sm.format_action(s, a))
+        s = sm.step(s, a)
+    return out
+
+
+def test_a_trace_calls_a_session_stuck_only_when_stuck_is_checked():
+    # the second self-preemption (step 7) repeats the first one's position
+    p = prog(SELF_PREEMPT)
+    livelock_only = _action_texts(SerqModel(p, checks=Checks(stuck=False)), 7)
+    with_stuck = _action_texts(SerqModel(p, checks=Checks()), 7)
+    assert "self-preemption" in livelock_only[6]
+    assert not any("stuck" in t for t in livelock_only)
+    assert "big#1 is stuck" in with_stuck[6]
+
+
+REPEAT_AND_A_LOOK_ALIKE = """
+pool seqs { cap 1; admit via gpu; }
+stage gpu { budget 4; }
+session s {
+  let _repeat1 = 7;
+  repeat 2 { hold seqs 1 { prefill 1; } }
+  assert _repeat1 == 7;
+}
+workload { 1 x s; }
+"""
+
+
+def test_repeat_counter_has_a_slot_of_its_own():
+    # the counter of `repeat` once shared the slot of a user attribute named `_repeat1`
+    p = prog(REPEAT_AND_A_LOOK_ALIKE)
+    assert [a.name for a in p.session("s").attrs] == ["_repeat1", "repeat#1"]
+    assert explore(p).verdict == "pass"

@@ -96,3 +96,17 @@ def test_every_instance_compiles(capsys):
     for inst in INSTANCES:
         assert main(["compile", str(inst)]) == 0, inst.name
         capsys.readouterr()
+
+
+def test_h2_compares_what_is_taken_with_what_the_prefill_grows_to():
+    # `take 0` alone sets need 0 too: need and take agree, yet nothing is
+    # reserved and the prefill grows the hold block by block (H2 once held
+    # vacuously here); `reserve (prompt + g)` covers its prefill
+    from serq.load import load_path
+    from serq.theorem import hypotheses
+
+    h2 = {h.code: h for h in hypotheses(load_path(ROOT / "instances" / "self_preempt.sq").program)}["H2"]
+    assert h2.holds is False
+    assert h2.witnesses == ["long: its prefill grows its hold on `kv` from 0 to 2 blocks, past what the hold took at admission"]
+    h2 = {h.code: h for h in hypotheses(load_path(ROOT / "instances" / "theorem.sq").program)}["H2"]
+    assert (h2.holds, h2.witnesses) == (True, [])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from serq.explore_cli import explore
+from serq.exploration import explore
 from serq.load import load_path
 
 HERE = Path(__file__).parent
@@ -32,7 +32,7 @@ def test_constructs_exact_counts(symmetry, ties, distinct, generated):
 
 _COUNT = """
 import json, sys
-from serq.explore_cli import explore
+from serq.exploration import explore
 from serq.load import load_path
 out = []
 for path, sym in json.loads(sys.argv[1]):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from serq.cli import main
-from serq.explore_cli import explore
+from serq.exploration import explore
 from serq.load import load_path
 
 ROOT = Path(__file__).resolve().parent.parent

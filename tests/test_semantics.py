@@ -539,3 +539,45 @@ workload { 2 x chat; }
     ]
     g = m.progs[0].slots["g"]
     assert [x[2][g] for x in s[0]] == [8, 8]  # o outputs each
+
+
+# ---------------------------------------------------------------- tie events of serve and victim orders
+
+
+ADMIT_REVERSED = """
+pool seqs { cap 4; admit via gpu; queue (desc arrived); }
+stage gpu { budget 6; chunk 4; serve SERVE; cost 1ms; }
+session s { hold seqs 1 { prefill 8; } end; }
+workload { 2 x s; }
+"""
+
+
+def test_serve_order_follows_its_declared_tie_event():
+    # the queue admits s#2 before s#1 (desc arrived): an `arrived` tie
+    # serves s#1 first, an `admitted` tie s#2 first
+    # (the admitting iteration hands out budget in admission order)
+    m = model(ADMIT_REVERSED.replace("SERVE", "(arrived)"))
+    _, words = drive(m, [("arrive", 0), ("arrive", 1), "run"])
+    assert words[:2] == ["+s#2, +s#1, s#2 P4, s#1 P2", "s#1 P4, s#2 P2"]
+    m = model(ADMIT_REVERSED.replace("SERVE", "(admitted)"))
+    _, words = drive(m, [("arrive", 0), ("arrive", 1), "run"])
+    assert words[:2] == ["+s#2, +s#1, s#2 P4, s#1 P2", "s#2 P4, s#1 P2, s#2 prefill done, rel s#2 1/0, end s#2"]
+
+
+VICTIM_BY = """
+pool kv { cap 4; admit via gpu; queue (desc arrived); preempt VICTIM; }
+stage gpu { budget 4; chunk 2; serve (admitted); cost 1ms; }
+session s { hold kv take 1 { prefill 4 growing kv; } end; }
+workload { 2 x s; }
+"""
+
+
+def test_victim_order_follows_its_declared_tie_event():
+    # s#2 is admitted first (desc arrived queue): an `arrived` tie makes the
+    # earliest arrival (s#1) the victim, an `admitted` tie the earliest
+    # admission (s#2)
+    for victim, who in (("(arrived)", "s#1"), ("(admitted)", "s#2"), ("(desc arrived)", "s#2")):
+        m = model(VICTIM_BY.replace("VICTIM", victim))
+        _, words = drive(m, [("arrive", 0), ("arrive", 1), "run"])
+        first = next(w for w in words if "!" in w)
+        assert f"!{who}(" in first, (victim, words)

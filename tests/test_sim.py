@@ -347,3 +347,26 @@ def test_same_bytes_across_processes_and_hash_seeds():
                             "--seed", "11", "--json"], capture_output=True, env=env, check=True)
         outs.add(p.stdout)
     assert len(outs) == 1
+
+
+def test_a_value_listed_twice_in_a_weights_domain_gets_the_sum_of_its_weights():
+    # {1, 1, 2} ~ weights(1, 1, 98): P(x = 2) = 98%, once silently uniform
+    # over {1, 2} (300 tokens expected from 200 sessions instead of 396)
+    r = report("""
+stage gpu { budget 1000; cost 1ms; }
+session s { draw x in {1, 1, 2} ~ weights(1, 1, 98); prefill x; end; }
+workload { 200 x s; }
+""")
+    assert 385 <= r["programs"][0]["tokens"] <= 400
+
+
+@pytest.mark.parametrize("domain, weights, message", [
+    ("{a, 2}", "1, 2", "`weights` needs a constant domain; `a` is not a constant"),
+    ("1..3", "1, 2", "`weights` needs one weight per domain value (3), got 2"),
+    ("1..a", "1, 2", "`weights` needs a constant domain; `a` is not a constant"),
+])
+def test_weights_need_a_domain_whose_positions_are_known(domain, weights, message):
+    with pytest.raises(SerqError, match="E107") as e:
+        prog(f"stage gpu {{ budget 8; }}\nsession s(a = 2) {{ draw x in {domain} ~ weights({weights}); prefill x; }}\n"
+             "workload { 1 x s; }\n")
+    assert message in e.value.render()

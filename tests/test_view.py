@@ -18,7 +18,7 @@ import pytest
 from explorer.trace import replay
 from serq.cli import main
 from serq.explore import SerqModel, pool_levels
-from serq.explore_cli import explore
+from serq.exploration import explore
 from serq.load import load_path, load_text
 from serq.report import build_report
 from serq.sim import SimConfig, Simulator

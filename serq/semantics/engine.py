@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from serq import ir
+from serq.expr import compile_expr
 from serq.semantics import words
 from serq.semantics.kernel.abi import (
     R_HALT,
@@ -275,7 +276,10 @@ class Engine:
                 for i, prm in enumerate(st.dist.params):
                     v = int(w[K[S_VALS] + n + i])
                     params.append(bits2f(v) if self.low.is_real(prm, prog) else v)
-            ws = weights(DIST[st.dist.name] if st.dist else 0, params, values)
+            listed = None
+            if st.dist is not None and st.dist.name == "weights" and st.domain.values:
+                listed = [compile_expr(v, {})(None, None) for v in st.domain.values]  # constants (validated)
+            ws = weights(DIST[st.dist.name] if st.dist else 0, params, values, listed)
         else:
             ws = [1.0] * n
         return int(oracle.draw(values, ws))

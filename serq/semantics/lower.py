@@ -472,12 +472,19 @@ def initial_attrs(low: Lowered, prog: int, args) -> list:
     return attrs
 
 
-def weights(dist: int, params: list, values: list) -> list[float]:
-    """A draw's distribution over its values (the simulator samples it)."""
+def weights(dist: int, params: list, values: list, listed: list | None = None) -> list[float]:
+    """A draw's distribution over its (distinct) values, the simulator
+    samples it. `listed`: the domain's values as written (constants, one per
+    weight), so a value listed twice gets the sum of its weights."""
     if dist == DIST["uniform"]:
         return [1.0] * len(values)
     if dist == DIST["weights"]:
-        return [float(p) for p in params] if len(params) == len(values) else [1.0] * len(values)
+        if listed is None or len(listed) != len(params):
+            return [float(p) for p in params]
+        total = {v: 0.0 for v in values}
+        for v, p in zip(listed, params):
+            total[v] += float(p)
+        return [total[v] for v in values]
     if dist == DIST["geometric"]:
         p = params[0]
         lo = min(values)

@@ -90,7 +90,7 @@ class Explorer:
         """The explorer's verdict for the instance (BFS: the shortest path
         to the first violation), computed once."""
         if self._violation is None:
-            from serq.explore_cli import explore
+            from serq.exploration import explore
 
             self._violation = explore(self.program, ties=self.ties, symmetry=self.symmetry,
                                       checks=self.check_names, max_states=self.max_states)

@@ -161,12 +161,13 @@ def ordered(K, w, oo, items, n, out):
     KS = K[S_KEYS]
     nk = K[oo]
     sgn = -1 if K[oo + 2] else 1
+    tie_adm = K[oo + 1] == TIE_ADMITTED
     for i in range(n):
         sid = w[items + i]
         sb = sbase(K, sid)
         b = KS + i * KW
         sess_keys(K, w, oo, sid, w[sb + F_ADM], b)
-        w[b + nk] = sgn * w[sb + F_ADM]  # serve order: by admission (as the model always did)
+        w[b + nk] = sgn * (w[sb + F_ADM] if tie_adm else w[sb + F_ARR])  # the declared tie event
         w[b + nk + 1] = w[sb + F_ARR]
     T = K[S_TMP]
     for i in range(n):  # stable insertion sort of indices
@@ -203,12 +204,14 @@ def ordered(K, w, oo, items, n, out):
 
 @njit(cache=True, error_model="numpy")
 def pick_victim(K, w, p, oo):
-    """The first holder of p in the victim order (key `admitted` and the tie
-    are the hold's admission); ties on declared keys go to the oracle."""
+    """The first holder of p in the victim order (key `admitted` and an
+    `admitted` tie are the hold's admission, an `arrived` tie the session's
+    arrival); ties on declared keys go to the oracle."""
     KS = K[S_KEYS]
     KW = K[H_KW]
     nk = K[oo]
     sgn = -1 if K[oo + 2] else 1
+    tie_adm = K[oo + 1] == TIE_ADMITTED
     best = -1
     for s in range(w[R_NSESS]):
         h = hold_of(K, w, s, p)
@@ -216,7 +219,7 @@ def pick_victim(K, w, p, oo):
             continue
         b = KS + s * KW
         sess_keys(K, w, oo, s, w[h + HS_ADM], b)
-        w[b + nk] = sgn * w[h + HS_ADM]
+        w[b + nk] = sgn * (w[h + HS_ADM] if tie_adm else w[sbase(K, s) + F_ARR])
         w[b + nk + 1] = w[sbase(K, s) + F_ARR]
         if best < 0 or lex_cmp(w, b, KS + best * KW, nk + 2) < 0:
             best = s
