@@ -7,6 +7,38 @@ a sixth of its int16 size."""
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _minmax(rows):
+    n, w = rows.shape
+    lo = rows[0].astype(np.int64)
+    hi = rows[0].astype(np.int64)
+    for i in range(1, n):
+        for j in range(w):
+            v = rows[i, j]
+            if v < lo[j]:
+                lo[j] = v
+            elif v > hi[j]:
+                hi[j] = v
+    return lo, hi
+
+
+@njit(cache=True)
+def _gather(rows, var, base, out):
+    for i in range(rows.shape[0]):
+        for k in range(var.shape[0]):
+            out[i, k] = rows[i, var[k]] - base[k]
+
+
+@njit(cache=True)
+def _scatter(data, var, base, const, a, b, out):
+    for i in range(b - a):
+        for j in range(const.shape[0]):
+            out[i, j] = const[j]
+        for k in range(var.shape[0]):
+            out[i, var[k]] = data[a + i, k] + base[k]
 
 
 def _width(lo: int, hi: int):
@@ -38,14 +70,14 @@ class Packed:
             self.base = np.zeros(0, np.int64)
             self.data = np.zeros((0, 0), np.int8)
             return
-        lo = rows.min(axis=0).astype(np.int64)
-        hi = rows.max(axis=0).astype(np.int64)
+        lo, hi = _minmax(rows)
         self.const = lo  # the value of every column equal in all rows (others: overwritten)
         self.var = np.nonzero(lo != hi)[0]
         self.base = lo[self.var]
         span = int((hi[self.var] - self.base).max()) if self.var.size else 0
         t = _width(0, span) if span <= np.iinfo(np.int32).max else np.int64
-        self.data = (rows[:, self.var].astype(np.int64) - self.base).astype(t)
+        self.data = np.empty((self.n, self.var.size), t)
+        _gather(rows, self.var, self.base, self.data)
 
     @property
     def nbytes(self) -> int:
@@ -53,7 +85,5 @@ class Packed:
 
     def rows(self, a: int, b: int) -> np.ndarray:
         out = np.empty((b - a, self.width), np.int64)
-        out[:] = self.const
-        if self.var.size:
-            out[:, self.var] = self.data[a:b].astype(np.int64) + self.base
+        _scatter(self.data, self.var, self.base, self.const, a, b, out)
         return out
