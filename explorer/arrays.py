@@ -45,7 +45,7 @@ class ArrayFallback(Exception):
 # ---------------------------------------------------------------- the table
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _find(tab, fparr, fp):
     """(id or -1, slot): the table holds ids (-1: empty), compared through
     their fingerprints (4 bytes a slot)."""
@@ -60,7 +60,7 @@ def _find(tab, fparr, fp):
         j = (j + np.uint64(1)) & mask
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rehash(tab, fparr, n, size):
     nt = np.full(size, -1, np.int32)
     mask = np.uint64(size - 1)
@@ -72,7 +72,7 @@ def _rehash(tab, fparr, n, size):
     return nt
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _insert_at(tab, slot, i):
     tab[slot] = i
 
@@ -80,7 +80,7 @@ def _insert_at(tab, slot, i):
 # ---------------------------------------------------------------- the walk
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tab, S, fparr, parents, actions,
              newidx, np_src, np_dst, cut, max_states, max_depth, livelock, deadlock_check):
     """Walk successors from parent j0, successor i0; returns (status, j, i)."""
@@ -131,7 +131,7 @@ def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tab, S,
 # ---------------------------------------------------------------- livelock
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scc(n, ofs, dst):
     """Tarjan's algorithm, iteratively: the component of every node."""
     # int32 throughout: this pass runs over every stored state, at the end
@@ -193,7 +193,7 @@ def _scc(n, ofs, dst):
     return comp, nc
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _first_cyclic(n, ofs, dst, comp, nc):
     """The smallest id on a cycle (a component of 2+ nodes or a self-loop)."""
     size = np.zeros(nc, np.int32)
@@ -208,7 +208,7 @@ def _first_cyclic(n, ofs, dst, comp, nc):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cycle(n, ofs, dst, comp, entry):
     """A shortest cycle entry -> ... -> entry inside entry's component,
     successors scanned in recorded order: the ids after entry, ending with
@@ -289,6 +289,56 @@ class _Store:
         return out
 
 
+def _threaded(m, workers, *args) -> Result:
+    """Chunks expanded by `workers` threads, each with the model's own
+    expander (`array_expander`: buffers of its own; the expansion must not
+    hold the GIL to run in parallel), walked in order by this thread."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    expanders = [m.array_expander() for _ in range(workers)]
+    pool = ThreadPoolExecutor(workers)
+
+    def expand(items):
+        pending = []
+        it = iter(items)
+        free = list(range(workers))
+
+        def submit():
+            item = next(it, None)
+            if item is None:
+                return False
+            k = free.pop()
+            pending.append((item, k, pool.submit(_copy_of, expanders[k], item[1])))
+            return True
+
+        while free and submit():
+            pass
+        while pending:
+            (meta, rows), k, fut = pending.pop(0)
+            res = fut.result()
+            free.append(k)
+            submit()
+            yield meta, rows, res
+
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        r = _array_check(m, *args, expand)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        if gc_was:
+            gc.enable()
+    r.stats.workers = workers
+    return r
+
+
+def _copy_of(expand, rows):
+    """The expander's result, copied out of its buffers (it runs again
+    while this one is walked)."""
+    succ, parent, action, fps, flags = expand(rows)
+    return succ.copy(), parent.copy(), action.copy(), fps.copy(), flags.copy()
+
+
 def _local(m):
     def expand(items):
         for meta, rows in items:
@@ -301,6 +351,9 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
                 progress_interval: float, factory: Any = None, workers: int = 1) -> Result:
     """The sequential BFS's results, over the model's rows; with workers > 1
     the chunks are expanded by worker processes (array_workers.py)."""
+    if workers > 1 and hasattr(m, "array_expander"):
+        return _threaded(m, workers, max_states, max_depth, time_limit, check_deadlock, check_livelock,
+                         progress, progress_interval)
     if workers > 1:
         from .array_workers import Expanders
 

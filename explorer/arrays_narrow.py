@@ -10,7 +10,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _minmax(rows):
     n, w = rows.shape
     lo = rows[0].astype(np.int64)
@@ -25,14 +25,14 @@ def _minmax(rows):
     return lo, hi
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _gather(rows, var, base, out):
     for i in range(rows.shape[0]):
         for k in range(var.shape[0]):
             out[i, k] = rows[i, var[k]] - base[k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _scatter(data, var, base, const, a, b, out):
     for i in range(b - a):
         for j in range(const.shape[0]):

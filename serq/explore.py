@@ -108,6 +108,19 @@ class SerqModel:
         action = np.arange(k, dtype=np.int64) - np.searchsorted(parent, parent)
         return r.outs[:k], parent, action, r.fps[:k], out.astype(np.int64)
 
+    def array_expander(self):
+        """An `array_expand` with buffers of its own (a new engine over the
+        same instance), for a thread: the kernel runs without the GIL."""
+        from serq.semantics.engine import Engine
+
+        e = Engine(self.program, "all" if self.m.ties_all else "seq")
+        if e.cap != self.rows.e.cap:
+            e._set_cap(self.rows.e.cap)
+        twin = object.__new__(SerqModel)
+        twin.__dict__.update(self.__dict__)
+        twin.rows = Rows(e, self.symmetry, keep_pos=self.checks.stuck)
+        return twin.array_expand
+
     def array_state(self, row):
         return self.rows.from_row(row)
 

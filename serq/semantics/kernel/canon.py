@@ -26,13 +26,13 @@ from serq.semantics.kernel.core import cbase, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.entry import is_end, row_flags, run_step  # noqa: F401 (row_flags: API)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def fat(o, f):
     """Where field f of a session record lands once its parent is removed."""
     return o + f - (1 if f > F_PARENT else 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def rank_of(w, T, u, x):
     lo = 0
     hi = u - 1
@@ -47,7 +47,7 @@ def rank_of(w, T, u, x):
     return -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def rec_cmp(out, a, b, n):
     for i in range(n):
         if out[a + i] != out[b + i]:
@@ -55,7 +55,7 @@ def rec_cmp(out, a, b, n):
     return 0
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def sess_cmp(out, a, b, pa, pb, RW):
     """Records first, then the parents' records (no parent comes first)."""
     c = rec_cmp(out, a * RW, b * RW, RW)
@@ -68,7 +68,7 @@ def sess_cmp(out, a, b, pa, pb, RW):
     return rec_cmp(out, pa * RW, pb * RW, RW)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def canon(K, w, out, sym, keep_pos):
     """The canonical form of the row in w[0:W] into `out`; returns its
     length. w's scratch S_TMP and S_PERM are used."""
@@ -219,7 +219,7 @@ def canon(K, w, out, sym, keep_pos):
     return m
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def fingerprint(out, m):
     """A 64-bit hash of out[0:m] (never 0): one multiply per word, a
     splitmix finish."""
@@ -235,13 +235,13 @@ def fingerprint(out, m):
     return h
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def fp_of(K, w, out, sym, keep_pos):
     m = canon(K, w, out, sym, keep_pos)
     return fingerprint(out, m)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
     """Every successor of `row`, in the model's action order (arrivals,
     turns, iterations; one per sequence of oracle answers): rows in outs,
@@ -300,7 +300,7 @@ def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
     return k
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def expand_batch(K, w, rows, n, outs, parent, acts, choices, fps, flags, tmp, sym, keep_pos):
     """`expand` over rows[0:n], successors concatenated in row order
     (parent[i]: the row a successor comes from). Same return codes."""

@@ -33,53 +33,53 @@ INT_MIN = -(1 << 63)
 # ---------------------------------------------------------------- table access
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def sbase(K, sid):
     return RHDR + sid * K[H_SF]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def pbase(K, p):
     return K[H_PB] + p * K[H_PW]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def cbase(K, p):
     """The first cache entry of pool p."""
     return K[H_PB] + p * K[H_PW] + P_Q + K[H_CAP]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def hbase(K, sid):
     return RHDR + sid * K[H_SF] + F_ATTR + K[H_NA]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def st_row(K, prog, pc):
     return K[K[H_PROGT] + PROG_W * prog + 1] + SW * pc
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def scope_row(K, prog, sc):
     return K[K[H_PROGT] + PROG_W * prog + 2] + (SCW_BASE + 2 * K[1]) * sc  # K[1] = H_NP
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def pool_row(K, p):
     return K[H_POOLT] + POOL_W * p
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def attr_type(K, prog, slot):
     return K[K[K[H_PROGT] + PROG_W * prog + 6] + slot]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def nsess(w):
     return w[R_NSESS]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def halted(K, w):
     return w[R_HALT] != HALT_NONE
 
@@ -87,7 +87,7 @@ def halted(K, w):
 # ---------------------------------------------------------------- writes and undo
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def put(K, w, i, v):
     if w[R_ULOG] != 0:
         n = w[K[S_ULOGN]]
@@ -101,12 +101,12 @@ def put(K, w, i, v):
     w[i] = v
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def add(K, w, i, d):
     put(K, w, i, w[i] + d)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def undo(K, w):
     """Restore every row write since the log was opened."""
     n = w[K[S_ULOGN]]
@@ -116,7 +116,7 @@ def undo(K, w):
     w[K[S_ULOGN]] = 0
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def fault(K, w, code, a, b, c):
     """Record a fault (the first one wins) and stop the step."""
     if w[R_FAULT] == 0:
@@ -128,7 +128,7 @@ def fault(K, w, code, a, b, c):
         w[R_HALT] = HALT_FAULT
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def next_seq(K, w):
     put(K, w, R_SEQ, w[R_SEQ] + 1)
     return w[R_SEQ]
@@ -137,7 +137,7 @@ def next_seq(K, w):
 # ---------------------------------------------------------------- events
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def event(K, w, code, a, b, c, d, e, f, g):
     if w[R_EVON] == 0:
         return
@@ -160,7 +160,7 @@ def event(K, w, code, a, b, c, d, e, f, g):
 # ---------------------------------------------------------------- the oracle
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def ask(K, w, n, kind):
     """A question with n options (kind 0: a draw or unkeyed choose, whose
     values are in S_QVALS; 1: a tie). Follows the script; past its end
@@ -186,7 +186,7 @@ def ask(K, w, n, kind):
 # ---------------------------------------------------------------- pool queries
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def cached_for(K, w, sid, p):
     c = cbase(K, p)
     for k in range(w[pbase(K, p) + P_CN]):
@@ -196,7 +196,7 @@ def cached_for(K, w, sid, p):
     return 0
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def cache_sum(K, w, p):
     c = cbase(K, p)
     t = 0
@@ -205,7 +205,7 @@ def cache_sum(K, w, p):
     return t
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def hold_of(K, w, sid, p):
     """The offset of the session's first hold on p, or -1."""
     h = hbase(K, sid)
@@ -215,7 +215,7 @@ def hold_of(K, w, sid, p):
     return -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def allocated(K, w, p):
     t = 0
     for sid in range(w[R_NSESS]):
@@ -226,7 +226,7 @@ def allocated(K, w, p):
     return t
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def holders(K, w, p):
     n = 0
     for sid in range(w[R_NSESS]):
@@ -235,7 +235,7 @@ def holders(K, w, p):
     return n
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def pool_query(K, w, fn, p, sid):
     if fn == PF_CACHED:
         return cached_for(K, w, sid, p) if sid >= 0 else cache_sum(K, w, p)
@@ -251,21 +251,21 @@ def pool_query(K, w, fn, p, sid):
 # ---------------------------------------------------------------- reals
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def f2b(K, w, x):
     wf = w.view(np.float64)
     wf[K[S_FBITS]] = x
     return w[K[S_FBITS]]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False)
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def b2f(K, w, v):
     w[K[S_FBITS]] = v
     wf = w.view(np.float64)
     return wf[K[S_FBITS]]
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def to_int(K, w, raw, real, mode, code):
     """A real result made an int: mode 0 truncates (Python's int()), 1 is
     ceil (math.ceil). Infinite or NaN values fault."""
@@ -283,7 +283,7 @@ def to_int(K, w, raw, real, mode, code):
 # ---------------------------------------------------------------- expressions
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def ev(K, pc, w, ab, sid):
     """Evaluate the bytecode at K[pc]; attributes at w[ab + slot] (a session
     record or the trial copy of an admission), pool queries for `sid` (-1:
@@ -454,19 +454,19 @@ def ev(K, pc, w, ab, sid):
             pc += 1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def ev_s(K, pc, w, sid):
     """Evaluate for session sid (its own attributes)."""
     return ev(K, pc, w, sbase(K, sid) + F_ATTR, sid)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def set_ctx(K, w, c, v):
     w[K[S_CTX] + c] = v
     w[K[S_CTXOK]] |= 1 << c
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def clear_ctx(K, w, keep_now):
     """Only `now` stays readable (every moment may read it)."""
     w[K[S_CTXOK]] = (1 << 8) if keep_now else 0

@@ -16,13 +16,13 @@ from serq.semantics.kernel.core import allocated, ev, pbase, sbase, st_row
 from serq.semantics.kernel.iterate import step
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def is_end(K, w, sid):
     sb = sbase(K, sid)
     return K[st_row(K, w[sb + F_PROG], w[sb + F_PC])] == K_END
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def row_flags(K, w):
     """bit 0 faulted, bit 1 some session stuck, bit 2 every session ended."""
     f = 1 if w[R_FAULT] != 0 else 0
@@ -37,7 +37,7 @@ def row_flags(K, w):
     return f
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def prepare(K, w, now, stopnew, evon, nscript):
     w[K[S_QPOS]] = 0
     w[K[S_NSCRIPT]] = nscript
@@ -52,7 +52,7 @@ def prepare(K, w, now, stopnew, evon, nscript):
     w[K[S_CTXOK]] = 1 << CX_NOW
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def run_step(K, w, kind, subj, now, stopnew, evon, nscript):
     """One step of the row in w[0:W]; the script of oracle answers is in
     w[S_SCRIPT..] (nscript of them). Returns step's result; w[S_HALT]
@@ -61,7 +61,7 @@ def run_step(K, w, kind, subj, now, stopnew, evon, nscript):
     return step(K, w, kind, subj)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def eval_at(K, w, code, ab, sid, now):
     """An expression against the row in w: attributes at w[ab..] (0: none),
     pool queries for sid (-1: none); only `now` is in the context."""
@@ -69,7 +69,7 @@ def eval_at(K, w, code, ab, sid, now):
     return ev(K, code, w, ab, sid)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def might_work(K, w, si):
     """False only if an iteration of stage si would certainly do nothing:
     no resident of si and an empty queue in every pool it admits."""
@@ -85,14 +85,14 @@ def might_work(K, w, si):
     return False
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def levels(K, w, out):
     """Units allocated per pool, into out."""
     for p in range(K[H_NP]):
         out[p] = allocated(K, w, p)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def run_step_packed(K, w, kind, subj, now, stopnew, evon, nscript, out):
     """run_step, then what the simulator reads of the successor, in one
     call: out[0] the result, out[1] the row flags, out[2:2+NP] the units

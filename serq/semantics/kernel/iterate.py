@@ -27,7 +27,7 @@ from serq.semantics.kernel.session import admit_pool, advance, settle
 # ---------------------------------------------------------------- preemption and growth
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def preempt(K, w, victim, p, is_self):
     """Release every hold of the scope holding p (inner ones first); the
     victim goes back to that scope's acquire, attributes intact. Its
@@ -64,7 +64,7 @@ def preempt(K, w, victim, p, is_self):
         event(K, w, EV_STUCK, victim, p, 0, 0, 0, 0, 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def served_pop(K, w, sid):
     n = w[K[S_SERVED] + sid]
     if n > 0:
@@ -72,7 +72,7 @@ def served_pop(K, w, sid):
         w[K[S_SERVED] + sid] = 0
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def grow(K, w, sid, p, units, may_preempt):
     """Make the session's hold on p own `units`: 0 ok, 1 wait (it may not
     preempt, or nothing is left to preempt), 2 it was preempted itself;
@@ -116,7 +116,7 @@ def grow(K, w, sid, p, units, may_preempt):
     return pre
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
     """Tokens for one resident and a status: tokens -1 when a session being
     admitted cannot grow; status bit 1 wait, bit 2 stop (self-preempted),
@@ -148,7 +148,7 @@ def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
 # ---------------------------------------------------------------- the iteration
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def shape_ctx(K, w, nreq, ndec, kvb):
     CX = K[S_CTX]
     w[CX + CX_NREQ] = nreq
@@ -157,7 +157,7 @@ def shape_ctx(K, w, nreq, ndec, kvb):
     w[K[S_CTXOK]] = (1 << CX_NREQ) | (1 << CX_NDEC) | (1 << CX_KVB) | (1 << CX_NOW)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def kv_blocks(K, w, sid):
     """The blocks a resident's growing hold owns (the `kvb` of a shape)."""
     sb = sbase(K, sid)
@@ -171,7 +171,7 @@ def kv_blocks(K, w, sid):
     return w[h + HS_OWN] // K[pool_row(K, g) + 1]
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def chunk_of(K, w, code, nreq, ndec, kvb, budget_left):
     shape_ctx(K, w, nreq, ndec, kvb)
     w[K[S_CTX] + CX_BUDGET] = budget_left
@@ -179,7 +179,7 @@ def chunk_of(K, w, code, nreq, ndec, kvb, budget_left):
     return ev(K, code, w, 0, -1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def iterate(K, w, si):
     """One iteration of stage si, atomically: serve, admit, complete.
     Returns False for a zero-work iteration (not an action)."""
@@ -359,7 +359,7 @@ def iterate(K, w, si):
 # ---------------------------------------------------------------- the step
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def conservation(K, w, kind, subj):
     for p in range(K[H_NP]):
         cap = K[pool_row(K, p)]
@@ -371,7 +371,7 @@ def conservation(K, w, kind, subj):
             return
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def step(K, w, kind, subj):
     """One action on the row in w (loaded, scratch set by the caller).
     Returns 1 with a successor in w, 0 when the action does not apply (a

@@ -24,7 +24,7 @@ from serq.semantics.kernel.core import (
 # ---------------------------------------------------------------- queues
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def q_insert(K, w, p, pos, sid):
     b = pbase(K, p)
     n = w[b + P_QN]
@@ -35,7 +35,7 @@ def q_insert(K, w, p, pos, sid):
     put(K, w, b + P_QN, n + 1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def q_remove(K, w, p, sid):
     b = pbase(K, p)
     n = w[b + P_QN]
@@ -49,7 +49,7 @@ def q_remove(K, w, p, sid):
             return
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def q_has(K, w, p, sid):
     b = pbase(K, p)
     for j in range(w[b + P_QN]):
@@ -61,7 +61,7 @@ def q_has(K, w, p, sid):
 # ---------------------------------------------------------------- the cache
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def cache_remove(K, w, p, k):
     """Remove entry k, keeping the others in their order."""
     b = pbase(K, p)
@@ -75,7 +75,7 @@ def cache_remove(K, w, p, k):
     put(K, w, b + P_CN, n - 1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def cache_put(K, w, sid, p, units):
     seq = next_seq(K, w)
     b = pbase(K, p)
@@ -99,7 +99,7 @@ def cache_put(K, w, sid, p, units):
 # ---------------------------------------------------------------- keys
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def key_of(K, w, code, real, order_real, ab, sid):
     """One declared key's value as a comparable int64."""
     if code < 0:
@@ -118,7 +118,7 @@ def key_of(K, w, code, real, order_real, ab, sid):
     return bits
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def sess_keys(K, w, oo, sid, adm, out):
     """The declared keys of order `oo` for a session, at w[out..]; the
     context gives `arrived` and `admitted` (`adm`: the session's, or its
@@ -141,7 +141,7 @@ def sess_keys(K, w, oo, sid, adm, out):
     return nk
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def lex_cmp(w, a, b, n):
     for i in range(n):
         if w[a + i] != w[b + i]:
@@ -152,7 +152,7 @@ def lex_cmp(w, a, b, n):
 # ---------------------------------------------------------------- orders over sessions
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def ordered(K, w, oo, items, n, out):
     """Sort sessions w[items..items+n] by (keys, tie, arrival) into w[out..];
     with `--ties all`, each group tied on the declared keys comes out in an
@@ -202,7 +202,7 @@ def ordered(K, w, oo, items, n, out):
         i = j
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def pick_victim(K, w, p, oo):
     """The first holder of p in the victim order (key `admitted` and an
     `admitted` tie are the hold's admission, an `arrived` tie the session's
@@ -244,7 +244,7 @@ def pick_victim(K, w, p, oo):
 # ---------------------------------------------------------------- eviction
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def free_block(K, w, p, protect):
     """Free one block of p by evicting from the cache in evict order
     (entries of `protect` spared; -2 spares none)."""
@@ -313,7 +313,7 @@ def free_block(K, w, p, protect):
 # ---------------------------------------------------------------- holds
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def hold_append(K, w, sid, scope, p, own, use, adm):
     sb = sbase(K, sid)
     nh = w[sb + F_NH]
@@ -326,7 +326,7 @@ def hold_append(K, w, sid, scope, p, own, use, adm):
     put(K, w, sb + F_NH, nh + 1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def release_one(K, w, sid, scope):
     """Release the holds of one scope, in hold order: the kept part to the
     cache under the session's key, the rest to free."""
@@ -378,7 +378,7 @@ def release_one(K, w, sid, scope):
     put(K, w, sb + F_NH, o)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def release_scope(K, w, sid, scope):
     """Inner scopes first (the holds taken after this scope's), then it."""
     sb = sbase(K, sid)
@@ -402,7 +402,7 @@ def release_scope(K, w, sid, scope):
     release_one(K, w, sid, scope)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def drop(K, w, sid, p):
     b = pbase(K, p)
     c = cbase(K, p)
@@ -422,7 +422,7 @@ def drop(K, w, sid, p):
 # ---------------------------------------------------------------- enqueue
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def enqueue(K, w, sid, p, where):
     """Put a waiting hold into p's queue: at the front or back (a requeue
     after preemption) or by the queue order; with `--ties all` a hold tied

@@ -31,7 +31,7 @@ from serq.semantics.kernel.pools import (
 # ---------------------------------------------------------------- draw and choose
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def domain(K, w, sid, r):
     """The values of a draw or choose at w[S_VALS..]: a set keeps first
     occurrences in order; a range lo..hi. Returns the count (0 faults)."""
@@ -66,7 +66,7 @@ def domain(K, w, sid, r):
     return n
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def draw_index(K, w, sid, r, n):
     """The answer to a draw: the oracle's when there is a choice. The
     distribution's parameters are evaluated (a fault there is a fault) and
@@ -87,7 +87,7 @@ def draw_index(K, w, sid, r, n):
     return ask(K, w, n, 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def choose_index(K, w, sid, r, n):
     key = K[r + 7]
     if key < 0:
@@ -142,7 +142,7 @@ def choose_index(K, w, sid, r, n):
 FR_ADV, FR_SPAWN = 0, 1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def push(K, w, kind, sid, count, budget):
     n = w[K[S_NFRAMES]]
     if n >= FRAMES:
@@ -156,7 +156,7 @@ def push(K, w, kind, sid, count, budget):
     w[K[S_NFRAMES]] = n + 1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def advance(K, w, sid):
     """Run the session's internal states until it blocks (a macro step),
     and whatever that starts: spawned children, a woken parent."""
@@ -176,7 +176,7 @@ def advance(K, w, sid):
             spawn_next(K, w, s, count, budget)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def run_states(K, w, sid, budget):
     sb = sbase(K, sid)
     prog = w[sb + F_PROG]
@@ -264,7 +264,7 @@ def run_states(K, w, sid, budget):
     fault(K, w, FT_MACRO, sid, 0, 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def spawn_start(K, w, sid, r, budget):
     spec = K[r + 3]
     n = to_int(K, w, ev_s(K, K[spec + 1], w, sid), K[spec + 2] == 1, 0, K[spec + 1])
@@ -282,7 +282,7 @@ def spawn_start(K, w, sid, r, budget):
     push(K, w, FR_SPAWN, sid, n, budget)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def spawn_next(K, w, sid, left, budget):
     """The next child of a spawn (it runs until it blocks before the one
     after it is made); after the last, the parent goes on."""
@@ -327,7 +327,7 @@ def spawn_next(K, w, sid, left, budget):
     push(K, w, FR_ADV, cid, 0, MACRO_LIMIT)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def finish(K, w, sid):
     """`end` closes every open scope, innermost first, and wakes a parent
     that waits at `join` for its last child."""
@@ -353,13 +353,13 @@ def finish(K, w, sid):
 # ---------------------------------------------------------------- admission
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def admit_ctx(K, w, budget_left):
     w[K[S_CTX] + CX_BUDGET] = budget_left
     w[K[S_CTXOK]] = (1 << CX_BUDGET) | (1 << CX_NOW)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def try_admit(K, w, sid, budget_left):
     """Evaluate a queued hold's admission header; admit it if it fits."""
     sb = sbase(K, sid)
@@ -462,7 +462,7 @@ def try_admit(K, w, sid, budget_left):
     return True
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def admit_pool(K, w, p, budget_left, skip, nskip):
     """One admission from p's queue (head-of-line rules), or -1. Sessions
     at w[skip..skip+nskip] are passed over."""
@@ -488,7 +488,7 @@ def admit_pool(K, w, p, budget_left, skip, nskip):
     return -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False)
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def settle(K, w, nevp, evpo):
     """Event-driven pools admit whenever their head fits: a zero-time
     consequence of whatever freed the units."""
