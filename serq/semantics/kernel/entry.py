@@ -9,10 +9,10 @@ from serq.semantics.kernel.abi import (
     R_EVON,
     R_HALT,
     R_ULOG,
-    F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
+    F_NH, HS_OWN, HS_POOL, HW, F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
     S_ULOGN, S_ULOGON,
 )
-from serq.semantics.kernel.core import allocated, ev, pbase, sbase, st_row
+from serq.semantics.kernel.core import allocated, ev, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.iterate import step
 
 
@@ -100,10 +100,39 @@ def run_step_packed(K, w, kind, subj, now, stopnew, evon, nscript, out):
     ok = run_step(K, w, kind, subj, now, stopnew, evon, nscript)
     out[0] = ok
     if ok and (w[R_HALT] == HALT_NONE or w[R_HALT] == HALT_FAULT):
-        out[1] = row_flags(K, w)
-        NP = K[H_NP]
-        for p in range(NP):
-            out[2 + p] = allocated(K, w, p)
-        for si in range(K[H_NST]):
-            out[2 + NP + si] = 1 if might_work(K, w, si) else 0
+        summarize(K, w, out)
     return ok
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def summarize(K, w, out):
+    """row_flags, levels and might_work for every stage, in one pass over
+    the sessions (a simulated row has thousands)."""
+    NP = K[H_NP]
+    NST = K[H_NST]
+    for i in range(1, 2 + NP + NST):
+        out[i] = 0
+    done = True
+    f = 1 if w[R_FAULT] != 0 else 0
+    for sid in range(w[R_NSESS]):
+        sb = sbase(K, sid)
+        if w[sb + F_STUCK]:
+            f |= 2
+        r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+        k = K[r]
+        if k != K_END:
+            done = False
+        if k == K_RUN and w[sb + F_RD] < w[sb + F_RT]:
+            out[2 + NP + K[r + 4]] = 1
+        hb = hbase(K, sid)
+        for j in range(w[sb + F_NH]):
+            out[2 + w[hb + HW * j + HS_POOL]] += w[hb + HW * j + HS_OWN]
+    if done:
+        f |= 4
+    out[1] = f
+    for si in range(NST):
+        if out[2 + NP + si] == 0:
+            stt = K[H_STAGET] + STAGE_W * si
+            for vi in range(K[stt + 3]):
+                if w[pbase(K, K[K[stt + 4] + vi]) + P_QN] > 0:
+                    out[2 + NP + si] = 1
