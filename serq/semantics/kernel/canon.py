@@ -107,8 +107,9 @@ def canon(K, w, out, sym, keep_pos):
         if u == 0 or w[T + i] != w[T + u - 1]:
             w[T + u] = w[T + i]
             u += 1
-    # records (in `out`, temporarily, at session i * RW after a gap)
-    base = 8
+    # records (in `out`, temporarily, at its end: the form is written at its
+    # front and never reaches them, `out` being three rows long)
+    base = out.shape[0] - n * RW
     for sid in range(n):
         sb = sbase(K, sid)
         o = base + sid * RW
@@ -162,8 +163,7 @@ def canon(K, w, out, sym, keep_pos):
     for pos in range(n):
         w[NW + w[PM + pos]] = pos
     # write: header, sessions in order (records copied after the tail), pools
-    L = base + n * RW  # records occupy out[base:L]; the form is built after them
-    o = L
+    o = 0
     out[o] = n
     out[o + 1] = w[R_FAULT]
     out[o + 2] = w[R_FA0]
@@ -212,11 +212,7 @@ def canon(K, w, out, sym, keep_pos):
             out[o + 3 * j + 1] = a1
             out[o + 3 * j + 2] = a2
         o += 3 * cn
-    # move the form to the front
-    m = o - L
-    for i in range(m):
-        out[i] = out[L + i]
-    return m
+    return o
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
