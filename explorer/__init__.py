@@ -17,14 +17,17 @@ from .model import Model, ModelFactory
 from .report import render_json, render_text, stats_line, verdict_line
 from .result import Result, Stats
 from .search import check
+from .interrupt import Interrupted, interrupts
 from .trace import NondeterministicModel, ReplayError, Step, format_path, parse_path, replay
 from .verdict import (
     BOUND,
     DEADLOCK,
+    INTERRUPTED,
     EXIT_BOUND,
     EXIT_CODES,
     EXIT_DEADLOCK,
     EXIT_INPUT_ERROR,
+    EXIT_INTERRUPTED,
     EXIT_LIVELOCK,
     EXIT_NONDETERMINISTIC,
     EXIT_PASS,
@@ -42,7 +45,8 @@ __all__ = [
     "Model", "ModelFactory", "Result", "Stats", "Step",
     "NondeterministicModel", "ReplayError", "format_path", "parse_path",
     "fingerprint", "state_fingerprint", "format_fp",
-    "PASS", "DEADLOCK", "LIVELOCK", "VIOLATION", "BOUND", "VERDICTS",
+    "PASS", "DEADLOCK", "LIVELOCK", "VIOLATION", "BOUND", "INTERRUPTED", "VERDICTS",
     "EXIT_CODES", "EXIT_PASS", "EXIT_INPUT_ERROR", "EXIT_DEADLOCK", "EXIT_LIVELOCK",
-    "EXIT_VIOLATION", "EXIT_BOUND", "EXIT_THEOREM", "EXIT_NONDETERMINISTIC", "exit_code",
+    "EXIT_VIOLATION", "EXIT_BOUND", "EXIT_THEOREM", "EXIT_NONDETERMINISTIC", "EXIT_INTERRUPTED",
+    "exit_code", "Interrupted", "interrupts",
 ]

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from .arrays_narrow import narrow as _narrow
+from .interrupt import worker_signals
 
 __all__ = ["Expanders", "WorkerFailed"]
 
@@ -65,6 +66,7 @@ def _recv(conn) -> list[np.ndarray]:
 
 
 def _worker(conn, factory, wid: int) -> None:
+    worker_signals()
     try:
         m = factory()
         while True:

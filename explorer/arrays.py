@@ -25,7 +25,8 @@ import numpy as np
 from numba import njit
 
 from .arrays_narrow import Packed
-from .outcome import bounded, deadlock, livelock_result, passed, violation
+from .memory import MemoryGuard, mib
+from .outcome import bounded, deadlock, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
 
 __all__ = ["ArrayFallback", "CHECK", "DONE", "PROGRESS", "array_check"]
@@ -348,7 +349,8 @@ def _local(m):
 
 def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limit: float | None,
                 check_deadlock: bool, check_livelock: bool, progress: Callable | None,
-                progress_interval: float, factory: Any = None, workers: int = 1) -> Result:
+                progress_interval: float, factory: Any = None, workers: int = 1,
+                memory_limit: int | None = None) -> Result:
     """The sequential BFS's results, over the model's rows; with workers > 1
     the chunks are expanded by worker processes (array_workers.py)."""
     if workers > 1 and hasattr(m, "array_expander"):
@@ -360,7 +362,7 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
         pool = Expanders(factory, workers)
         try:
             r = _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                             progress_interval, pool.expand)
+                             progress_interval, pool.expand, MemoryGuard(memory_limit))
         finally:
             pool.close()
         r.stats.workers = workers
@@ -369,14 +371,14 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
     gc.disable()  # no Python object per state: nothing for the collector but pauses
     try:
         return _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                            progress_interval, _local(m))
+                            progress_interval, _local(m), MemoryGuard(memory_limit))
     finally:
         if gc_was:
             gc.enable()
 
 
 def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                 progress_interval, expand) -> Result:
+                 progress_interval, expand, memory) -> Result:
     t0 = time.perf_counter()
     stats = Stats(strategy="bfs")
     st = _Store()
@@ -390,113 +392,122 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         stats.queue, stats.elapsed = pending, time.perf_counter() - t0
         return stats
 
-    rows, fps, flags = m.array_initial()
-    level_rows, level_flags, level_ids = [], [], []
-    st.reserve(0, len(fps))
-    for i in range(len(fps)):
-        S[S_GEN] += 1
-        sid, slot = _find(st.tab, st.fp, np.uint64(fps[i]))
-        if sid >= 0:
-            continue
-        if ms >= 0 and S[S_N] >= ms:
-            return bounded(final(len(level_ids)), "max_states", max_states)
-        nid = int(S[S_N])
-        st.fp[nid], st.parent[nid], st.action[nid] = fps[i], -1, i
-        _insert_at(st.tab, slot, nid)
-        S[S_N] += 1
-        if flags[i] & CHECK:
-            bad = m.invariants(m.array_state(rows[i]))
-            if bad:
-                return violation(m, st.chain, int(fps[i]), bad[0][0], bad[0][1], final(len(level_ids)))
-        level_rows.append(rows[i])
-        level_flags.append(flags[i])
-        level_ids.append(nid)
-    # a level: blocks of (rows, done flags), consumed (and freed) as expanded
-    cur = [(Packed(np.array(level_rows)), (np.array(level_flags, np.int64) & DONE).astype(np.int8))] if level_rows else []
-    cur_id0 = 0  # ids of a level are consecutive
-    depth = 0
-    cut_all: list[np.ndarray] = []
-    np_src = np.zeros(1 << 16, np.int32)
-    np_dst = np.zeros(1 << 16, np.int32)
-    while cur:
-        nxt: list = []
-        nlevel = sum(b[0].n for b in cur)
-        next_count = 0
-        def chunks(cur=cur):
-            pos = 0  # index in the level of the chunk's first row
-            cur.reverse()
-            while cur:
-                block, bdone = cur.pop()
-                for c0 in range(0, block.n, CHUNK):
-                    rows = block.rows(c0, min(c0 + CHUNK, block.n))
-                    yield (pos, bdone[c0: c0 + rows.shape[0]]), rows
-                    pos += rows.shape[0]
-                del block, bdone
-
-        for (pos, pdone), chunk, (succ, parent, sacts, sfps, sflags) in expand(chunks()):
-            now = time.perf_counter()
-            if time_limit is not None and now - t0 >= time_limit:
-                return bounded(final(nlevel - pos + next_count), "time_limit", time_limit)
-            if progress is not None and now >= next_report:
-                next_report = now + progress_interval
-                progress(final(nlevel - pos + next_count).snapshot())
-            nrows = chunk.shape[0]
-            k = len(sfps)
-            pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
-            st.reserve(int(S[S_N]), k)
-            if check_livelock and int(S[S_NP]) + k > np_src.shape[0]:
-                size = np_src.shape[0]
-                while int(S[S_NP]) + k > size:
-                    size *= 2
-                np_src = np.concatenate([np_src, np.zeros(size - np_src.shape[0], np.int32)])
-                np_dst = np.concatenate([np_dst, np.zeros(size - np_dst.shape[0], np.int32)])
-            newidx = np.zeros(max(k, 1), np.int64)
-            cut = np.zeros(max(k, 1), np.uint64)
-            S[S_NEW] = 0
-            S[S_CUT] = 0
-            j, i = 0, 0
-            while True:
-                status, j, i = _process(j, i, nrows, pofs, sfps, sflags, sacts, cur_id0 + pos, depth,
-                                        pdone, st.tab, S, st.fp, st.parent,
-                                        st.action, newidx, np_src, np_dst, cut, ms, md,
-                                        check_livelock, check_deadlock)
-                pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
-                if status == ST_DONE:
-                    break
-                if status == ST_DEADLOCK:
-                    fp = int(st.fp[cur_id0 + pos + j])
-                    return deadlock(m, st.chain, fp, final(pending))
-                if status == ST_MAXSTATES:
-                    return bounded(final(pending), "max_states", max_states)
-                # ST_CHECK: the state just stored (successor i - 1)
-                bad = m.invariants(m.array_state(np.asarray(succ[i - 1], np.int64)))
+    queue_now = 0  # the queue at the last chunk, for an interrupt
+    try:
+        rows, fps, flags = m.array_initial()
+        level_rows, level_flags, level_ids = [], [], []
+        st.reserve(0, len(fps))
+        for i in range(len(fps)):
+            S[S_GEN] += 1
+            sid, slot = _find(st.tab, st.fp, np.uint64(fps[i]))
+            if sid >= 0:
+                continue
+            if ms >= 0 and S[S_N] >= ms:
+                return bounded(final(len(level_ids)), "max_states", max_states)
+            nid = int(S[S_N])
+            st.fp[nid], st.parent[nid], st.action[nid] = fps[i], -1, i
+            _insert_at(st.tab, slot, nid)
+            S[S_N] += 1
+            if flags[i] & CHECK:
+                bad = m.invariants(m.array_state(rows[i]))
                 if bad:
-                    fp = int(sfps[i - 1])
-                    return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
-            nnew = int(S[S_NEW])
-            if nnew:
-                nxt.append((Packed(succ[newidx[:nnew]]), (sflags[newidx[:nnew]] & DONE).astype(np.int8)))
-            next_count += nnew
-            if S[S_CUT]:
-                cut_all.append(cut[: int(S[S_CUT])].copy())
-        cur_id0 += nlevel
-        depth += 1
-        cur = nxt
-    stats = final(0)
-    for cut in cut_all:
-        for fp in cut.tolist():
-            if st.id_of(fp) < 0:
-                return bounded(stats, "max_depth", max_depth)
-    if check_livelock and S[S_NP]:
-        n = int(S[S_N])
-        e = int(S[S_NP])
-        src, dst = np_src[:e], np_dst[:e]  # grouped by source already (sources in id order)
-        ofs = np.searchsorted(src, np.arange(n + 1, dtype=np.int32)).astype(np.int32)
-        comp, nc = _scc(n, ofs, dst)
-        entry = int(_first_cyclic(n, ofs, dst, comp, nc))
-        if entry >= 0:
-            cycle = _cycle(n, ofs, dst, comp, entry)
-            fps_of = st.fp
-            stats = final(0)
-            return livelock_result(m, st.chain, int(fps_of[entry]), [int(fps_of[x]) for x in cycle], stats)
-    return passed(final(0))
+                    return violation(m, st.chain, int(fps[i]), bad[0][0], bad[0][1], final(len(level_ids)))
+            level_rows.append(rows[i])
+            level_flags.append(flags[i])
+            level_ids.append(nid)
+        # a level: blocks of (rows, done flags), consumed (and freed) as expanded
+        cur = [(Packed(np.array(level_rows)), (np.array(level_flags, np.int64) & DONE).astype(np.int8))] if level_rows else []
+        cur_id0 = 0  # ids of a level are consecutive
+        depth = 0
+        cut_all: list[np.ndarray] = []
+        np_src = np.zeros(1 << 16, np.int32)
+        np_dst = np.zeros(1 << 16, np.int32)
+        while cur:
+            nxt: list = []
+            nlevel = sum(b[0].n for b in cur)
+            next_count = 0
+            def chunks(cur=cur):
+                pos = 0  # index in the level of the chunk's first row
+                cur.reverse()
+                while cur:
+                    block, bdone = cur.pop()
+                    for c0 in range(0, block.n, CHUNK):
+                        rows = block.rows(c0, min(c0 + CHUNK, block.n))
+                        yield (pos, bdone[c0: c0 + rows.shape[0]]), rows
+                        pos += rows.shape[0]
+                    del block, bdone
+
+            for (pos, pdone), chunk, (succ, parent, sacts, sfps, sflags) in expand(chunks()):
+                queue_now = nlevel - pos + next_count
+                now = time.perf_counter()
+                if time_limit is not None and now - t0 >= time_limit:
+                    return bounded(final(nlevel - pos + next_count), "time_limit", time_limit)
+                if memory.over():
+                    return bounded(final(queue_now), "memory", mib(memory.limit))
+                if progress is not None and now >= next_report:
+                    next_report = now + progress_interval
+                    progress(final(nlevel - pos + next_count).snapshot())
+                nrows = chunk.shape[0]
+                k = len(sfps)
+                pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
+                st.reserve(int(S[S_N]), k)
+                if check_livelock and int(S[S_NP]) + k > np_src.shape[0]:
+                    size = np_src.shape[0]
+                    while int(S[S_NP]) + k > size:
+                        size *= 2
+                    np_src = np.concatenate([np_src, np.zeros(size - np_src.shape[0], np.int32)])
+                    np_dst = np.concatenate([np_dst, np.zeros(size - np_dst.shape[0], np.int32)])
+                newidx = np.zeros(max(k, 1), np.int64)
+                cut = np.zeros(max(k, 1), np.uint64)
+                S[S_NEW] = 0
+                S[S_CUT] = 0
+                j, i = 0, 0
+                while True:
+                    status, j, i = _process(j, i, nrows, pofs, sfps, sflags, sacts, cur_id0 + pos, depth,
+                                            pdone, st.tab, S, st.fp, st.parent,
+                                            st.action, newidx, np_src, np_dst, cut, ms, md,
+                                            check_livelock, check_deadlock)
+                    pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
+                    if status == ST_DONE:
+                        break
+                    if status == ST_DEADLOCK:
+                        fp = int(st.fp[cur_id0 + pos + j])
+                        return deadlock(m, st.chain, fp, final(pending))
+                    if status == ST_MAXSTATES:
+                        return bounded(final(pending), "max_states", max_states)
+                    # ST_CHECK: the state just stored (successor i - 1)
+                    bad = m.invariants(m.array_state(np.asarray(succ[i - 1], np.int64)))
+                    if bad:
+                        fp = int(sfps[i - 1])
+                        return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
+                nnew = int(S[S_NEW])
+                if nnew:
+                    nxt.append((Packed(succ[newidx[:nnew]]), (sflags[newidx[:nnew]] & DONE).astype(np.int8)))
+                next_count += nnew
+                if S[S_CUT]:
+                    cut_all.append(cut[: int(S[S_CUT])].copy())
+            cur_id0 += nlevel
+            depth += 1
+            cur = nxt
+        stats = final(0)
+        for cut in cut_all:
+            for fp in cut.tolist():
+                if st.id_of(fp) < 0:
+                    return bounded(stats, "max_depth", max_depth)
+        if check_livelock and S[S_NP]:
+            n = int(S[S_N])
+            e = int(S[S_NP])
+            src, dst = np_src[:e], np_dst[:e]  # grouped by source already (sources in id order)
+            ofs = np.searchsorted(src, np.arange(n + 1, dtype=np.int32)).astype(np.int32)
+            comp, nc = _scc(n, ofs, dst)
+            entry = int(_first_cyclic(n, ofs, dst, comp, nc))
+            if entry >= 0:
+                cycle = _cycle(n, ofs, dst, comp, entry)
+                fps_of = st.fp
+                stats = final(0)
+                return livelock_result(m, st.chain, int(fps_of[entry]), [int(fps_of[x]) for x in cycle], stats)
+        return passed(final(0))
+    except KeyboardInterrupt as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
+        return interrupted(final(queue_now), e)
+    except MemoryError:  # the tables could not grow: what was stored so far
+        return bounded(final(queue_now), "memory", "MemoryError")

@@ -12,11 +12,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .graph import find_livelock
 from .result import Result, Stats
 from .trace import extend_along, format_path, rebuild
-from .verdict import BOUND, DEADLOCK, LIVELOCK, PASS, VIOLATION
+from .interrupt import signal_name
+from .verdict import BOUND, DEADLOCK, INTERRUPTED, LIVELOCK, PASS, VIOLATION
 
 ChainOf = Callable[[int], list[tuple[int, int]]]
 
-__all__ = ["passed", "bounded", "violation", "deadlock", "livelock_or_pass", "livelock_result"]
+__all__ = ["passed", "bounded", "interrupted", "violation", "deadlock", "livelock_or_pass", "livelock_result"]
 
 
 def _steps(n: int) -> str:
@@ -33,6 +34,18 @@ def bounded(stats: Stats, reason: str, limit: Any) -> Result:
         f"no violation within the bound ({reason}={limit}); exploration incomplete",
         stats=stats,
         bound_reason=reason,
+    )
+
+
+def interrupted(stats: Stats, exc: BaseException) -> Result:
+    """A search stopped by a signal: the statistics so far, never a pass."""
+    sig = signal_name(exc)
+    return Result(
+        INTERRUPTED,
+        f"stopped by {sig} after {stats.distinct} distinct states, none of them a violation; "
+        "exploration incomplete",
+        stats=stats,
+        bound_reason=sig,
     )
 
 

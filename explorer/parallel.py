@@ -44,8 +44,10 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from .fingerprint import state_fingerprint
+from .memory import MemoryGuard, mib
 from .model import ModelFactory, build_model
-from .outcome import bounded, deadlock, livelock_or_pass, violation
+from .interrupt import worker_signals
+from .outcome import bounded, deadlock, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import chain_from
 
@@ -150,6 +152,7 @@ class _Worker:
 
 
 def _worker_main(conn, factory: ModelFactory, wid: int, n: int, opts: dict) -> None:
+    worker_signals()
     try:
         worker = _Worker(factory(), wid, n, **opts)
     except BaseException:
@@ -250,22 +253,24 @@ class _Pool:
 
 def check_parallel(model: Any, workers: int, *, max_states: int | None, max_depth: int | None,
                    time_limit: float | None, check_deadlock: bool, check_livelock: bool,
-                   progress: Callable[[Stats], None] | None, progress_interval: float) -> Result:
+                   progress: Callable[[Stats], None] | None, progress_interval: float,
+                   memory_limit: int | None = None) -> Result:
     m, factory = build_model(model)
     opts = dict(max_depth=max_depth, check_deadlock=check_deadlock, check_livelock=check_livelock)
     with _worker_logging():
         pool = _Pool(factory, workers, opts)
         try:
             return _Coordinator(m, pool, workers, max_states, max_depth, time_limit,
-                                progress, progress_interval).run()
+                                progress, progress_interval, MemoryGuard(memory_limit)).run()
         finally:
             pool.close()
 
 
 class _Coordinator:
     def __init__(self, model, pool: _Pool, n: int, max_states, max_depth, time_limit,
-                 progress, progress_interval) -> None:
+                 progress, progress_interval, memory: MemoryGuard | None = None) -> None:
         self.m, self.pool, self.n = model, pool, n
+        self.memory = memory or MemoryGuard(None)
         self.max_states, self.max_depth, self.time_limit = max_states, max_depth, time_limit
         self.progress, self.interval = progress, progress_interval
         self.stats = Stats(workers=n, strategy="bfs")
@@ -285,6 +290,14 @@ class _Coordinator:
         return min(order, key=order.__getitem__)
 
     def run(self) -> Result:
+        try:
+            return self._run()
+        except KeyboardInterrupt as e:  # SIGINT/SIGTERM: the levels merged so far
+            return interrupted(self._final(self.stats.queue), e)
+        except MemoryError:
+            return bounded(self._final(self.stats.queue), "memory", "MemoryError")
+
+    def _run(self) -> Result:
         n, st = self.n, self.stats
         incoming: list[list[tuple]] = [[] for _ in range(n)]
         firsts: dict[int, int] = {}
@@ -316,6 +329,8 @@ class _Coordinator:
             self._tick()
             if self.time_limit is not None and time.perf_counter() - self.t0 >= self.time_limit:
                 return bounded(self._final(len(keys)), "time_limit", self.time_limit)
+            if self.memory.over():  # this process and the workers, which hold the stores
+                return bounded(self._final(len(keys)), "memory", mib(self.memory.limit))
             dead = None
             for buckets, first_dead, gen in self.pool.call_all("expand", [(r,) for r in ranks]):
                 st.generated += gen

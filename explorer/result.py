@@ -46,7 +46,7 @@ class Stats:
 
 @dataclass
 class Result:
-    verdict: str  # "pass" | "deadlock" | "livelock" | "violation" | "bound"
+    verdict: str  # "pass" | "deadlock" | "livelock" | "violation" | "bound" | "interrupted"
     message: str
     kind: str | None = None  # for "violation": the invariant kind ("assert", "stuck", ...)
     trace: list[Step] = field(default_factory=list)  # empty for pass/bound
@@ -54,7 +54,7 @@ class Result:
     diagnosis: list[str] = field(default_factory=list)  # deadlock: describe_deadlock lines
     stats: Stats = field(default_factory=Stats)
     replay_path: str | None = None  # "i0/a1/.../an" for trace, None when no trace
-    bound_reason: str | None = None  # "max_states" | "max_depth" | "time_limit" when verdict is bound
+    bound_reason: str | None = None  # bound: "max_states" | "max_depth" | "time_limit" | "memory"; interrupted: the signal
     fingerprint: int | None = None  # of the offending state (last trace state / lasso entry)
     no_return: NoReturn | None = None  # where the trace lost completion (analysis.point_of_no_return)
 

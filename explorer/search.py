@@ -15,7 +15,10 @@ parallel.py):
 * ``max_depth``: states at depth ``max_depth`` are expanded (so their
   deadlocks are found) but their new successors are not stored; if any
   existed the verdict is "bound" unless a violation is found.
-* ``time_limit``: checked before each expansion; hitting it gives "bound".
+* ``time_limit`` and ``memory_limit``: checked before each expansion;
+  hitting one gives "bound".
+* SIGINT/SIGTERM (``Interrupted``, see interrupt.py) give "interrupted"
+  with the statistics so far.
 
 BFS expands level by level, so the first violation/deadlock found has a
 shortest trace.  Livelocks are searched only after a complete, unbounded,
@@ -29,8 +32,9 @@ from collections import deque
 from typing import Any, Callable
 
 from .fingerprint import state_fingerprint
+from .memory import MemoryGuard, mib
 from .model import build_model
-from .outcome import bounded, deadlock, livelock_or_pass, violation
+from .outcome import bounded, deadlock, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import Store
 
@@ -50,8 +54,13 @@ def check(
     progress: ProgressFn | None = None,
     workers: int = 1,
     progress_interval: float = 1.0,
+    memory_limit: int | None = None,
 ) -> Result:
     """Explore ``model`` (a Model or a ModelFactory) and return a Result.
+
+    ``memory_limit``: bytes of resident memory (this process and its
+    workers, see memory.py); above it, or at a MemoryError, the verdict is
+    "bound" with reason "memory".
 
     May raise NondeterministicModel when a counterexample cannot be replayed.
     """
@@ -71,7 +80,8 @@ def check(
 
             try:  # one table here, the expansion of chunks in the workers
                 return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                                   progress, progress_interval, factory=factory, workers=workers)
+                                   progress, progress_interval, factory=factory, workers=workers,
+                                   memory_limit=memory_limit)
             except ArrayFallback:
                 pass
         from .parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
@@ -79,7 +89,7 @@ def check(
         return check_parallel(
             model, workers, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
             check_deadlock=check_deadlock, check_livelock=check_livelock,
-            progress=progress, progress_interval=progress_interval,
+            progress=progress, progress_interval=progress_interval, memory_limit=memory_limit,
         )
     m, _ = build_model(model)
     if strategy == "bfs" and hasattr(m, "array_expand"):
@@ -87,11 +97,11 @@ def check(
 
         try:
             return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                               progress, progress_interval)
+                               progress, progress_interval, memory_limit=memory_limit)
         except ArrayFallback:
             pass  # the model cannot go on with rows: the sequential engine below
     s = _Search(m, strategy, max_states, max_depth, time_limit, check_deadlock,
-                check_livelock, progress, progress_interval)
+                check_livelock, progress, progress_interval, memory_limit)
     return s.run()
 
 
@@ -104,7 +114,7 @@ class _Stop(Exception):
 
 class _Search:
     def __init__(self, model, strategy, max_states, max_depth, time_limit,
-                 check_deadlock, check_livelock, progress, progress_interval) -> None:
+                 check_deadlock, check_livelock, progress, progress_interval, memory_limit=None) -> None:
         self.m = model
         self.strategy = strategy
         self.max_states = max_states
@@ -120,6 +130,8 @@ class _Search:
         # fingerprints cut off by max_depth; the run is bounded iff one of
         # them is still unstored at the end (DFS may store them later).
         self.cut: set[int] = set()
+        self.pending = 0  # the queue's length at the last tick, for an interrupt
+        self.memory = MemoryGuard(memory_limit)
         self.t0 = time.perf_counter()
         self.next_report = self.t0 + progress_interval
 
@@ -128,9 +140,12 @@ class _Search:
         return time.perf_counter() - self.t0
 
     def _tick(self, pending: int) -> None:
+        self.pending = pending
         now = time.perf_counter()
         if self.time_limit is not None and now - self.t0 >= self.time_limit:
             raise _Stop(lambda: bounded(self._final(pending), "time_limit", self.time_limit))
+        if self.memory.over():
+            raise _Stop(lambda: bounded(self._final(pending), "memory", mib(self.memory.limit)))
         if self.progress is not None and now >= self.next_report:
             self.next_report = now + self.interval
             st = self.stats
@@ -198,6 +213,10 @@ class _Search:
             return self._bfs() if self.strategy == "bfs" else self._dfs()
         except _Stop as stop:
             return stop.build()
+        except KeyboardInterrupt as e:
+            return interrupted(self._final(self.pending), e)
+        except MemoryError:
+            return bounded(self._final(self.pending), "memory", "MemoryError")
 
     def _bfs(self) -> Result:
         queue: deque = deque()

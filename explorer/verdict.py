@@ -13,8 +13,9 @@ DEADLOCK = "deadlock"
 LIVELOCK = "livelock"
 VIOLATION = "violation"
 BOUND = "bound"
+INTERRUPTED = "interrupted"  # SIGINT or SIGTERM: what was found so far, never a pass
 
-VERDICTS = (PASS, DEADLOCK, LIVELOCK, VIOLATION, BOUND)
+VERDICTS = (PASS, DEADLOCK, LIVELOCK, VIOLATION, BOUND, INTERRUPTED)
 
 EXIT_PASS = 0
 EXIT_INPUT_ERROR = 2  # reserved for the CLI: the engine never returns it
@@ -24,6 +25,7 @@ EXIT_VIOLATION = 12  # any invariant kind: "assert", "invariant", "stuck", "cons
 EXIT_BOUND = 13  # a bound was hit: "no violation within the bound", never a pass
 EXIT_THEOREM = 14  # reserved: a stated theorem was violated (decided outside the engine)
 EXIT_NONDETERMINISTIC = 15  # the model replayed differently than it explored; no trace printed
+EXIT_INTERRUPTED = 16  # stopped by SIGINT (Ctrl-C) or SIGTERM before a verdict
 
 EXIT_CODES: dict[str, int] = {
     PASS: EXIT_PASS,
@@ -34,6 +36,7 @@ EXIT_CODES: dict[str, int] = {
     BOUND: EXIT_BOUND,
     "theorem": EXIT_THEOREM,
     "nondeterministic": EXIT_NONDETERMINISTIC,
+    INTERRUPTED: EXIT_INTERRUPTED,
 }
 
 

@@ -82,15 +82,25 @@ def _extra_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
+    from explorer.interrupt import interrupts, signal_name
+    from explorer.verdict import EXIT_INTERRUPTED
+
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except SerqError as e:
-        print(e.render(), file=sys.stderr)
-        return EXIT_INPUT
-    except BrokenPipeError:
-        return 0
+    # SIGINT and SIGTERM raise Interrupted: the search and the simulator turn
+    # it into their verdict "interrupted" with what they found so far; caught
+    # here, it came before they started (loading, compiling) or after them.
+    with interrupts():
+        try:
+            return args.func(args)
+        except SerqError as e:
+            print(e.render(), file=sys.stderr)
+            return EXIT_INPUT
+        except BrokenPipeError:
+            return 0
+        except KeyboardInterrupt as e:
+            print(f"serq {args.command}: interrupted by {signal_name(e)}", file=sys.stderr)
+            return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -16,15 +16,16 @@ GRAPH_LIMIT = 200_000  # states the point-of-no-return graph may hold by default
 def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | None = None,
             max_depth: int | None = None, time_limit: float | None = None, ties: str = "all",
             symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
-            graph_limit: int = GRAPH_LIMIT):
+            graph_limit: int = GRAPH_LIMIT, memory_limit: int | None = None):
     """Explore an instance; returns the engine's Result. A counterexample
     gets its point of no return, computed on the whole state graph (at most
-    `graph_limit` states; 0 skips it)."""
+    `graph_limit` states; 0 skips it). `memory_limit`: bytes of resident
+    memory (explorer/memory.py), None for no bound."""
     ch = Checks.of_program(program, checks)
     factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch})
     result = check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
                    max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
-                   check_livelock=ch.livelock, workers=workers, progress=progress)
+                   check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit)
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
                    time_limit=time_limit, graph_limit=graph_limit)
     return result
@@ -38,4 +39,7 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
         return
     model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
     limit = graph_limit if max_states is None else min(graph_limit, max_states)
-    point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
+    try:
+        point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
+    except KeyboardInterrupt:  # the counterexample is found: keep it, without its point of no return
+        result.no_return = None

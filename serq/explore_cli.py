@@ -9,7 +9,8 @@ from explorer.report import render_json, render_text
 from explorer.search import check
 from explorer.trace import NondeterministicModel, ReplayError, replay
 from explorer.verdict import EXIT_NONDETERMINISTIC
-from serq.diagnostics import Diagnostic, SerqError
+from serq.diagnostics import Diagnostic, SerqError, flag_error
+from serq.flags import check_limits
 from serq.explore import ALL_CHECKS, Checks, SerqModel
 from serq.exploration import GRAPH_LIMIT, explore
 from serq.validate import validate
@@ -27,7 +28,11 @@ def register(sub) -> None:
                    help="bfs (default) finds shortest counterexamples")
     e.add_argument("--max-states", type=int, metavar="N", help="stop after N distinct states")
     e.add_argument("--max-depth", type=int, metavar="N", help="do not go deeper than N steps")
-    e.add_argument("--time-limit", type=float, metavar="SEC", help="stop after SEC seconds")
+    e.add_argument("--time-limit", type=float, metavar="SEC", help="stop after SEC seconds of wall-clock time")
+    e.add_argument("--memory", metavar="SIZE",
+                   help="stop (verdict bound) when this process and its workers hold more than SIZE of "
+                        "memory: 512M, 4G (a unit is required); default: four fifths of the memory "
+                        "available at the start")
     e.add_argument("--ties", choices=("all", "seq"), default="all",
                    help="all: explore every order of elements tied on declared keys (default); "
                         "seq: break ties by the tie event as the simulator does")
@@ -54,17 +59,21 @@ def register(sub) -> None:
     e.add_argument("--theorem", action="store_true",
                    help="check the completion theorem's hypotheses first, then explore")
     e.add_argument("-q", "--quiet", action="store_true", help="no live progress display on the terminal")
+    e.add_argument("--progress", action="store_true",
+                   help="when stderr is not a terminal, print a progress line to it about once a second")
     e.set_defaults(func=cmd_explore)
 
 
 def progress_display(args):
     """The live display on a terminal (stderr); None when piped or asked
     to be quiet. The final statistics line is printed either way."""
-    from serq.view.progress import ExploreProgress
+    from serq.view.progress import ExploreProgress, PlainProgress
 
-    if args.quiet or args.json or not ExploreProgress.wanted():
+    if args.quiet:
         return None
-    return ExploreProgress()
+    if ExploreProgress.wanted() and not args.json:
+        return ExploreProgress()
+    return PlainProgress() if args.progress else None
 
 
 def check_html_target(args) -> None:
@@ -91,6 +100,13 @@ def cmd_explore(args) -> int:
     # In theorem mode a join inside a finite hold is error E500 *and* the
     # failed hypothesis H5: it is reported, and the exploration still shows
     # the counterexample the hypothesis prevents.
+    check_limits(args, "--max-states", "--max-depth", "--time-limit", "--workers", "--graph-limit")
+    memory_limit(args)  # a bad --memory is an input error before any work
+    if args.replay is not None and not args.replay.strip():
+        raise flag_error("--replay", args.replay, "E013", "empty replay path: expected action indices such as 0/2/1")
+    if args.workers > 1 and args.strategy == "dfs":
+        raise flag_error("--workers", str(args.workers), "E012", "--workers > 1 explores by BFS only; "
+                         "drop --strategy dfs or --workers")
     loaded = load_path(args.instance, explorer=True)
     diags = loaded.warnings
     if args.theorem:
@@ -98,11 +114,6 @@ def cmd_explore(args) -> int:
     if diags and not args.json:
         print(render_all(diags, loaded.source), file=sys.stderr)
     prog = loaded.program
-    for name, v in (("--max-states", args.max_states), ("--max-depth", args.max_depth),
-                    ("--workers", args.workers), ("--graph-limit", args.graph_limit)):
-        if v is not None and v < (1 if name == "--workers" else 0):
-            raise SerqError([Diagnostic(0, 0, "E012", f"{name} must be {'at least 1' if name == '--workers' else 'non-negative'}",
-                                        file="serq explore")])
     if args.worst is not None and (args.theorem or args.replay):
         other = "--theorem" if args.theorem else "--replay"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
@@ -119,7 +130,7 @@ def cmd_explore(args) -> int:
         result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                          time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
                          workers=args.workers, checks=args.check, progress=display,
-                         graph_limit=args.graph_limit)
+                         graph_limit=args.graph_limit, memory_limit=memory_limit(args))
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
@@ -129,6 +140,18 @@ def cmd_explore(args) -> int:
     write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
                                    checks=Checks.of_program(prog, args.check)), result)
     return print_result(result, args)
+
+
+def memory_limit(args) -> int | None:
+    """--memory in bytes, or the default derived from the memory available now."""
+    from explorer.memory import default_limit, parse_size
+
+    if args.memory is None:
+        return default_limit()
+    try:
+        return parse_size(args.memory)
+    except ValueError as e:
+        raise flag_error("--memory", args.memory, "E012", str(e)) from None
 
 
 def _worst(args, prog) -> int:
@@ -179,8 +202,14 @@ def _replay(args, prog) -> int:
         verdict, kind, msg = "violation", bad[0][0], bad[0][1]
     elif not model.actions(last) and not model.is_done(last):
         verdict, msg = "deadlock", f"replayed {len(trace) - 1} step(s) into a deadlock"
+    start = _lasso_start(model, trace) if model.checks.livelock else None
+    if verdict == "pass" and start is not None:
+        verdict = "livelock"
+        msg = (f"replayed {len(trace) - 1} step(s): the last {len(trace) - 1 - start} return to the state of "
+               f"step {start} without progress")
     r = Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=args.replay,
-               diagnosis=model.describe_deadlock(last) if verdict == "deadlock" else [])
+               diagnosis=model.describe_deadlock(last) if verdict == "deadlock" else [],
+               lasso_start=start if verdict == "livelock" else None)
     write_timeline(args, model, r)
     timing = not args.no_timing
     if args.json:
@@ -188,6 +217,19 @@ def _replay(args, prog) -> int:
     else:
         sys.stdout.write(render_text(r, with_timing=timing, with_stats=False))
     return r.exit_code
+
+
+def _lasso_start(model, trace) -> int | None:
+    """The step a replayed path returns to at its end, if every step since
+    is without progress (the lasso of a livelock, as `explore` prints its
+    replay path), else None."""
+    last = trace[-1].fingerprint
+    for i in range(len(trace) - 1):
+        if trace[i].fingerprint == last:
+            if all(not model.is_progress(trace[k - 1].state, trace[k].action, trace[k].state)
+                   for k in range(i + 1, len(trace))):
+                return i
+    return None
 
 
 def cmd_theorem(args, loaded) -> int:

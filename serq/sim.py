@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from explorer.interrupt import signal_name
 from serq import ir
 from serq.coalesce import licence, plan_block
 from serq.diagnostics import Diagnostic, SerqError
@@ -47,8 +48,8 @@ END, ENV = 0, 1  # heap priorities within one tick
 DEFAULT_MAX_STEPS = 20_000_000
 
 # why a run stopped
-DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT, NO_PROGRESS = (
-    "done", "horizon", "fault", "stalled", "violation", "step limit", "no progress")
+DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT, NO_PROGRESS, INTERRUPTED = (
+    "done", "horizon", "fault", "stalled", "violation", "step limit", "no progress", "interrupted")
 MAX_VIOLATIONS = 100  # violation messages kept (all are counted)
 
 
@@ -95,7 +96,10 @@ def parse_duration(text: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)\s*(ns|us|ms|s|min|h)?\s*", text)
     if not m:
         raise ValueError(f"not a duration: {text!r} (write e.g. 10s, 250ms, 1.5min)")
-    return int(round(float(m.group(1)) * _UNITS[m.group(2) or "s"]))
+    ticks = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if not ticks < 2**62:  # inf and nan too: ticks are 64-bit integers in the semantics
+        raise ValueError(f"duration too large: {text!r} (at most about 146 years)")
+    return int(round(ticks))
 
 
 def _trace_times(path: Path, count: int, line: ir.WorkloadLine, file: str) -> list[int]:
@@ -206,6 +210,7 @@ class SimResult:
     violations_total: int = 0
     stalled: list[str] = field(default_factory=list)  # sessions left waiting forever
     licence: list[tuple[bool, str]] = field(default_factory=list)
+    signal: str | None = None  # stopped "interrupted": by which signal (SIGINT, SIGTERM)
 
 
 # ---------------------------------------------------------------- the simulator
@@ -271,6 +276,7 @@ class Simulator:
         self._since_progress = 0
         self._watchdog = max(10_000, 10 * len(self.arrivals))
         self.now = 0
+        self.signal = None
         stopped = None
         for sid, t in enumerate(self.arrivals):
             self._push(t, ENV, ARRIVE, sid)
@@ -308,6 +314,10 @@ class Simulator:
                     cfg.progress(self.now, stats.ended_total, len(self.state[0]))
         except _Stop as s:
             stopped = s.why
+        except KeyboardInterrupt as e:
+            # SIGINT/SIGTERM (explorer/interrupt.py): report the run so far. The
+            # action under way when the signal came may be counted in part.
+            stopped, self.signal = INTERRUPTED, signal_name(e)
         if stopped is None:
             stopped = DONE
         if stopped == HORIZON:
@@ -325,7 +335,7 @@ class Simulator:
                 stopped = STALLED
         stats.finish(self.now, self.state)
         return SimResult(self.program, cfg, self.state, self.now, stopped, stats, self.faults,
-                         self.violations, self.violations_total, stalled, self.licence)
+                         self.violations, self.violations_total, stalled, self.licence, self.signal)
 
     def _starts(self, tick: int) -> str | None:
         """Idle stages start iterations, in stage order, until none can."""

@@ -8,6 +8,8 @@ check: simulate and judge. Exit 0 (pass), 12 (a stuck session, a failed
        another fault), 10 (the run ended with sessions that can never move:
        a deadlock the simulation walked into), 13 (the step limit was hit
        before the run ended: no violation within the bound).
+Both: 16 when SIGINT (Ctrl-C) or SIGTERM stopped the run (run: the report
+of the run so far, `stopped: interrupted`; check: never ok).
 Bad input exits 2 (serq.cli prints the diagnostics).
 """
 
@@ -16,17 +18,26 @@ from __future__ import annotations
 import argparse
 import sys
 
-from serq.sim import (DEFAULT_MAX_STEPS, FAULT, STALLED, STEP_LIMIT, VIOLATION, SimConfig, Simulator,
-                      parse_duration)
+from serq.diagnostics import flag_error
+from serq.flags import check_limits
+from serq.sim import (DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, STALLED, STEP_LIMIT, VIOLATION, SimConfig,
+                      Simulator, parse_duration)
 
-EXIT_PASS, EXIT_DEADLOCK, EXIT_VIOLATION, EXIT_BOUND = 0, 10, 12, 13
+EXIT_PASS, EXIT_DEADLOCK, EXIT_VIOLATION, EXIT_BOUND, EXIT_INTERRUPTED = 0, 10, 12, 13, 16
 
 
 def _duration(text: str) -> int:
     try:
-        return parse_duration(text)
+        t = _Ticks(parse_duration(text))
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+    t.text = text
+    return t
+
+
+class _Ticks(int):
+    """A parsed duration that remembers its text, to quote it in a diagnostic."""
+    text = ""
 
 
 def _common(p) -> None:
@@ -59,6 +70,11 @@ def register(sub) -> None:
 def _simulate(args, *, check: bool, trace=None):
     from serq.load import load_path
 
+    check_limits(args, "--max-steps")
+    if args.horizon is not None and args.horizon <= 0:
+        # a run that simulates nothing finds nothing: never report it as ok
+        raise flag_error("--horizon", getattr(args.horizon, "text", str(args.horizon)), "E012",
+                         "--horizon must be a positive time (a run up to time 0 simulates nothing)")
     loaded = load_path(args.instance)
     if loaded.warnings:
         from serq.diagnostics import render_all
@@ -151,6 +167,10 @@ def cmd_run(args) -> int:
     if args.html:
         _write_plots(result, args)
     _print_report(result, args, console)
+    if result.stopped == INTERRUPTED:
+        print(f"{args.instance}: interrupted by {result.signal} at {result.now / 1e9:.6f} s simulated; "
+              "the report covers the run so far", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return EXIT_VIOLATION if result.stopped == FAULT else EXIT_PASS
 
 
@@ -177,6 +197,10 @@ def cmd_check(args) -> int:
         for s in result.stalled:
             print(f"  {s}", file=out)
         return EXIT_DEADLOCK
+    if result.stopped == INTERRUPTED:
+        print(f"{label}: interrupted by {result.signal}: no violation in {result.now / 1e9:.6f} s simulated "
+              "before it; not a pass", file=out)
+        return EXIT_INTERRUPTED
     if result.stopped == STEP_LIMIT:
         print(f"{label}: no violation within the step limit ({args.max_steps} actions, "
               f"{result.now / 1e9:.6f} s simulated); not a pass", file=out)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from serq.diagnostics import Diagnostic, SerqError
 from serq.explore import ALL_CHECKS
+from serq.flags import check_limits
 
 
 def register(sub) -> None:
@@ -43,11 +44,7 @@ def cmd_sweep(args) -> int:
     if path.name.endswith(".json"):
         raise SerqError([Diagnostic(0, 0, "E016", "serq sweep needs the .sq source: an .ir.json has its "
                                     "constants folded into the program", file=str(path))])
-    for name, v in (("--max-states", args.max_states), ("--max-depth", args.max_depth),
-                    ("--workers", args.workers)):
-        if v is not None and v < (1 if name == "--workers" else 0):
-            raise SerqError([Diagnostic(0, 0, "E012", f"{name} must be {'at least 1' if name == '--workers' else 'non-negative'}",
-                                        file="serq sweep")])
+    check_limits(args, "--max-states", "--max-depth", "--time-limit", "--workers")
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:

@@ -31,6 +31,20 @@ def describe(stats) -> str:
     return " · ".join(parts)
 
 
+class PlainProgress:
+    """`--progress` off a terminal: one plain line per call (about once a
+    second), for a log or a script that waits for a search to be under way."""
+
+    def __init__(self, stream=None):
+        self.stream = stream if stream is not None else sys.stderr
+
+    def __call__(self, stats) -> None:
+        print(f"exploring: {describe(stats)}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        pass
+
+
 class ExploreProgress:
     """A callback for `explore(progress=...)`; use as a context manager."""
 

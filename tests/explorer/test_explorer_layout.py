@@ -21,6 +21,6 @@ def test_engine_does_not_import_serq():
 def test_exit_code_table():
     assert verdict.EXIT_CODES == {
         "pass": 0, "input_error": 2, "deadlock": 10, "livelock": 11,
-        "violation": 12, "bound": 13, "theorem": 14, "nondeterministic": 15,
+        "violation": 12, "bound": 13, "theorem": 14, "nondeterministic": 15, "interrupted": 16,
     }
     assert verdict.exit_code("bound") == 13

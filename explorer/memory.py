@@ -1,0 +1,110 @@
+"""The memory bound of a search: the resident memory of this process and
+the proportional share of its direct children (the workers), read from /proc at most every 0.2 s,
+against a limit in bytes. The default limit leaves a fifth of the memory
+available at the start to the rest of the machine, so a search stops with
+the verdict "bound" (reason "memory") and its statistics before the
+machine runs out, rather than being killed or swapping. Where /proc is
+missing (not Linux) there is no default and no check; a `MemoryError`
+still ends the search the same way."""
+
+from __future__ import annotations
+
+import os
+import time
+
+__all__ = ["rss", "available", "default_limit", "MemoryGuard", "parse_size", "mib"]
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _statm(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _pss(pid: str) -> int:
+    """A child's proportional share: forked workers share most of their pages
+    with this process (copy on write), which their resident size would
+    count again."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return _statm(pid)
+
+
+def rss() -> int:
+    """Resident bytes of this process and its direct children's
+    proportional share (0 where unknown)."""
+    total = _statm("self")
+    try:
+        pid = os.getpid()
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+    except OSError:
+        kids = []
+    return total + sum(_pss(k) for k in kids)
+
+
+def available() -> int | None:
+    """MemAvailable of /proc/meminfo, in bytes (None where unknown)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def default_limit() -> int | None:
+    """What this process holds now plus four fifths of what is available."""
+    a = available()
+    return None if a is None else rss() + a * 4 // 5
+
+
+def mib(n: int | None) -> str:
+    """A limit as the verdict line shows it."""
+    return "none" if n is None else f"{n / (1 << 20):.0f}MiB"
+
+
+def parse_size(text: str) -> int:
+    """`512M`, `4G`, `1.5G`, `800MB`, `2GiB` (binary units); a number needs
+    its unit, so that `4000` is not silently 4000 bytes. ValueError otherwise."""
+    t = text.strip().upper().removesuffix("IB").removesuffix("B")
+    if not t or t[-1] not in _UNITS:
+        raise ValueError(f"a memory size needs a unit: K, M, G or T (e.g. 512M, 4G), got {text!r}")
+    try:
+        v = float(t[:-1])
+    except ValueError:
+        raise ValueError(f"not a memory size: {text!r} (write e.g. 512M, 4G)") from None
+    if not 0 <= v < 2**50:  # nan fails too
+        raise ValueError(f"not a memory size: {text!r} (write e.g. 512M, 4G)")
+    return int(v * _UNITS[t[-1]])
+
+
+class MemoryGuard:
+    """`over()`: True once the resident memory exceeds the limit."""
+
+    INTERVAL = 0.2  # seconds between two readings of /proc
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self._next = 0.0
+
+    def over(self) -> bool:
+        if self.limit is None:
+            return False
+        now = time.perf_counter()
+        if now < self._next:
+            return False
+        self._next = now + self.INTERVAL
+        return rss() > self.limit

@@ -1,0 +1,176 @@
+"""SIGINT (Ctrl-C) and SIGTERM sent to real `serq explore` and `serq run`
+processes: the verdict "interrupted" (exit 16) with the statistics so far,
+never a traceback, no worker left behind. The signal is sent once the
+process shows it is under way (a progress line, a trace line), so nothing
+here depends on how fast the machine is."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from serq.load import load_text
+from serq.sim import INTERRUPTED, SimConfig, Simulator
+from explorer.interrupt import Interrupted
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Unbounded: g grows by a draw at every turn, so neither the explorer nor
+# the simulator ever ends on its own.
+FOREVER = """
+pool kv { cap 6; block 2; admit via gpu; }
+stage gpu { budget 2; }
+session s {
+  let g = 0;
+  while true {
+    draw y in {1, 2};
+    set g = g + y;
+    turn;
+  }
+}
+workload { 2 x s; }
+"""
+
+
+def _start(tmp_path, *argv):
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.Popen([sys.executable, "-m", "serq", *argv[:1], str(inst), *argv[1:]], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("flags", [[], ["--workers", "2"], ["--strategy", "dfs"]], ids=["bfs", "workers2", "dfs"])
+def test_explore_interrupted(tmp_path, sig, flags):
+    p = _start(tmp_path, "explore", "--progress", *flags)
+    try:
+        seen = 0
+        for line in p.stderr:  # wait for the second progress line: the search is under way
+            if line.startswith("exploring:"):
+                seen += 1
+                if seen == 2:
+                    break
+        assert seen == 2
+        kids = _children(p.pid)
+        if flags[:1] == ["--workers"]:
+            assert len(kids) >= 2
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 16, (out, err)
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    m = re.fullmatch(rf"interrupted: stopped by {sig.name} after (\d+) distinct states, none of them a "
+                     r"violation; exploration incomplete", lines[0])
+    assert m, out
+    st = re.match(r"stats: generated=(\d+) distinct=(\d+) queue=(\d+) max_depth=(\d+) .* workers=(\d+)", lines[-1])
+    assert st, out
+    assert int(st[2]) == int(m[1]) > 0 and int(st[1]) >= int(st[2]) and int(st[4]) > 0
+    assert int(st[5]) == (2 if "--workers" in flags else 1)
+    assert not [k for k in kids if _alive(k)]  # workers stopped and joined
+
+
+def test_explore_interrupted_json(tmp_path):
+    import json
+
+    p = _start(tmp_path, "explore", "--progress", "--json")
+    try:
+        for line in p.stderr:
+            if line.startswith("exploring:"):
+                break
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    d = json.loads(out)
+    assert p.returncode == 16 and d["verdict"] == "interrupted" and d["exit_code"] == 16
+    assert d["bound_reason"] == "SIGINT" and d["stats"]["distinct"] > 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_run_interrupted(tmp_path, sig):
+    p = _start(tmp_path, "run", "--trace")
+    try:
+        for n, line in enumerate(p.stdout):  # trace lines: the run is under way
+            if n == 100:
+                break
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 16, err
+    assert "Traceback" not in err
+    assert "stopped: interrupted" in out
+    assert f"interrupted by {sig.name} at 0.000000 s simulated; the report covers the run so far" in err
+    # the report counts what the run did before the signal: turns taken, drawn values
+    assert re.search(r"│ s +│ +2 │ +0 │ +0 │ +- │ +- │ +[1-9]\d* │", out), out
+
+
+def _interrupting_sim(cfg_kw, after=50):
+    prog = load_text(FOREVER, "forever.sq").program
+    n = [0]
+
+    def trace(*a):
+        n[0] += 1
+        if n[0] == after:
+            raise Interrupted("SIGTERM")
+    return Simulator(prog, SimConfig(trace=trace, **cfg_kw))
+
+
+def test_simulator_interrupt_is_a_stop_with_the_run_so_far():
+    r = _interrupting_sim({}).run()
+    assert r.stopped == INTERRUPTED and r.signal == "SIGTERM"
+    assert r.stats.ended_total == 0
+
+
+def test_check_interrupted_is_not_ok(monkeypatch, capsys, tmp_path):
+    from serq import sim_cli
+
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)
+    real = sim_cli.Simulator
+
+    def sim(program, cfg):
+        n = [0]
+
+        def trace(*a):
+            n[0] += 1
+            if n[0] == 50:
+                raise Interrupted("SIGINT")
+        cfg.trace = trace
+        return real(program, cfg)
+
+    monkeypatch.setattr(sim_cli, "Simulator", sim)
+    from serq.cli import main
+
+    assert main(["check", str(inst)]) == 16
+    out = capsys.readouterr().out
+    assert "interrupted by SIGINT: no violation in 0.000000 s simulated before it; not a pass" in out
+    assert "ok" not in out.split(":")[1]
