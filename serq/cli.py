@@ -8,7 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from serq.diagnostics import SerqError, render_all
+from serq import __version__
+from serq.diagnostics import Diagnostic, SerqError, render_all
 
 EXIT_INPUT = 2
 
@@ -25,7 +26,11 @@ def cmd_compile(args) -> int:
     _print_warnings(loaded)
     text = loaded.program.to_json()
     if args.output:
-        Path(args.output).write_text(text)
+        try:
+            Path(args.output).write_text(text)
+        except OSError as e:
+            raise SerqError([Diagnostic(0, 0, "E017", f"cannot write {args.output}: {e.strerror or e}",
+                                        file="serq compile")]) from None
     else:
         sys.stdout.write(text)
     return 0
@@ -48,6 +53,7 @@ def cmd_fmt(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="serq", description="A language, simulator and model checker for LLM-serving schedulers.")
+    p.add_argument("--version", action="version", version=f"serq {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = sub.add_parser("compile", help="compile an instance to its IR (JSON)")

@@ -27,11 +27,30 @@ def pos(node) -> tuple[int, int] | None:
     return None
 
 
+MAX_INT = 2**62  # numbers of the semantics are 64-bit integers: ticks, tokens, counts
+
+
 def duration_ticks(text: str) -> int:
     for unit in ("ns", "us", "ms", "s"):
         if text.endswith(unit):
-            return int(round(float(text[: -len(unit)]) * UNIT_NS[unit]))
+            ticks = float(text[: -len(unit)]) * UNIT_NS[unit]
+            if not ticks < MAX_INT:  # inf too
+                raise OverflowError(f"the duration `{text}` is beyond 2^62 ns (about 146 years)")
+            return int(round(ticks))
     raise ValueError(text)
+
+
+def number_value(text: str) -> int | float:
+    """A number literal, checked for range where it is read (OverflowError)."""
+    if "." in text:
+        v = float(text)
+        if not math.isfinite(v):
+            raise OverflowError(f"the number `{text[:20]}{'...' if len(text) > 20 else ''}` is too large")
+        return v
+    if len(text.lstrip("0")) > 19 or int(text) >= MAX_INT:  # no str-to-int of thousands of digits
+        raise OverflowError(f"the integer `{text[:20]}{'...' if len(text) > 20 else ''}` is too large "
+                            "(at most 2^62)")
+    return int(text)
 
 
 class Compiler:
@@ -50,11 +69,13 @@ class Compiler:
             return ir.Name(name=str(t), at=at)
         d = t.data
         c = t.children
-        if d == "number":
-            s = str(c[0])
-            return ir.Num(v=float(s) if "." in s else int(s), at=at)
-        if d == "duration":
-            return ir.Num(v=duration_ticks(str(c[0])), at=at)
+        if d in ("number", "duration"):
+            try:
+                v = number_value(str(c[0])) if d == "number" else duration_ticks(str(c[0]))
+            except OverflowError as e:
+                self.sink.error(at, "E408", str(e), span=min(len(str(c[0])), 40))
+                v = 0
+            return ir.Num(v=v, at=at)
         if d == "true":
             return ir.BoolLit(v=True, at=at)
         if d == "false":
@@ -98,6 +119,9 @@ class Compiler:
             return None
         except (EvalError, ZeroDivisionError, OverflowError, ValueError, TypeError) as ex:
             self.sink.error(pos(t), "E401", f"{what}: cannot evaluate this constant ({ex})")
+            return None
+        if isinstance(v, float) and not math.isfinite(v):
+            self.sink.error(pos(t), "E408", f"{what}: the value overflows (beyond the largest real)")
             return None
         if integer:
             if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):

@@ -163,3 +163,63 @@ def const_eval(e: ir.Expr) -> int | float | bool:
         return apply_call(e.fn, [const_eval(a) for a in e.args])
     what = getattr(e, "name", None) or getattr(e, "fn", "expression")
     raise NotConstant(e.at, f"`{what}`")
+
+
+_NC = object()  # not a constant
+
+
+def const_fault(e: ir.Expr | None) -> tuple[tuple[int, int] | None, str] | None:
+    """(position, message) of the innermost sub-expression whose operands
+    are all constant and which cannot be evaluated (a division by zero, a
+    real overflowing to inf), or None. Branches that a constant `and`,
+    `or` or `if` never evaluates are skipped, as at run time. One pass."""
+    found: list = []
+
+    def fail(x, msg):
+        found.append((x.at, msg))
+        return _NC
+
+    def go(x):
+        if isinstance(x, (ir.Num, ir.BoolLit)):
+            return x.v
+        if isinstance(x, ir.Bin):
+            l = go(x.l)
+            if l is not _NC and (x.op == "and" and not l or x.op == "or" and l):
+                return bool(l)
+            r = go(x.r)
+            if l is _NC or r is _NC or found:
+                return _NC
+            try:
+                v = apply_bin(x.op, l, r)
+            except EvalError as err:
+                return fail(x, str(err))
+            except (ArithmeticError, ValueError, TypeError) as err:
+                return fail(x, f"cannot evaluate: {err}")
+            if isinstance(v, float) and not math.isfinite(v):
+                return fail(x, "the value overflows (beyond the largest real)")
+            return v
+        if isinstance(x, ir.Un):
+            v = go(x.e)
+            return _NC if v is _NC else ((not v) if x.op == "not" else -v)
+        if isinstance(x, ir.Cond):
+            c = go(x.c)
+            if c is _NC:
+                go(x.t)
+                go(x.f)
+                return _NC
+            return go(x.t) if c else go(x.f)
+        if isinstance(x, ir.Call):
+            args = [go(a) for a in x.args]
+            if x.fn not in FUNCS or any(a is _NC for a in args) or found:
+                return _NC
+            try:
+                return apply_call(x.fn, args)
+            except EvalError as err:
+                return fail(x, str(err))
+            except (ArithmeticError, ValueError, TypeError) as err:
+                return fail(x, f"cannot evaluate: {err}")
+        return _NC
+
+    if e is not None:
+        go(e)
+    return found[0] if found else None

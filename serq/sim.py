@@ -124,8 +124,9 @@ def _trace_times(path: Path, count: int, line: ir.WorkloadLine, file: str) -> li
             if not times and n == 1:
                 continue  # a header line
             raise err(f"{path}:{n}: not an arrival time in seconds: {field0!r}") from None
-        if not math.isfinite(v) or v < 0:
-            raise err(f"{path}:{n}: an arrival time must be a finite number of seconds >= 0, got {field0}")
+        if not math.isfinite(v) or v < 0 or v * NS >= 2**62:
+            raise err(f"{path}:{n}: an arrival time must be a number of seconds from 0 to 2^62 ns "
+                      f"(about 146 years), got {field0}")
         times.append(int(round(v * NS)))
         if len(times) == count:
             break

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from serq import ir
-from serq.expr import NotConstant, const_eval
+from serq.expr import EvalError, NotConstant, const_eval, const_fault
 from serq.vocab import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
 from serq.diagnostics import Diagnostic, Sink
 from serq.irutil import enclosing_pools, expr_names
@@ -170,6 +170,9 @@ class Validator:
         if e is None:
             return "?"
         progs = [session] if session is not None else list(programs or [])
+        fault = const_fault(e)
+        if fault is not None:  # would crash the run or the search: an error now
+            self.sink.error(fault[0] or e.at, "E401", f"cannot evaluate this constant expression: {fault[1]}")
         for x in walk_expr(e):
             at = x.at or e.at
             if isinstance(x, ir.Name):
@@ -293,8 +296,8 @@ class Validator:
         for what, e in (("budget", st.budget), ("chunk", st.chunk)):
             try:
                 v = const_eval(e) if e is not None else None
-            except (NotConstant, ArithmeticError, TypeError, ValueError):
-                continue  # depends on the step: checked when it runs
+            except (NotConstant, EvalError, ArithmeticError, TypeError, ValueError):
+                continue  # depends on the step (checked when it runs), or E401 above
             if v is not None and v < 1:
                 self.sink.error(e.at or st.at, "E402", f"stage `{st.name}`: a `{what}` below 1 serves nothing, got {v}")
         self.expr(st.cost, moment("cost", st.name), want="number", what="a cost")
@@ -528,8 +531,8 @@ class Validator:
         if self.explorer and d.lo is not None and d.hi is not None:
             try:
                 width = int(const_eval(d.hi)) - int(const_eval(d.lo)) + 1
-            except (NotConstant, ArithmeticError, TypeError, ValueError):
-                return  # bounds read attributes: finite at every draw
+            except (NotConstant, EvalError, ArithmeticError, TypeError, ValueError):
+                return  # bounds read attributes (finite at every draw), or E401 above
             if width > EXPLORER_MAX_DOMAIN:
                 self.sink.error(d.at, "E601", f"a domain of {width} values is too large to explore "
                                               f"(the explorer takes every value; at most {EXPLORER_MAX_DOMAIN})",
@@ -551,7 +554,7 @@ class Validator:
                 self.sink.error(nc.at or dist.at, "E107", f"`weights` needs a constant domain; {nc.what} is not a constant",
                                 "values only known when drawn could coincide and leave a weight without its value")
                 return
-            except (ArithmeticError, TypeError, ValueError):
+            except (EvalError, ArithmeticError, TypeError, ValueError):
                 return  # reported where the domain is checked
             if width is not None and len(dist.params) != max(width, 0):
                 self.sink.error(dist.at, "E107", f"`weights` needs one weight per domain value ({max(width, 0)}), got {len(dist.params)}")

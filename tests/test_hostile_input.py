@@ -1,0 +1,75 @@
+"""Reproducers of inputs that used to end in a traceback: each is now a
+located diagnostic and exit 2 (numbers checked for range where they are
+read, constant faults caught at compile time)."""
+
+import pytest
+
+from serq.cli import main
+
+BASE = """pool kv {{ cap 6; block 2; admit via gpu; }}
+stage gpu {{ budget {budget}; }}
+session s(n) {{ hold kv need 2 {{ prefill n; }} end; }}
+workload {{ 1 x s(n={n}){arrivals}; }}
+"""
+
+
+def inst(tmp_path, text, name="x.sq"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("cmd", ["compile", "run", "check", "explore"])
+@pytest.mark.parametrize("text,where,message", [
+    ("const A = " + "9" * 4301 + ";\n" + BASE.format(budget=2, n=2, arrivals=""), "1:11",
+     "error[E408]: the integer `99999999999999999999...` is too large (at most 2^62)"),
+    ("const A = 4611686018427387904;\n" + BASE.format(budget=2, n=2, arrivals=""), "1:11",
+     "error[E408]: the integer `4611686018427387904` is too large (at most 2^62)"),
+    ("const T = " + "9" * 400 + "s;\n" + BASE.format(budget=2, n=2, arrivals=""), "1:11",
+     "error[E408]: the duration `999"),
+    ("const R = " + " * ".join(["1" + "0" * 300 + ".0"] * 2) + ";\n" + BASE.format(budget=2, n=2, arrivals=""),
+     "1:11", "error[E408]: constant `R`: the value overflows (beyond the largest real)"),
+    (BASE.format(budget="floor(1 / 0)", n=2, arrivals=""), "2:26",
+     "error[E401]: cannot evaluate this constant expression: division by zero"),
+    (BASE.format(budget=2, n="(1 % 0)", arrivals=""), "4:21",
+     "error[E401]: cannot evaluate this constant expression: modulo by zero"),
+    (BASE.format(budget=2, n="1.0e0", arrivals="").replace("1.0e0", "2 * (1.0" + "0" * 5 + " * "
+                                                                    + "1" + "0" * 300 + ".0 * 1" + "0" * 300 + ".0)"),
+     "4:25", "error[E401]: cannot evaluate this constant expression: the value overflows"),
+    (BASE.format(budget=2, n=2, arrivals="").replace("prefill n;", "prefill n; draw x in 1..floor(1 / 0);"),
+     "3:63", "error[E401]: cannot evaluate this constant expression: division by zero"),
+])
+def test_located_error_no_traceback(tmp_path, capsys, cmd, text, where, message):
+    path = inst(tmp_path, text)
+    assert main([cmd, path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:{where}: {message}"), err
+    assert "Traceback" not in err
+
+
+def test_short_circuit_is_not_a_fault(tmp_path, capsys):
+    # `and` never evaluates its right side when the left is false, as at run time
+    text = BASE.format(budget="(0 != 0 and 1 / 0 > 1) ? 1 : 2", n=2, arrivals="")
+    assert main(["check", inst(tmp_path, text)]) in (0, 2)
+    assert "E401" not in capsys.readouterr().err
+
+
+def test_huge_arrival_time_in_a_trace(tmp_path, capsys):
+    (tmp_path / "t.txt").write_text("0.5\n1e300\n")
+    path = inst(tmp_path, BASE.format(budget=2, n=2, arrivals=' trace "t.txt"').replace("1 x s", "2 x s"))
+    assert main(["run", path]) == 2
+    err = capsys.readouterr().err
+    assert "error[E410]" in err and "t.txt:2: an arrival time must be a number of seconds from 0 to 2^62 ns" in err
+
+
+def test_compile_to_a_missing_directory(tmp_path, capsys):
+    path = inst(tmp_path, BASE.format(budget=2, n=2, arrivals=""))
+    assert main(["compile", path, "-o", "/nonexistent/x.json"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "serq compile: error[E017]: cannot write /nonexistent/x.json: No such file or directory")
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out == "serq 0.1.0\n"
