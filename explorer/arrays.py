@@ -290,7 +290,7 @@ class _Store:
         return out
 
 
-def _threaded(m, workers, *args) -> Result:
+def _threaded(m, workers, memory, *args) -> Result:
     """Chunks expanded by `workers` threads, each with the model's own
     expander (`array_expander`: buffers of its own; the expansion must not
     hold the GIL to run in parallel), walked in order by this thread."""
@@ -324,7 +324,7 @@ def _threaded(m, workers, *args) -> Result:
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        r = _array_check(m, *args, expand)
+        r = _array_check(m, *args, expand, memory)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         if gc_was:
@@ -354,8 +354,8 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
     """The sequential BFS's results, over the model's rows; with workers > 1
     the chunks are expanded by worker processes (array_workers.py)."""
     if workers > 1 and hasattr(m, "array_expander"):
-        return _threaded(m, workers, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                         progress, progress_interval)
+        return _threaded(m, workers, MemoryGuard(memory_limit), max_states, max_depth, time_limit,
+                         check_deadlock, check_livelock, progress, progress_interval)
     if workers > 1:
         from .array_workers import Expanders
 
