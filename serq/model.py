@@ -305,6 +305,8 @@ class Model:
             used = script[: len(arity)] + [0] * (len(arity) - len(script))
             if nxt is not None:
                 results.append(((base[0], base[1], tuple(used)), nxt, events))
+                if nxt[3] is not None and self.engine.question_overflow(nxt):
+                    return results  # as the kernel's expansion: one faulted successor says so
             # odometer: advance the last question that has options left
             i = len(arity) - 1
             while i >= 0 and used[i] + 1 >= arity[i]:

@@ -57,3 +57,21 @@ def test_plain_python_kernel_gives_the_same_counts():
         jit.append([r.verdict, r.stats.distinct, r.stats.generated])
     assert plain == jit
     assert plain[0][1:] == [268, 503]
+
+
+def test_a_loop_that_draws_without_blocking_is_one_located_fault():
+    # each pass of the loop is a question for the oracle: past the kernel's
+    # limit the step faults, and the enumeration stops there (before, it
+    # tried 2^4096 answer sequences)
+    from serq.load import load_text
+
+    text = """
+pool kv { cap 8; block 4; admit via gpu; }
+stage gpu { budget 8; }
+session s { while true { draw y in {1, 2}; } }
+workload { 1 x s; }
+"""
+    r = explore(load_text(text).program)
+    assert r.verdict == "violation"
+    assert "more than 4096 draws, chooses and ties in one step" in r.message
+    assert r.stats.distinct == 2

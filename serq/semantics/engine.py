@@ -20,7 +20,7 @@ from serq.semantics.kernel.abi import (
     R_FA3, R_FAULT, R_NSESS, R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_HALT, S_QKIND, S_QN, S_QPOS,
     S_QSTATE, S_QVALS, S_SCRIPT, S_VALS, T_REAL,
 )
-from serq.semantics.lower import DIST, Lowered, bits2f, f2bits, initial_attrs, weights
+from serq.semantics.lower import DIST, MAXQ, Lowered, bits2f, f2bits, initial_attrs, weights
 from serq.semantics.rowstate import RowState
 
 KIND = {"arrive": A_ARRIVE, "turn": A_TURN, "iterate": A_ITERATE}
@@ -218,6 +218,13 @@ class Engine:
             self._in_w = rs
             return rs, evs
         return self.state(fault if fault is not None else state[3]), evs
+
+    @staticmethod
+    def question_overflow(state) -> bool:
+        """Whether a state's fault is too many oracle questions in one step
+        (a loop that draws without blocking): enumeration stops there."""
+        f = state[3]
+        return f is not None and f[1].startswith(f"more than {MAXQ} draws")
 
     def decode(self, rs: "RowState"):
         """A packed state as the state tuple."""

@@ -11,7 +11,7 @@ from serq.semantics.kernel.abi import (
     FT_REUSE_NEG, FT_REUSE_OVER, FT_SPAWN_DEEP, FT_SPAWN_MANY, MACRO_LIMIT, MAX_DOMAIN, MAX_SESSIONS,
     SPAWN_DEPTH, T_BOOL, T_REAL,
 )
-from serq.semantics.lower import bits2f
+from serq.semantics.lower import MAXQ, bits2f
 
 _RUN = ("prefill", "decode")
 
@@ -130,7 +130,8 @@ def fault(low, code: int, a: int, b: int, c: int, d: int, *, label, pc_of, pool_
         return "error", f"modulo by zero{_where(low, a)}"
     if code == FT_OVERFLOW:
         if a == 1:
-            return "error", "more oracle questions in one step than the kernel holds"
+            return "error", (f"more than {MAXQ} draws, chooses and ties in one step "
+                             "(a loop that draws without blocking?)")
         return "error", f"cannot evaluate: integer overflow{_where(low, a)}"
     if code == FT_NOVALUE:
         return "error", f"`{CTX_NAMES[b]}` has no value here{_where(low, a)}"

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from serq.semantics.kernel.abi import (
-    R_HALT,
+    R_HALT, FT_OVERFLOW,
     A_ARRIVE, A_ITERATE, A_TURN, CE_OWNER, CE_REL, CE_UNITS, CW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1,
     F_NH, F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, H_NP, H_NST, H_SF, HALT_CAP, HALT_FAULT,
     HALT_NONE, HS_ADM, HW, K_ARRIVE, K_END, K_TURN, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2,
@@ -286,6 +286,8 @@ def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
                     fps[k] = fp_of(K, w, tmp, sym, keep_pos)
                     flags[k] = row_flags(K, w)
                     k += 1
+                if w[R_FAULT] == FT_OVERFLOW and w[R_FA0] == 1:
+                    break  # more questions than a step may ask: one faulted successor says so
                 i = nq - 1
                 while i >= 0 and w[SC + i] + 1 >= w[AR + i]:
                     i -= 1
