@@ -17,7 +17,8 @@ from serq.model import ITERATE, TURN, Model
 import numpy as np
 
 from explorer.arrays import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS, ArrayFallback
-from serq.semantics.rows import F_DONE, F_FAULT, F_STUCK, RowState, Rows
+from serq.semantics.rows import Rows
+from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
 ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
 

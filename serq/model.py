@@ -14,7 +14,11 @@ with its RNG and breaks ties by the tie event's sequence number; the
 explorer enumerates every sequence of answers (`expand`), so an action is
 `(kind, subject, choices)` and each choice sequence is one successor.
 
-State (hot path, plain tuples, see `encode`):
+The step itself runs in the compiled kernel (`serq.semantics`); this module
+keeps the instance's compiled metadata the simulator and the trace words
+read, and turns the kernel's rows into the state tuples below.
+
+State (plain tuples; the kernel's row holds the same facts):
   (sessions, pools, seq, fault)
   session = (prog, pc, attrs, run_done, run_total, holds, parent, live,
              arrived, admitted, last_pos, stuck)
@@ -27,7 +31,6 @@ numbers. The explorer's canonical form replaces them by their ranks.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -35,26 +38,8 @@ from serq import ir
 from serq.expr import EvalError, compile_expr
 from serq.semantics.engine import Engine
 
-INF = float("inf")
-MACRO_LIMIT = 100_000  # internal states one session may pass in one action
-ADMIT_LIMIT = 10_000  # admissions in one action (a loop whose holds never block)
-SPAWN_DEPTH = 200  # spawns nested in one action (a program spawning itself)
-MAX_SESSIONS = 100_000
-MAX_DOMAIN = 100_000  # values of one draw or choose
-
 # action kinds
 ARRIVE, TURN, ITERATE = "arrive", "turn", "iterate"
-
-
-class Fault(Exception):
-    """A run-time error of the instance (failed assert, division by zero,
-    reuse beyond the cache, ...) or a broken invariant of the engine
-    (conservation). Recorded in the state: such a state has no successor."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
 
 
 # ---------------------------------------------------------------- oracles

@@ -75,3 +75,26 @@ workload { 1 x s; }
     assert r.verdict == "violation"
     assert "more than 4096 draws, chooses and ties in one step" in r.message
     assert r.stats.distinct == 2
+
+
+def test_a_wide_range_draw_fits_the_working_array():
+    # a range domain may have up to 100,000 values: the scratch for values,
+    # keys and questions is sized for that, not for the widest value set
+    from serq.load import load_text
+
+    text = """
+pool kv { cap 4096; block 4; admit via gpu; }
+stage gpu { budget 8; }
+session s {
+  draw o in 1..3000;
+  choose c in 1..2000 by (abs(c - o) * 1.0);
+  hold kv need 4 take 4 { prefill 4 growing kv; }
+  end;
+}
+workload { 1 x s; }
+"""
+    r = explore(load_text(text).program)
+    assert r.verdict == "pass"
+    # the initial state, 3,000 queued sessions (one per o, c its nearest
+    # value in 1..2000), and one end state (a finished session is blanked)
+    assert r.stats.distinct == 1 + 3000 + 1

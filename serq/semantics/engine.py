@@ -14,11 +14,11 @@ from serq.expr import compile_expr
 from serq.semantics import words
 from serq.semantics.kernel.abi import (
     R_HALT,
-    A_ARRIVE, A_ITERATE, A_TURN, CE_OWNER, CW, EVW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
-    F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_EXTERNAL, H_NINV, H_INVO, HALT_ASK, HALT_CAP,
-    HALT_EVFULL, HALT_FAULT, HALT_NONE, HALT_ULOG, HW, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2,
-    R_FA3, R_FAULT, R_NSESS, R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_HALT, S_QKIND, S_QN, S_QPOS,
-    S_QSTATE, S_QVALS, S_SCRIPT, S_VALS, T_REAL,
+    A_ARRIVE, A_ITERATE, A_TURN, CW, EVW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH, F_PARENT,
+    F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_EXTERNAL, H_INVO, HALT_ASK, HALT_CAP, HALT_EVFULL, HALT_FAULT,
+    HALT_ULOG, HW, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2, R_FA3, R_FAULT, R_NSESS,
+    R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_QKIND, S_QN, S_QPOS, S_QSTATE, S_QVALS, S_SCRIPT,
+    S_VALS, T_REAL,
 )
 from serq.semantics.lower import DIST, MAXQ, Lowered, bits2f, f2bits, initial_attrs, weights
 from serq.semantics.rowstate import RowState
@@ -67,10 +67,10 @@ class Engine:
         self.K, ws = self.low.table(cap, max(256, 16 * cap) * self._evmul)
         self.w = np.zeros(ws, np.int64)
         L = self.K
-        from serq.semantics.kernel.abi import H_PB, H_PW, H_SF, H_W, H_CAP
+        from serq.semantics.kernel.abi import H_PB, H_PW, H_SF, H_W
 
         self.SF, self.PB, self.PW, self.W = int(L[H_SF]), int(L[H_PB]), int(L[H_PW]), int(L[H_W])
-        self.o = {k: int(L[k]) for k in (S_SCRIPT, S_HALT, S_QPOS, S_ARITY, S_EVN, S_EV)}
+        self.o = {k: int(L[k]) for k in (S_SCRIPT, S_QPOS, S_ARITY, S_EVN, S_EV)}
 
     # ------------------------------------------------------------ rows
     def load(self, state) -> None:

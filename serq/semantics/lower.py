@@ -20,26 +20,27 @@ import numpy as np
 from serq import ir
 from serq.expr import compile_expr
 from serq.semantics.kernel.abi import (
-    CW, F_ATTR, HEADER, HW, K_ACQUIRE, K_ASSERT, K_BRANCH, K_CHOOSE, K_DRAW, K_DROP, K_EXIT, K_RUN,
-    K_SET, K_SPAWN, K_TURN, KIND_NAMES, OP_ARGS, OP_BOOL, OP_CEIL, OP_CTX, OP_END, OP_FATTR, OP_FCONST,
+    MAX_DOMAIN,
+    OP_IADD, OP_ISUB, OP_IMUL, OP_IFDIV, OP_IMOD, OP_FADD, OP_FSUB, OP_FMUL, OP_FDIV, OP_FFDIV, OP_FMOD,
+    OP_IEQ, OP_INE, OP_ILT, OP_ILE, OP_IGT, OP_IGE, OP_FEQ, OP_FNE, OP_FLT, OP_FLE, OP_FGT, OP_FGE,
+    OP_INEG, OP_FNEG, OP_IMIN, OP_IMAX, OP_FMIN, OP_FMAX, OP_IABS, OP_FABS,
+    CW, F_ATTR, HEADER, HW, KIND_NAMES, OP_ARGS, OP_BOOL, OP_CEIL, OP_CTX, OP_END, OP_FATTR, OP_FCONST,
     OP_FLOOR, OP_I2F, OP_IATTR, OP_ICONST, OP_JF, OP_JMP, OP_JT, OP_NOT, OP_POOL, P_Q, POOL_FNS,
-    POOL_W, PROG_W, REQ_BACK, REQ_FRONT, REQ_ORDER, RHDR, SCW_BASE, STACK, STAGE_W, SW, T_BOOL, T_INT,
-    T_REAL, TIE_ADMITTED, TIE_ARRIVED, TIE_RELEASED, CTX_NAMES,
-    H_CAP, H_EVCAP, H_EVPO, H_HMAX, H_INVO, H_KW, H_MAXQ, H_NA, H_NEVP, H_NINV, H_NP, H_NPROG,
-    H_NSCOPEMAX, H_NST, H_PB, H_POOLT, H_PROGT, H_PW, H_SF, H_STAGET, H_TIESALL, H_ULOGCAP, H_W,
-    H_WS, EVW,
-    S_ADMITS, S_ARITY, S_CTX, S_CTXOK, S_DEPTH, S_EV, S_EVN, S_EVON, S_FBITS, S_HALT, S_INV, S_KEYS,
-    S_NOW, S_NSCRIPT, S_ORDER, S_PERM, S_PLAN, S_QKIND, S_QN, S_QPOS, S_QREAL, S_QSTATE, S_QVALS,
-    S_RES, S_SCRIPT, S_SERVED, S_SKIP, S_SPAWN, S_STACK, S_STOPNEW, S_TMP, S_TRIAL, S_ULOG,
-    S_ULOGN, S_ULOGON, S_VALS, S_SSUM, S_INFB, S_FRAMES, S_NFRAMES, FRAMES,
+    REQ_BACK, REQ_FRONT, REQ_ORDER, RHDR, STACK, T_BOOL, T_INT, T_REAL, TIE_ADMITTED, TIE_ARRIVED, TIE_RELEASED,
+    CTX_NAMES, H_CAP, H_EVCAP, H_EVPO, H_HMAX, H_INVO, H_KW, H_MAXQ, H_NA, H_NEVP, H_NINV, H_NP,
+    H_NPROG, H_NSCOPEMAX, H_NST, H_PB, H_POOLT,
+    H_PROGT, H_PW, H_SF, H_STAGET, H_TIESALL, H_ULOGCAP, H_W, H_WS, EVW, S_ADMITS, S_ARITY, S_CTX,
+    S_CTXOK, S_DEPTH, S_EV, S_EVN, S_FBITS, S_KEYS, S_NOW, S_NSCRIPT, S_ORDER, S_PERM, S_PLAN,
+    S_QKIND, S_QN,
+    S_QPOS, S_QSTATE, S_QVALS, S_RES, S_SCRIPT, S_SERVED, S_SKIP, S_STACK, S_STOPNEW,
+    S_TMP, S_TRIAL, S_ULOG, S_ULOGN, S_VALS, S_SSUM, S_FRAMES, S_NFRAMES, FRAMES,
 )
 
 _TYPES = {"int": T_INT, "real": T_REAL, "bool": T_BOOL}
-_IBIN = {"+": 8, "-": 9, "*": 10, "//": 11, "%": 12}  # OP_IADD.. (see abi)
-_FBIN = {"+": 13, "-": 14, "*": 15, "/": 16, "//": 17, "%": 18}
-_ICMP = {"==": 19, "!=": 20, "<": 21, "<=": 22, ">": 23, ">=": 24}
-_FCMP = {"==": 25, "!=": 26, "<": 27, "<=": 28, ">": 29, ">=": 30}
-OP_INEG, OP_FNEG, OP_IMIN, OP_IMAX, OP_FMIN, OP_FMAX, OP_IABS, OP_FABS = 31, 32, 35, 36, 37, 38, 39, 40
+_IBIN = {"+": OP_IADD, "-": OP_ISUB, "*": OP_IMUL, "//": OP_IFDIV, "%": OP_IMOD}
+_FBIN = {"+": OP_FADD, "-": OP_FSUB, "*": OP_FMUL, "/": OP_FDIV, "//": OP_FFDIV, "%": OP_FMOD}
+_ICMP = {"==": OP_IEQ, "!=": OP_INE, "<": OP_ILT, "<=": OP_ILE, ">": OP_IGT, ">=": OP_IGE}
+_FCMP = {"==": OP_FEQ, "!=": OP_FNE, "<": OP_FLT, "<=": OP_FLE, ">": OP_FGT, ">=": OP_FGE}
 MAXQ = 4096  # oracle questions in one step
 DIST = {"uniform": 0, "weights": 1, "geometric": 2, "poisson": 3}
 
@@ -443,14 +444,13 @@ class Lowered:
 
         KW = self.maxkeys + 3
         for name, n in ((S_QPOS, 1), (S_NSCRIPT, 1), (S_STOPNEW, 1), (S_SCRIPT, MAXQ), (S_ARITY, MAXQ),
-                        (S_QKIND, 1), (S_QN, 1), (S_QVALS, max(self.maxvals, 64)), (S_QREAL, 1),
-                        (S_QSTATE, 2), (S_CTX, len(CTX_NAMES)), (S_CTXOK, 1), (S_STACK, STACK),
-                        (S_ULOGON, 1), (S_ULOGN, 1), (S_ULOG, 2 * (4 * W + 4096)), (S_EVON, 1), (S_EVN, 1),
+                        (S_QKIND, 1), (S_QN, 1), (S_QVALS, MAX_DOMAIN), (S_QSTATE, 2), (S_CTX, len(CTX_NAMES)), (S_CTXOK, 1), (S_STACK, STACK),
+                        (S_ULOGN, 1), (S_ULOG, 2 * (4 * W + 4096)), (S_EVN, 1),
                         (S_EV, EVW * evcap), (S_SERVED, cap), (S_ORDER, cap), (S_RES, cap),
                         (S_KEYS, (cap + 2) * KW), (S_TMP, (4 + HMAX + NP) * cap + 16), (S_TRIAL, NA), (S_PLAN, 2 * NP + 2),
-                        (S_ADMITS, 1), (S_DEPTH, 1), (S_FBITS, 1), (S_NOW, 1), (S_HALT, 1), (S_SKIP, cap),
-                        (S_PERM, 3 * cap + 4), (S_INV, cap), (S_VALS, 2 * max(self.maxvals, 64)),
-                        (S_SPAWN, 1), (S_SSUM, 1), (S_INFB, 1), (S_FRAMES, 4 * FRAMES), (S_NFRAMES, 1)):
+                        (S_ADMITS, 1), (S_DEPTH, 1), (S_FBITS, 1), (S_NOW, 1), (S_SKIP, cap),
+                        (S_PERM, 3 * cap + 4), (S_VALS, 2 * MAX_DOMAIN + 64),
+                        (S_SSUM, 1), (S_FRAMES, 4 * FRAMES), (S_NFRAMES, 1)):
             take(name, n)
         for k, v in slots.items():
             code[k] = v

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from serq.semantics.engine import Engine
-from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState  # noqa: F401
+from serq.semantics.rowstate import RowState
 
 KIND_NAMES = ("arrive", "turn", "iterate")
 

@@ -9,10 +9,10 @@ into the compiled kernel, so a change here needs a fresh numba cache
  H_STAGET, H_NEVP, H_EVPO, H_TIESALL, H_NINV, H_INVO, H_WS, H_MAXQ, H_ULOGCAP, H_EVCAP,
  H_NSCOPEMAX, H_KW,
  # scratch offsets inside the working array (after the row)
- S_QPOS, S_NSCRIPT, S_STOPNEW, S_SCRIPT, S_ARITY, S_QKIND, S_QN, S_QVALS, S_QREAL, S_QSTATE,
- S_CTX, S_CTXOK, S_STACK, S_ULOGON, S_ULOGN, S_ULOG, S_EVON, S_EVN, S_EV, S_SERVED, S_ORDER,
- S_RES, S_KEYS, S_TMP, S_TRIAL, S_PLAN, S_ADMITS, S_DEPTH, S_FBITS, S_NOW, S_HALT, S_SKIP,
- S_PERM, S_INV, S_VALS, S_SPAWN, S_SSUM, S_INFB, S_FRAMES, S_NFRAMES) = range(64)
+ S_QPOS, S_NSCRIPT, S_STOPNEW, S_SCRIPT, S_ARITY, S_QKIND, S_QN, S_QVALS, S_QSTATE,
+ S_CTX, S_CTXOK, S_STACK, S_ULOGN, S_ULOG, S_EVN, S_EV, S_SERVED, S_ORDER,
+ S_RES, S_KEYS, S_TMP, S_TRIAL, S_PLAN, S_ADMITS, S_DEPTH, S_FBITS, S_NOW, S_SKIP,
+ S_PERM, S_VALS, S_SSUM, S_FRAMES, S_NFRAMES) = range(57)
 HEADER = 64
 FRAMES = 2 * 200 + 64  # the advance driver's frames (spawn nesting is at most SPAWN_DEPTH)
 STACK = 64  # expression stack slots
@@ -77,7 +77,7 @@ REQ_FRONT, REQ_BACK, REQ_ORDER = range(3)
 
 # ---------------------------------------------------------------- actions and status
 A_ARRIVE, A_TURN, A_ITERATE = range(3)
-# S_HALT: why a step stopped early
+# R_HALT: why a step stopped early
 HALT_NONE, HALT_FAULT, HALT_ASK, HALT_CAP, HALT_EVFULL, HALT_ULOG = range(6)
 
 # ---------------------------------------------------------------- faults (kind, message made in words.py)

@@ -17,10 +17,10 @@ from numba import njit
 
 from serq.semantics.kernel.abi import (
     R_HALT, FT_OVERFLOW,
-    A_ARRIVE, A_ITERATE, A_TURN, CE_OWNER, CE_REL, CE_UNITS, CW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1,
-    F_NH, F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, H_NP, H_NST, H_SF, HALT_CAP, HALT_FAULT,
-    HALT_NONE, HS_ADM, HW, K_ARRIVE, K_END, K_TURN, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2,
-    R_FA3, R_FAULT, R_NSESS, S_ARITY, S_HALT, S_PERM, S_QPOS, S_SCRIPT, S_TMP, H_W,
+    A_ARRIVE, A_ITERATE, CE_OWNER, CE_REL, CE_UNITS, CW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
+    F_PARENT, F_PC, F_PROG, F_STUCK, H_NP, H_NST, H_SF, HALT_FAULT, HALT_NONE, HS_ADM, HW, K_ARRIVE,
+    K_TURN, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2, R_FA3, R_FAULT, R_NSESS, S_ARITY, S_PERM,
+    S_QPOS, S_SCRIPT, S_TMP, H_W,
 )
 from serq.semantics.kernel.core import cbase, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.entry import is_end, row_flags, run_step  # noqa: F401 (row_flags: API)

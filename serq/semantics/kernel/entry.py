@@ -9,8 +9,8 @@ from serq.semantics.kernel.abi import (
     R_EVON,
     R_HALT,
     R_ULOG,
-    F_NH, HS_OWN, HS_POOL, HW, F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_EVON, S_HALT, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
-    S_ULOGN, S_ULOGON,
+    F_NH, HS_OWN, HS_POOL, HW, F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
+    S_ULOGN,
 )
 from serq.semantics.kernel.core import allocated, ev, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.iterate import step
@@ -55,7 +55,7 @@ def prepare(K, w, now, stopnew, evon, nscript):
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def run_step(K, w, kind, subj, now, stopnew, evon, nscript):
     """One step of the row in w[0:W]; the script of oracle answers is in
-    w[S_SCRIPT..] (nscript of them). Returns step's result; w[S_HALT]
+    w[S_SCRIPT..] (nscript of them). Returns step's result; w[R_HALT]
     says why it stopped early, if it did."""
     prepare(K, w, now, stopnew, evon, nscript)
     return step(K, w, kind, subj)

@@ -9,11 +9,10 @@ from numba import njit
 from serq.semantics.kernel.abi import (
     R_ULOG,
     A_ARRIVE, A_ITERATE, BIG, CX_BUDGET, CX_KVB, CX_NDEC, CX_NOW, CX_NREQ, EV_ARRIVE, EV_ITERATE,
-    EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ADM, F_ARR, F_ATTR, F_LP0, F_LP1, F_NH,
-    F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HALT_NONE,
-    HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS,
-    S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN, S_HALT, S_INFB, S_ORDER, S_QPOS, S_RES, S_SERVED,
-    S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, S_ULOGON, STAGE_W,
+    EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ARR, F_ATTR, F_LP0, F_LP1, F_PC, F_PROG,
+    F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_OWN, HS_SCOPE, HS_USE,
+    K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS, S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN,
+    S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W,
 )
 from serq.semantics.kernel.core import (
     add, allocated, cache_sum, event, ev, fault, halted, hold_of, next_seq, pbase, pool_row, put,
@@ -376,7 +375,7 @@ def step(K, w, kind, subj):
     """One action on the row in w (loaded, scratch set by the caller).
     Returns 1 with a successor in w, 0 when the action does not apply (a
     zero-work iteration, or the session is not at that state). A halt
-    (S_HALT) other than a fault means the caller must act and run again."""
+    (R_HALT) other than a fault means the caller must act and run again."""
     for sid in range(w[R_NSESS]):
         w[sbase(K, sid) + F_STUCK] = 0  # marks only the state right after a stuck preemption
     w[K[S_ADMITS]] = 0

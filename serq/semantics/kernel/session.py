@@ -5,22 +5,21 @@ draws and chooses, spawn, join and end, and admission (try_admit).
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from serq.semantics.kernel.abi import (
     R_HALT,
     ADMIT_LIMIT, BIG, CE_OWNER, CE_UNITS, CW, CX_BUDGET, CX_NOW, EV_ADMIT, EV_AT_TURN, EV_CHOOSE,
     EV_DRAW, EV_END, EV_HIT, EV_JOINED, EV_SPAWN, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
-    F_PARENT, F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_ADMIT_CONS, FT_ADMITS, FT_ASSERT, FT_BIG_DOMAIN,
-    FT_EMPTY_DOMAIN, FT_MACRO, FT_REUSE_BLOCK, FT_REUSE_NEG, FT_REUSE_OVER, FT_SPAWN_DEEP,
-    FT_SPAWN_MANY, H_CAP, H_NA, H_SF, H_TIESALL, HALT_CAP, HS_SCOPE, HW, K_ACQUIRE, K_ARRIVE,
-    K_ASSERT, K_BRANCH, K_CHOOSE, K_DRAW, K_DROP, K_END, K_EXIT, K_JOIN, K_RUN, K_SET, K_SPAWN, K_TURN,
-    MACRO_LIMIT, MAX_DOMAIN, MAX_SESSIONS, P_CN, P_FREE, P_Q, P_QN, R_FA3, R_FAULT, PROG_W, H_PROGT, R_NSESS, REQ_ORDER, RHDR,
-    S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_FRAMES, S_NFRAMES, FRAMES, S_HALT, S_NOW, S_PLAN, S_QSTATE, S_QVALS, S_TRIAL, S_VALS,
-    SPAWN_DEPTH,
+    F_PARENT, F_PC, F_PROG, F_RD, F_RT, FT_ADMIT_CONS, FT_ADMITS, FT_ASSERT, FT_BIG_DOMAIN, FT_EMPTY_DOMAIN,
+    FT_MACRO, FT_REUSE_BLOCK, FT_REUSE_NEG, FT_REUSE_OVER, FT_SPAWN_DEEP, FT_SPAWN_MANY,
+    H_CAP, H_NA, H_SF, H_TIESALL, HALT_CAP, HS_SCOPE, HW, K_ACQUIRE, K_ASSERT, K_BRANCH,
+    K_CHOOSE, K_DRAW, K_DROP, K_END, K_EXIT, K_JOIN, K_RUN, K_SET, K_SPAWN, K_TURN, MACRO_LIMIT, MAX_DOMAIN,
+    MAX_SESSIONS, P_CN, P_FREE, P_Q, P_QN, R_FA3, R_FAULT, PROG_W, H_PROGT, R_NSESS, REQ_ORDER, S_ADMITS, S_CTX, S_CTXOK,
+    S_DEPTH, S_FRAMES, S_NFRAMES, FRAMES, S_PLAN, S_QSTATE, S_QVALS, S_TRIAL, S_VALS, SPAWN_DEPTH,
 )
 from serq.semantics.kernel.core import (
+    f2b,
     add, ask, b2f, cache_sum, cached_for, cbase, ev, ev_s, event, fault, halted, hbase, next_seq,
     pbase, pool_row, put, sbase, st_row, to_int,
 )
@@ -104,24 +103,20 @@ def choose_index(K, w, sid, r, n):
     slot = K[r + 3]
     V = K[S_VALS]
     best = 0.0
-    nt = 0
-    for i in range(n):  # keys at V+n+i (as reals), ties counted
+    for i in range(n):  # the smallest key; a second pass collects the values tied with it
         for a in range(NA):
             w[TR + a] = w[sb + F_ATTR + a]
         w[TR + slot] = w[V + i]
         k = b2f(K, w, ev(K, key, w, TR, sid))
         if halted(K, w):
             return 0
-        w[V + n + i] = w[V + i]  # keep the value; the key in a second pass
+        w[V + n + i] = f2b(K, w, k)
         if i == 0 or k < best:
             best = k
     tied = 0
     first = -1
     for i in range(n):
-        for a in range(NA):
-            w[TR + a] = w[sb + F_ATTR + a]
-        w[TR + slot] = w[V + i]
-        k = b2f(K, w, ev(K, key, w, TR, sid))
+        k = b2f(K, w, w[V + n + i])
         if k == best:
             w[K[S_QVALS] + tied] = i
             if first < 0:
