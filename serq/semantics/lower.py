@@ -444,13 +444,15 @@ class Lowered:
 
         KW = self.maxkeys + 3
         for name, n in ((S_QPOS, 1), (S_NSCRIPT, 1), (S_STOPNEW, 1), (S_SCRIPT, MAXQ), (S_ARITY, MAXQ),
-                        (S_QKIND, 1), (S_QN, 1), (S_QVALS, MAX_DOMAIN), (S_QSTATE, 2), (S_CTX, len(CTX_NAMES)), (S_CTXOK, 1), (S_STACK, STACK),
+                        (S_QKIND, 1), (S_QN, 1), (S_QSTATE, 2), (S_CTX, len(CTX_NAMES)), (S_CTXOK, 1), (S_STACK, STACK),
                         (S_ULOGN, 1), (S_ULOG, 2 * (4 * W + 4096)), (S_EVN, 1),
                         (S_EV, EVW * evcap), (S_SERVED, cap), (S_ORDER, cap), (S_RES, cap),
                         (S_KEYS, (cap + 2) * KW), (S_TMP, (4 + HMAX + NP) * cap + 16), (S_TRIAL, NA), (S_PLAN, 2 * NP + 2),
                         (S_ADMITS, 1), (S_DEPTH, 1), (S_FBITS, 1), (S_NOW, 1), (S_SKIP, cap),
-                        (S_PERM, 3 * cap + 4), (S_VALS, 2 * MAX_DOMAIN + 64),
-                        (S_SSUM, 1), (S_FRAMES, 4 * FRAMES), (S_NFRAMES, 1)):
+                        (S_PERM, 3 * cap + 4),
+                        (S_SSUM, 1), (S_FRAMES, 4 * FRAMES), (S_NFRAMES, 1),
+                        # last: room for the widest range domain, away from the hot scratch
+                        (S_QVALS, MAX_DOMAIN), (S_VALS, 2 * MAX_DOMAIN + 64)):
             take(name, n)
         for k, v in slots.items():
             code[k] = v
