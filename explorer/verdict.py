@@ -14,8 +14,9 @@ LIVELOCK = "livelock"
 VIOLATION = "violation"
 BOUND = "bound"
 INTERRUPTED = "interrupted"  # SIGINT or SIGTERM: what was found so far, never a pass
+INCONCLUSIVE = "inconclusive"  # a swarm search found nothing: not a proof (swarm.py)
 
-VERDICTS = (PASS, DEADLOCK, LIVELOCK, VIOLATION, BOUND, INTERRUPTED)
+VERDICTS = (PASS, DEADLOCK, LIVELOCK, VIOLATION, BOUND, INTERRUPTED, INCONCLUSIVE)
 
 EXIT_PASS = 0
 EXIT_INPUT_ERROR = 2  # reserved for the CLI: the engine never returns it
@@ -26,6 +27,8 @@ EXIT_BOUND = 13  # a bound was hit: "no violation within the bound", never a pas
 EXIT_THEOREM = 14  # reserved: a stated theorem was violated (decided outside the engine)
 EXIT_NONDETERMINISTIC = 15  # the model replayed differently than it explored; no trace printed
 EXIT_INTERRUPTED = 16  # stopped by SIGINT (Ctrl-C) or SIGTERM before a verdict
+EXIT_INCONCLUSIVE = 17  # --swarm found no violation: incomplete by design, never a pass
+EXIT_WORKER_LOST = 18  # a partition's worker (Ray) was lost: the run stopped; the message names the last checkpoint
 
 EXIT_CODES: dict[str, int] = {
     PASS: EXIT_PASS,
@@ -37,6 +40,8 @@ EXIT_CODES: dict[str, int] = {
     "theorem": EXIT_THEOREM,
     "nondeterministic": EXIT_NONDETERMINISTIC,
     INTERRUPTED: EXIT_INTERRUPTED,
+    INCONCLUSIVE: EXIT_INCONCLUSIVE,
+    "worker_lost": EXIT_WORKER_LOST,
 }
 
 

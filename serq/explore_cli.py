@@ -8,7 +8,9 @@ import sys
 from explorer.report import render_json, render_text
 from explorer.search import check
 from explorer.trace import NondeterministicModel, ReplayError, replay
-from explorer.verdict import EXIT_NONDETERMINISTIC
+from explorer.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
+from explorer.checkpoint import CheckpointError
+from explorer.distributed import PartitionError, WorkerLost
 from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.flags import check_limits
 from serq.explore import ALL_CHECKS, Checks, SerqModel
@@ -58,6 +60,7 @@ def register(sub) -> None:
     e.add_argument("--no-timing", action="store_true", help="omit times from the stats line (byte-stable output)")
     e.add_argument("--theorem", action="store_true",
                    help="check the completion theorem's hypotheses first, then explore")
+    add_cluster_flags(e)
     e.add_argument("-q", "--quiet", action="store_true", help="no live progress display on the terminal")
     e.add_argument("--progress", action="store_true",
                    help="when stderr is not a terminal, print a progress line to it about once a second")
@@ -104,6 +107,7 @@ def cmd_explore(args) -> int:
     memory_limit(args)  # a bad --memory is an input error before any work
     if args.replay is not None and not args.replay.strip():
         raise flag_error("--replay", args.replay, "E013", "empty replay path: expected action indices such as 0/2/1")
+    check_cluster_flags(args)
     if args.workers > 1 and args.strategy == "dfs":
         raise flag_error("--workers", str(args.workers), "E012", "--workers > 1 explores by BFS only; "
                          "drop --strategy dfs or --workers")
@@ -127,10 +131,18 @@ def cmd_explore(args) -> int:
         return _worst(args, prog)
     display = progress_display(args)
     try:
-        result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
-                         time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-                         workers=args.workers, checks=args.check, progress=display,
-                         graph_limit=args.graph_limit, memory_limit=memory_limit(args))
+        if args.swarm is not None:
+            result = run_swarm(args, prog)
+        else:
+            result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
+                             time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
+                             workers=args.workers, checks=args.check, progress=display,
+                             graph_limit=args.graph_limit, memory_limit=memory_limit(args), **cluster_kwargs(args))
+    except WorkerLost as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_WORKER_LOST
+    except (CheckpointError, PartitionError, ConnectionError) as e:
+        raise cluster_error(e) from None
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
@@ -258,3 +270,95 @@ def cmd_theorem(args, loaded) -> int:
     else:
         sys.stdout.write(line + "\n\n" + table(hs) + "\n" + render_text(result, with_timing=timing))
     return code
+
+
+# ---------------------------------------------------------------- past one machine
+
+
+def add_cluster_flags(e) -> None:
+    """Partitions on a Ray cluster, checkpoints, swarm search (docs/explorer.md)."""
+    e.add_argument("--ray", metavar="ADDRESS",
+                   help="explore on a Ray cluster: auto (the cluster started on this machine with `ray start`), "
+                        "HOST:PORT, or local (a private one for this run); needs the `ray` extra")
+    e.add_argument("--partitions", type=int, metavar="K",
+                   help="hash partitions of the state table (Ray actors with --ray; default 1, or 2 with --ray)")
+    e.add_argument("--checkpoint", metavar="DIR",
+                   help="write the tables and the frontier to DIR at every BFS level, to --resume after a crash")
+    e.add_argument("--resume", metavar="DIR",
+                   help="continue the run checkpointed in DIR (same instance and flags) to its result")
+    e.add_argument("--swarm", type=int, metavar="N",
+                   help="N randomized depth-first searches in parallel (processes, or Ray with --ray); the first "
+                        "violation or deadlock found; finding none is verdict inconclusive (exit 17), not a proof")
+    e.add_argument("--seed", type=int, default=0, metavar="S", help="--swarm: search i uses seed S+i (default 0)")
+
+
+def check_cluster_flags(args) -> None:
+    for flag, attr in (("--partitions", "partitions"), ("--swarm", "swarm")):
+        v = getattr(args, attr)
+        if v is not None and v < 1:
+            raise flag_error(flag, str(v), "E012", f"{flag} must be at least 1, got {v}")
+    distributed = args.ray is not None or args.partitions is not None or args.checkpoint or args.resume
+    others = [f for f, on in (("--worst", args.worst is not None), ("--theorem", args.theorem),
+                              ("--replay", args.replay is not None)) if on]
+    if (distributed or args.swarm is not None) and others:
+        what = "--swarm" if args.swarm is not None else next(
+            f for f, on in (("--ray", args.ray), ("--partitions", args.partitions), ("--checkpoint", args.checkpoint),
+                            ("--resume", args.resume)) if on is not None)
+        raise flag_error(what, str(getattr(args, what[2:].replace("-", "_"))), "E012",
+                         f"{what} cannot be combined with {others[0]}")
+    if args.swarm is not None:
+        for f, on in (("--partitions", args.partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume)):
+            if on is not None:
+                raise flag_error(f, str(on), "E012", f"{f} is for the exhaustive search; a swarm keeps no tables")
+        if args.workers > 1:
+            raise flag_error("--workers", str(args.workers), "E012", "--swarm runs its own processes; drop --workers")
+        return
+    if distributed and args.strategy == "dfs":
+        raise flag_error("--strategy", "dfs", "E012", "partitions and checkpoints explore by BFS only; "
+                         "drop --strategy dfs")
+    if distributed and args.workers > 1:
+        raise flag_error("--workers", str(args.workers), "E012",
+                         "--workers cannot be combined with --ray, --partitions, --checkpoint or --resume "
+                         "(use --partitions K)")
+    if args.ray is not None:
+        need_ray()
+
+
+def need_ray() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise SerqError([Diagnostic(0, 0, "E020", "--ray needs the Python package `ray`; install serq with the "
+                                    "`ray` extra: pip install 'serq[ray]'", file="serq explore")])
+
+
+def cluster_kwargs(args) -> dict:
+    if args.ray is None and args.partitions is None and not args.checkpoint and not args.resume:
+        return {}
+    partitions = args.partitions
+    if partitions is None and args.ray is not None and not args.resume:
+        partitions = 2
+    return {"ray": args.ray, "partitions": partitions, "checkpoint": args.checkpoint, "resume": args.resume}
+
+
+def cluster_error(e: Exception) -> SerqError:
+    """A checkpoint that does not fit (E021), a cluster that cannot be
+    reached or a model the partitions cannot run (E022): input errors."""
+    from explorer.checkpoint import CheckpointError
+
+    if isinstance(e, CheckpointError):
+        return SerqError([Diagnostic(0, 0, "E021", str(e), file="serq explore")])
+    if isinstance(e, ConnectionError):
+        return SerqError([Diagnostic(0, 0, "E022", f"cannot reach the Ray cluster: {e}", file="serq explore")])
+    return SerqError([Diagnostic(0, 0, "E022", f"cannot explore by partitions: {e}; run without --ray, "
+                                 "--partitions, --checkpoint and --resume", file="serq explore")])
+
+
+def run_swarm(args, prog):
+    from explorer.model import ModelFactory
+    from explorer.swarm import swarm_check
+
+    ch = Checks.of_program(prog, args.check)
+    factory = ModelFactory(SerqModel, (prog,), {"ties": args.ties, "symmetry": not args.no_symmetry, "checks": ch})
+    return swarm_check(factory, args.swarm, seed=args.seed, max_depth=args.max_depth, max_states=args.max_states,
+                       time_limit=args.time_limit, check_deadlock=ch.deadlock, ray=args.ray)

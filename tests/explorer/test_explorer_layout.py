@@ -22,5 +22,6 @@ def test_exit_code_table():
     assert verdict.EXIT_CODES == {
         "pass": 0, "input_error": 2, "deadlock": 10, "livelock": 11,
         "violation": 12, "bound": 13, "theorem": 14, "nondeterministic": 15, "interrupted": 16,
+        "inconclusive": 17, "worker_lost": 18,
     }
     assert verdict.exit_code("bound") == 13

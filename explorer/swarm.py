@@ -1,0 +1,291 @@
+"""Swarm search: many randomized depth-first searches at once, for
+instances beyond exhaustive reach (SPIN's swarm verification).
+
+Search i of N walks depth first from the initial states, taking each
+state's successors in an order shuffled by its own seed (`seed + i`), with
+its own depth bound (see `depth_bound`) and a budget of stored states; a
+new state's invariants are checked when it is stored, and a state without
+successors that is not done is a deadlock. The first search to find either
+ends the run: its path is the counterexample, rebuilt by replay like any
+other trace (its replay path works with `serq explore --replay`); the others
+are stopped. The path is a path, not a shortest one.
+
+Finding nothing proves nothing: the searches are incomplete by design
+(shuffled, bounded, each with a budget), and no livelock is searched for.
+The verdict is then `inconclusive` (exit 17), never `pass`.
+
+Searches run in local processes (`processes` at a time) or as Ray tasks."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue as queue_mod
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .arrays import CHECK, DONE
+from .model import build_model
+from .outcome import deadlock, violation
+from .result import Result, Stats
+from .verdict import INCONCLUSIVE
+
+__all__ = ["swarm_check", "depth_bound", "search_once", "Found", "DEFAULT_BUDGET"]
+
+DEFAULT_BUDGET = 1_000_000  # states a search may store when no --max-states is given
+TIERS = (None, 8, 32, 128)  # depth bounds by i % 4 without --max-depth (None: unbounded)
+
+
+def depth_bound(i: int, max_depth: int | None) -> int | None:
+    """Search i's depth bound: with a bound D, searches take D/4, D/2, 3D/4
+    and D in turn; without, unbounded, 8, 32 and 128 in turn."""
+    if max_depth is None:
+        return TIERS[i % 4]
+    return max(1, (max_depth * (i % 4 + 1) + 3) // 4)
+
+
+@dataclass
+class Found:
+    """What one search ended with."""
+
+    index: int
+    seed: int
+    bound: int | None
+    kind: str | None  # "violation" | "deadlock" | None (nothing found)
+    chain: list | None  # [(fingerprint, action index)] from the initial state
+    invariant: tuple[str, str] | None
+    stored: int
+    generated: int
+    max_depth: int
+    reason: str  # "found" | "exhausted" | "budget" | "time" | "stopped"
+
+
+def search_once(factory: Any, index: int, seed: int, bound: int | None, budget: int,
+                time_limit: float | None, check_deadlock: bool, stop: Any = None) -> Found:
+    """One randomized depth-first search over the array protocol (the
+    model built by `factory`); `time_limit`: seconds from its start."""
+    m = factory()
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    rng = random.Random(seed)
+    rows, fps, flags = m.array_initial()
+    seen: set[int] = set()
+    generated = 0
+    maxd = 0
+
+    def done(kind, chain, inv=None, reason="found"):
+        return Found(index, seed, bound, kind, chain, inv, len(seen), generated, maxd, reason)
+
+    order = list(range(len(fps)))
+    rng.shuffle(order)
+    # a frame: (row, fp, depth, successor rows, their fps, flags, actions, order, next position)
+    path: list[tuple[int, int]] = []  # (fp, action) of the frames on the stack
+    stack: list = []
+    roots = [(np.asarray(rows[i], np.int64), int(fps[i]), int(flags[i]), i) for i in order]
+    ticks = 0
+    for row, fp, fl, i in roots:
+        generated += 1
+        if fp in seen:
+            continue
+        seen.add(fp)
+        if fl & CHECK:
+            bad = m.invariants(m.array_state(row))
+            if bad:
+                return done("violation", [(fp, i)], bad[0])
+        path = [(fp, i)]
+        stack = [_frame(m, row, fp, fl, 0, rng)]
+        while stack:
+            ticks += 1
+            if ticks % 256 == 0:
+                if deadline is not None and time.monotonic() >= deadline:
+                    return done(None, None, reason="time")
+                if stop is not None and stop.is_set():
+                    return done(None, None, reason="stopped")
+            fr = stack[-1]
+            if fr["n"] == 0 and fr["pos"] == 0:
+                fr["pos"] = 1
+                if check_deadlock and not fr["flag"] & DONE:
+                    return done("deadlock", list(path))
+            if fr["pos"] >= len(fr["order"]) or fr["n"] == 0:
+                stack.pop()
+                path.pop()
+                continue
+            j = fr["order"][fr["pos"]]
+            fr["pos"] += 1
+            generated += 1
+            nfp = int(fr["fps"][j])
+            if nfp in seen:
+                continue
+            if bound is not None and fr["depth"] >= bound:
+                continue
+            if len(seen) >= budget:
+                return done(None, None, reason="budget")
+            seen.add(nfp)
+            d = fr["depth"] + 1
+            maxd = max(maxd, d)
+            row = fr["succ"][j]
+            path.append((nfp, int(fr["acts"][j])))
+            if fr["flags"][j] & CHECK:
+                bad = m.invariants(m.array_state(row))
+                if bad:
+                    return done("violation", list(path), bad[0])
+            stack.append(_frame(m, row, nfp, int(fr["flags"][j]), d, rng))
+    return done(None, None, reason="exhausted")
+
+
+def _frame(m, row, fp, flag, depth, rng) -> dict:
+    succ, parent, act, fps, flags = m.array_expand(np.asarray(row, np.int64).reshape(1, -1))
+    k = len(fps)
+    order = list(range(k))
+    rng.shuffle(order)
+    return {"row": row, "fp": fp, "flag": flag, "depth": depth, "succ": np.array(succ[:k]),
+            "fps": np.array(fps[:k]), "flags": np.array(flags[:k]), "acts": np.array(act[:k]),
+            "order": order, "pos": 0, "n": k}
+
+
+# ---------------------------------------------------------------- running N of them
+
+
+def _child(factory, args, out, stop) -> None:
+    from .interrupt import worker_signals
+
+    worker_signals()
+    try:
+        out.put(("ok", search_once(factory, *args, stop=stop)))
+    except BaseException as e:  # reported, never a silent hang
+        out.put(("error", f"{type(e).__name__}: {e}"))
+
+
+def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = None,
+                max_states: int | None = None, time_limit: float | None = None, check_deadlock: bool = True,
+                processes: int | None = None, ray: str | None = None) -> Result:
+    """Run n randomized searches; the first violation or deadlock found, or
+    the verdict `inconclusive`."""
+    if n < 1:
+        raise ValueError("a swarm needs at least one search")
+    m, factory = build_model(model)
+    budget = DEFAULT_BUDGET if max_states is None else max_states
+    t0 = time.perf_counter()
+    deadline = None if time_limit is None else time.monotonic() + time_limit
+    jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock) for i in range(n)]
+    if ray is not None:
+        results, winner = _on_ray(factory, jobs, ray, deadline)
+    else:
+        results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline)
+    stats = Stats(strategy="swarm", workers=n)
+    stats.generated = sum(r.generated for r in results)
+    stats.distinct = sum(r.stored for r in results)
+    stats.max_depth = max((r.max_depth for r in results), default=0)
+    stats.elapsed = time.perf_counter() - t0
+    if winner is not None:
+        return _found(m, winner, n, stats)
+    ended = {}
+    for r in results:
+        ended[r.reason] = ended.get(r.reason, 0) + 1
+    how = ", ".join(f"{v} {k}" for k, v in sorted(ended.items()))
+    return Result(INCONCLUSIVE,
+                  f"no violation or deadlock found by {n} randomized depth-first searches ({how}; "
+                  f"{stats.distinct} states stored in all); this is not a proof: a swarm search is "
+                  "incomplete and does not look for livelocks", stats=stats, bound_reason="swarm")
+
+
+def _found(m, f: Found, n: int, stats: Stats) -> Result:
+    bound = "no depth bound" if f.bound is None else f"depth bound {f.bound}"
+    chain = f.chain
+    where = f"found by search {f.index} of {n} (seed {f.seed}, {bound}); not necessarily a shortest path"
+    fp = chain[-1][0]
+    if f.kind == "deadlock":
+        r = deadlock(m, lambda _fp: chain, fp, stats)
+    else:
+        r = violation(m, lambda _fp: chain, fp, f.invariant[0], f.invariant[1], stats)
+    r.message = f"{r.message} [{where}]"
+    return r
+
+
+def _remaining(job, deadline):
+    """The job with the seconds left until the swarm's deadline."""
+    if deadline is None:
+        return job
+    return job[:4] + (max(0.0, deadline - time.monotonic()),) + job[5:]
+
+
+def _local(factory, jobs, processes: int, deadline):
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    out = ctx.Queue()
+    stop = ctx.Event()
+    waiting = list(jobs)
+    running: dict[int, Any] = {}
+    results: list[Found] = []
+    winner = None
+    try:
+        while waiting or running:
+            while waiting and len(running) < processes and winner is None:
+                job = waiting.pop(0)
+                p = ctx.Process(target=_child, args=(factory, _remaining(job, deadline), out, stop), daemon=True)
+                p.start()
+                running[job[0]] = p
+            if winner is not None and not running:
+                break
+            try:
+                status, got = out.get(timeout=0.5)
+            except queue_mod.Empty:
+                for i, p in list(running.items()):
+                    if not p.is_alive() and p.exitcode not in (0, None):
+                        raise RuntimeError(f"swarm search {i} died (exit code {p.exitcode})")
+                continue
+            if status == "error":
+                raise RuntimeError(f"a swarm search failed: {got}")
+            results.append(got)
+            running.pop(got.index).join()
+            if got.kind is not None and winner is None:
+                winner = got
+                stop.set()
+                waiting = []
+    finally:
+        stop.set()
+        for p in running.values():
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+    return results, winner
+
+
+def _on_ray(factory, jobs, address: str, deadline):
+    from .distributed import connect
+
+    ray = connect(address)
+    blob = ray.cloudpickle.dumps(factory)
+    task = ray.remote(num_cpus=0, max_retries=0)(_ray_search)
+    refs = {task.remote(blob, _remaining(job, deadline)): job[0] for job in jobs}
+    results: list[Found] = []
+    winner = None
+    pending = list(refs)
+    try:
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            try:
+                got = ray.get(ready[0])
+            except ray.exceptions.RayError as e:
+                from .distributed import WorkerLost
+
+                raise WorkerLost(f"swarm search {refs[ready[0]]} was lost ({type(e).__name__})") from None
+            results.append(got)
+            if got.kind is not None:
+                winner = got
+                break
+    finally:
+        for r in pending:
+            ray.cancel(r, force=True)
+    return results, winner
+
+
+def _ray_search(blob: bytes, job):
+    import pickle
+
+    factory = pickle.loads(blob)
+    return search_once(factory, *job)
