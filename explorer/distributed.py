@@ -474,6 +474,9 @@ def connect(address: str):
     except ImportError:
         raise RayUnavailable("Ray is not installed") from None
     if ray.is_initialized():
+        now = ray.get_runtime_context().gcs_address
+        if address not in ("auto", "local", now):
+            raise ConnectionError(f"this process is connected to the Ray cluster at {now}, not {address}")
         return ray
     import logging
 
@@ -484,8 +487,34 @@ def connect(address: str):
         ray.init(num_cpus=os.cpu_count() or 1, object_store_memory=_local_store(), include_dashboard=False,
                  logging_level=logging.WARNING, runtime_env=env)
     else:
+        _probe(address)
         ray.init(address=address, logging_level=logging.WARNING, runtime_env=env)
     return ray
+
+
+def _probe(address: str) -> None:
+    """ConnectionError, at once, when nothing listens at the cluster's
+    address (Ray itself would retry for minutes)."""
+    import socket
+
+    target = address
+    if address == "auto":
+        try:
+            from ray._private.services import canonicalize_bootstrap_address
+
+            target = canonicalize_bootstrap_address("auto")
+        except Exception as e:  # no cluster started on this machine
+            raise ConnectionError(f"no Ray cluster runs on this machine ({e}); start one with `ray start --head`") \
+                from None
+        if target is None:
+            raise ConnectionError("no Ray cluster runs on this machine; start one with `ray start --head`")
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConnectionError(f"{address!r} is not a Ray cluster address (HOST:PORT, auto or local)")
+    try:
+        socket.create_connection((host, int(port)), timeout=10).close()
+    except OSError as e:
+        raise ConnectionError(f"nothing answers at {target} ({e.strerror or e})") from None
 
 
 def _local_store() -> int:
@@ -533,6 +562,8 @@ def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | N
                     progress, progress_interval, MemoryGuard(memory_limit), cp, state).run()
         failed = False
         return r
+    except ArrayFallback as e:
+        raise PartitionError(f"the model cannot go on with rows ({e})") from None
     except WorkerLost as e:
         where = cp.describe_last() if cp is not None else (
             Checkpoint.describe(resume) if resume is not None else None)

@@ -46,6 +46,13 @@ def cluster():
         c.shutdown()
 
 
+def test_unreachable_cluster_is_an_input_error(capsys):
+    assert not ray.is_initialized()  # before the module's cluster starts
+    assert main(["explore", str(ROOT / "instances" / "theorem.sq"), "-q", "--ray", "127.0.0.1:1"]) == 2
+    err = capsys.readouterr().err
+    assert "E022" in err and "nothing answers at 127.0.0.1:1" in err
+
+
 @pytest.mark.parametrize("inst", INSTANCES, ids=lambda p: p.stem)
 def test_ray_prints_the_golden_output(cluster, inst, capsys):
     code = main(["explore", str(inst), "--no-timing", "-q", "--ray", cluster, "--partitions", "2"])
