@@ -71,6 +71,17 @@ def main() -> None:
         assert (r.verdict, r.stats.distinct, r.stats.generated) == want
         print(f"{f'partitions={k} (Ray)':<28} {dt:8.2f} {r.stats.distinct / dt:10.0f} {dt / t_arr:8.2f}x"
               f"   (actors started in {start:.1f} s)")
+        # Ray's cost per level: a small instance (few states, all levels) on Ray and in process
+        sf = ModelFactory(SerqModel, (small,), {})
+        t = time.perf_counter()
+        rs = partitioned_check(sf, partitions=k, ray=args.ray)
+        on_ray = time.perf_counter() - t
+        t = time.perf_counter()
+        partitioned_check(sf, partitions=k)
+        here = time.perf_counter() - t
+        levels = rs.stats.max_depth + 1
+        print(f"{'':<28} Ray's overhead per level: {(on_ray - here) / levels * 1000:.0f} ms "
+              f"(N=3: {levels} levels, {on_ray:.2f} s on Ray, {here:.2f} s in process)")
     ray.shutdown()
 
 
