@@ -174,6 +174,7 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
     if ray is not None:
         results, winner = _on_ray(factory, jobs, ray, deadline)
     else:
+        m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
         results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline)
     stats = Stats(strategy="swarm", workers=n)
     stats.generated = sum(r.generated for r in results)
