@@ -10,7 +10,7 @@ from explorer.search import check
 from explorer.trace import NondeterministicModel, ReplayError, replay
 from explorer.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
 from explorer.checkpoint import CheckpointError
-from explorer.distributed import PartitionError, WorkerLost
+from explorer.distributed import PartitionError, RayUnavailable, WorkerLost
 from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.flags import check_limits
 from serq.explore import ALL_CHECKS, Checks, SerqModel
@@ -141,7 +141,7 @@ def cmd_explore(args) -> int:
     except WorkerLost as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_WORKER_LOST
-    except (CheckpointError, PartitionError, ConnectionError) as e:
+    except (CheckpointError, PartitionError, ConnectionError, RayUnavailable) as e:
         raise cluster_error(e) from None
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
@@ -297,15 +297,15 @@ def check_cluster_flags(args) -> None:
         v = getattr(args, attr)
         if v is not None and v < 1:
             raise flag_error(flag, str(v), "E012", f"{flag} must be at least 1, got {v}")
-    distributed = args.ray is not None or args.partitions is not None or args.checkpoint or args.resume
+    given = [(f, v) for f, v in (("--swarm", args.swarm), ("--ray", args.ray), ("--partitions", args.partitions),
+                                 ("--checkpoint", args.checkpoint), ("--resume", args.resume)) if v is not None]
     others = [f for f, on in (("--worst", args.worst is not None), ("--theorem", args.theorem),
                               ("--replay", args.replay is not None)) if on]
-    if (distributed or args.swarm is not None) and others:
-        what = "--swarm" if args.swarm is not None else next(
-            f for f, on in (("--ray", args.ray), ("--partitions", args.partitions), ("--checkpoint", args.checkpoint),
-                            ("--resume", args.resume)) if on is not None)
-        raise flag_error(what, str(getattr(args, what[2:].replace("-", "_"))), "E012",
-                         f"{what} cannot be combined with {others[0]}")
+    if given and others:
+        flag, value = given[0]
+        raise flag_error(flag, str(value), "E012", f"{flag} cannot be combined with {others[0]}")
+    if args.ray is not None:
+        need_ray()
     if args.swarm is not None:
         for f, on in (("--partitions", args.partitions), ("--checkpoint", args.checkpoint), ("--resume", args.resume)):
             if on is not None:
@@ -313,15 +313,13 @@ def check_cluster_flags(args) -> None:
         if args.workers > 1:
             raise flag_error("--workers", str(args.workers), "E012", "--swarm runs its own processes; drop --workers")
         return
-    if distributed and args.strategy == "dfs":
+    if given and args.strategy == "dfs":
         raise flag_error("--strategy", "dfs", "E012", "partitions and checkpoints explore by BFS only; "
                          "drop --strategy dfs")
-    if distributed and args.workers > 1:
+    if given and args.workers > 1:
         raise flag_error("--workers", str(args.workers), "E012",
                          "--workers cannot be combined with --ray, --partitions, --checkpoint or --resume "
                          "(use --partitions K)")
-    if args.ray is not None:
-        need_ray()
 
 
 def need_ray() -> None:
@@ -346,6 +344,9 @@ def cluster_error(e: Exception) -> SerqError:
     reached or a model the partitions cannot run (E022): input errors."""
     from explorer.checkpoint import CheckpointError
 
+    if isinstance(e, RayUnavailable):
+        return SerqError([Diagnostic(0, 0, "E020", f"--ray needs the Python package `ray` ({e}); install serq "
+                                     "with the `ray` extra: pip install 'serq[ray]'", file="serq explore")])
     if isinstance(e, CheckpointError):
         return SerqError([Diagnostic(0, 0, "E021", str(e), file="serq explore")])
     if isinstance(e, ConnectionError):

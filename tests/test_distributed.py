@@ -252,9 +252,10 @@ def test_bad_cluster_flags(argv, flag, text, capsys):
     assert "E012" in err and text in err and flag in err, err
 
 
-def test_ray_missing_names_the_extra(monkeypatch, capsys):
+@pytest.mark.parametrize("extra", [[], ["--swarm", "2"], ["--resume", "x"]])
+def test_ray_missing_names_the_extra(extra, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "ray", None)
-    assert main(["explore", str(ROOT / "instances" / "theorem.sq"), "--ray", "auto"]) == 2
+    assert main(["explore", str(ROOT / "instances" / "theorem.sq"), "--ray", "auto"] + extra) == 2
     err = capsys.readouterr().err
     assert "E020" in err and "pip install 'serq[ray]'" in err
 
