@@ -58,6 +58,7 @@ from .result import Result, Stats
 __all__ = ["partitioned_check", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of"]
 
 SH = 24  # bits of a successor's rank in its order key
+LOCAL_STORE = 256 * 2**20  # object store of a private Ray instance (`--ray local`), bytes
 CHUNK = 4096
 
 
@@ -484,7 +485,7 @@ def connect(address: str):
     paths = [here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
     if address == "local":
-        ray.init(num_cpus=os.cpu_count() or 1, object_store_memory=_local_store(), include_dashboard=False,
+        ray.init(num_cpus=os.cpu_count() or 1, object_store_memory=LOCAL_STORE, include_dashboard=False,
                  logging_level=logging.WARNING, runtime_env=env)
     else:
         _probe(address)
@@ -515,10 +516,6 @@ def _probe(address: str) -> None:
         socket.create_connection((host, int(port)), timeout=10).close()
     except OSError as e:
         raise ConnectionError(f"nothing answers at {target} ({e.strerror or e})") from None
-
-
-def _local_store() -> int:
-    return int(os.environ.get("SERQ_RAY_OBJECT_STORE", 256 * 2**20))
 
 
 # ---------------------------------------------------------------- the driver
