@@ -344,9 +344,10 @@ class Partition:
         _dump(os.path.join(directory, f"frontier-{self.index}-{tag}.pkl"), self.frontier)
         self.n_saved, self.edges_saved = b, len(self.edges)
 
-    def load(self, directory: str, tags: list[int]) -> int:
+    def load(self, directory: str, tags: list[int], saved: bool = True) -> int:
         """Rebuild this partition from the files of a checkpoint; returns
-        the states loaded."""
+        the states loaded. `saved`: they are in the directory the run goes
+        on saving to (else the next save writes them all)."""
         parts, edges = [], []
         for t in tags:
             with open(os.path.join(directory, f"states-{self.index}-{t}.pkl"), "rb") as f:
@@ -364,9 +365,10 @@ class Partition:
         from .arrays import _rehash
 
         st.tab = _rehash(st.tab, st.fp, n, st.tab.shape[0])
-        self.n = self.n_committed = self.n_saved = n
+        self.n = self.n_committed = n
+        self.n_saved = n if saved else 0
         self.edges = edges
-        self.edges_saved = len(edges)
+        self.edges_saved = len(edges) if saved else 0
         with open(os.path.join(directory, f"frontier-{self.index}-{tags[-1]}.pkl"), "rb") as f:
             self.frontier = pickle.load(f)
         return n
@@ -659,11 +661,14 @@ class _Driver:
         b = self.b
         if self.state is not None:
             s = self.state
-            b.call("load", lambda i: (s["dir"], s["tags"]))
+            same = self.cp is not None and self.cp.dir == s["dir"]
+            b.call("load", lambda i: (s["dir"], s["tags"], same))
             self.n, self.generated, self.maxd = s["distinct"], s["generated"], s["max_depth"]
             self.level0, self.nlevel, self.depth = s["level0"], s["nlevel"], s["depth"]
             if self.cp is not None:
                 self.cp.continue_from(s)
+                if not same:
+                    self._save()  # the loaded run, whole, in the new directory
         else:
             r = self._initial()
             if r is not None:

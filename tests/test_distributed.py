@@ -105,6 +105,10 @@ def test_resume_gives_the_uninterrupted_result(name, tmp_path):
     assert key(got) == want
     # and once more from where the resumed run left its checkpoint
     assert key(partitioned_check(f, resume=str(tmp_path / "cp"), identity=ident)) == want
+    # a run resumed into another directory saves everything there
+    cut = partitioned_check(f, resume=str(tmp_path / "cp"), checkpoint=str(tmp_path / "cp2"), identity=ident)
+    assert key(cut) == want
+    assert key(partitioned_check(f, resume=str(tmp_path / "cp2"), identity=ident)) == want
 
 
 def test_resume_refuses_another_run(tmp_path, capsys):
