@@ -420,8 +420,13 @@ class _Ray:
         self.k = k
         actors = _POOL.pop(k, None)
         if actors is None:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
             remote = self.ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(Partition)
-            actors = [remote.options(scheduling_strategy="SPREAD").remote() for _ in range(k)]
+            # partition i on node i modulo the nodes (soft: elsewhere if that node is gone)
+            nodes = sorted(n["NodeID"] for n in self.ray.nodes() if n.get("Alive"))
+            actors = [remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
+                nodes[i % len(nodes)], soft=True)).remote() if nodes else remote.remote() for i in range(k)]
         self.actors = actors
 
     def _get(self, refs):

@@ -68,8 +68,8 @@ def test_partitions_match_the_array_engine(path):
         assert key(partitioned_check(f, partitions=k, **kw)) == key(check(f(), **kw)), (k, kw)
 
 
-@pytest.mark.parametrize("inst", [ROOT / "instances" / f"{n}.sq" for n in ("hol_none", "self_preempt", "theorem_no_fit")],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("inst", [ROOT / "instances" / f"{n}.sq"
+                                  for n in ("hol_none", "self_preempt", "theorem_no_fit")], ids=lambda p: p.stem)
 def test_cli_partitions_print_the_golden_output(inst, capsys):
     code = main(["explore", str(inst), "--no-timing", "-q", "--partitions", "2"])
     out = capsys.readouterr().out

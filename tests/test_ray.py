@@ -1,10 +1,11 @@
 """Exploration on a real Ray cluster started here: a head and a second node
 (two raylets on this machine's address -- told 127.0.0.1, Ray 2.60's
 processes wait forever for a GCS it advertises elsewhere -- with one CPU
-and a 100 MB object store each), shared by every test of the module. The partitions on Ray print the golden output of every instance;
-a run whose driver is killed resumes to the same result; a partition's
-worker killed mid-run ends the run with a message naming the last
-checkpoint; a swarm runs as Ray tasks."""
+and a 100 MB object store each), shared by every test of the module.
+The partitions on Ray print the golden output of every instance; a run
+whose driver is killed resumes to the same result; a partition's worker
+killed mid-run ends the run with a message naming the last checkpoint; a
+swarm runs as Ray tasks."""
 
 from __future__ import annotations
 
