@@ -23,7 +23,7 @@ from explorer.swarm import depth_bound, swarm_check
 from serq.cli import main
 from serq.explore import SerqModel
 from serq.exploration import model_identity
-from serq.load import load_path, load_text
+from serq.load import load_path
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = sorted((ROOT / "instances").glob("*.sq"))
@@ -74,6 +74,7 @@ def test_cli_partitions_print_the_golden_output(inst, capsys):
     code = main(["explore", str(inst), "--no-timing", "-q", "--partitions", "2"])
     out = capsys.readouterr().out
     assert out == (GOLDEN / f"{inst.stem}.txt").read_text()
+    assert code == main(["explore", str(inst), "--no-timing", "-q"]) != 0
 
 
 class StopAfter:
