@@ -1,19 +1,23 @@
 """The chat family, as in the SPIN comparison: N chats, a KV pool of 6
 blocks of 4, budget 8, prompt 6, outputs 1..4 drawn at arrival, LIFO
 preemption (a chat may preempt itself), resume keeping its outputs. For
-each N and with and without symmetry: verdict, distinct states, seconds,
-states/s, bytes per stored state (peak RSS above the process's RSS once
-the instance is loaded and the kernel warm, over the states) and the time
-of 2 workers against 1 (`--workers`).
+each N and with and without symmetry: verdict, distinct states, wall
+seconds, states/s, CPU seconds, bytes per stored state (peak RSS above the
+process's RSS once the instance is loaded and every compiled part of the
+engine warm, over the states) and the wall time of 2 workers against 1
+(`--workers`), with the 2-worker run's CPU time over its wall time (how
+much of the second core it used). The load average is printed before and
+after: on a shared machine the worker ratio means little under load.
 
     python bench/bench_chat_family.py                  # N = 3..6
-    python bench/bench_chat_family.py --n 3 4 --workers
+    python bench/bench_chat_family.py --n 3 4 5 6 7 --workers
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -39,8 +43,11 @@ CHILD = textwrap.dedent("""
     from serq.load import load_text
     from serq.explore_cli import explore
     text, sym, limit, workers = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3]), int(sys.argv[4])
+    small = load_text(sys.argv[5], "small.sq", explorer=True).program
+    for s in (True, False):  # every compiled part of the engine loaded (a whole run of 2 chats)
+        explore(small, symmetry=s, workers=workers)
     prog = load_text(text, "bench.sq", explorer=True).program
-    explore(prog, symmetry=sym, max_states=50)  # the kernel loaded from numba's cache
+    explore(prog, symmetry=sym, max_states=50, workers=workers)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
     c = time.process_time()
@@ -54,7 +61,8 @@ CHILD = textwrap.dedent("""
 
 def run(n: int, sym: bool, limit: float, workers: int = 1) -> dict:
     text = TEMPLATE.replace("{N}", str(n))
-    out = subprocess.run([sys.executable, "-c", CHILD, text, "1" if sym else "0", str(limit), str(workers)],
+    out = subprocess.run([sys.executable, "-c", CHILD, text, "1" if sym else "0", str(limit), str(workers),
+                          TEMPLATE.replace("{N}", "2")],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -66,8 +74,9 @@ def main() -> None:
     ap.add_argument("--workers", action="store_true", help="also time 2 workers against 1")
     ap.add_argument("--symmetry", choices=("both", "on", "off"), default="both")
     args = ap.parse_args()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     hdr = (f"{'N':>2} {'symmetry':>8} {'verdict':>8} {'distinct':>10} {'seconds':>8} {'states/s':>9} "
-           f"{'B/state':>8} {'2 workers':>9}")
+           f"{'cpu s':>7} {'B/state':>8} {'2 workers':>9} {'2w cpu/wall':>11}")
     print(hdr)
     print("-" * len(hdr))
     syms = {"both": (True, False), "on": (True,), "off": (False,)}[args.symmetry]
@@ -76,12 +85,17 @@ def main() -> None:
             r = run(n, sym, args.time_limit)
             mark = ">" if r["verdict"] == "bound" else " "
             rate = r["distinct"] / r["seconds"] if r["seconds"] else 0
-            two = ""
+            two = use = ""
             if args.workers:
                 r2 = run(n, sym, args.time_limit, workers=2)
+                if r["verdict"] != "bound" and (r2["distinct"], r2["verdict"]) != (r["distinct"], r["verdict"]):
+                    raise SystemExit(f"2 workers differ from 1: {r2} vs {r}")
                 two = f"{r['seconds'] / r2['seconds']:.2f}x" if r2["seconds"] else ""
+                use = f"{r2['cpu'] / r2['seconds']:.2f}" if r2["seconds"] else ""
             print(f"{n:>2} {'on' if sym else 'off':>8} {r['verdict']:>8} {mark}{r['distinct']:>9} "
-                  f"{r['seconds']:>8.2f} {rate:>9.0f} {r['bytes']:>8.0f} {two:>9}", flush=True)
+                  f"{r['seconds']:>8.2f} {rate:>9.0f} {r['cpu']:>7.2f} {r['bytes']:>8.0f} {two:>9} {use:>11}",
+                  flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -3,17 +3,31 @@ protocol (see `explorer/model.py`), with the very semantics of the
 sequential BFS in `search.py` (same verdict, counts, queue figure and
 shortest trace), at a fraction of its cost per state.
 
-Store: per state id (dense, in discovery order) its 64-bit fingerprint,
-parent id and action index, and an open-addressing table of ids (numpy,
-grown by doubling, at most 70 % full): 16 bytes a state plus 6-11 for the
-table, no Python object per state. Rows are kept only for the current and
-the next BFS level, each at the narrowest integer width its values allow.
-The successors of a chunk of frontier rows come from one call of the model;
-`_process` (numba) walks them in (parent, action) order, exactly as the
-sequential loop would, and returns to Python only at an event: a state whose
-invariants must be checked, a deadlock, a limit. Non-progress edges are kept
-as two id arrays; the livelock pass is a compiled strongly-connected-
-components search over them."""
+Store, per state id (dense, in discovery order): its 64-bit fingerprint
+and its parent's id (12 bytes); the ids are found through a hash table
+split into 16 sub-tables by the fingerprint's top bits (4 bytes a slot, at
+most 70 % full, each sub-table doubled on its own, so a growth never holds
+two copies of the whole table). No action and no row is stored: the path
+to a state is its chain of parents, and its actions and rows are re-derived
+by expanding each state of the chain again (`_Store.chain`). Rows are kept
+only for the current and the next BFS level, packed by column
+(`arrays_narrow.Packed`).
+
+A level is walked chunk by chunk: the model's successors of a chunk of
+frontier rows (one call), then `_walk` (numba) over them in (parent,
+action) order, exactly as the sequential loop would, returning to Python
+only at an event: a state whose invariants must be checked, a deadlock, a
+limit, a full sub-table. Non-progress edges are kept as the target ids of
+each source's edges (4 bytes an edge) and one offset per state; the
+livelock pass peels off the states no cycle leads to (Kahn), then, if any
+are left, runs Pearce's compiled strongly-connected-components search over
+them (4 bytes a state, plus its stacks).
+
+With workers (threads, `_threaded`), everything but the walk runs in the
+workers: unpacking a chunk, the kernel's expansion, the per-row offsets
+and the packing of the new rows of the next level; the walk, a hash lookup
+per successor, stays in chunk order in one thread, which is what keeps
+ids, counts and traces those of one worker."""
 
 from __future__ import annotations
 
@@ -24,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .arrays_narrow import Packed
+from .arrays_narrow import Packed, pack_rows
 from .memory import MemoryGuard, mib
 from .outcome import bounded, deadlock, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
@@ -32,10 +46,15 @@ from .result import Result, Stats
 __all__ = ["ArrayFallback", "CHECK", "DONE", "PROGRESS", "array_check"]
 
 CHECK, DONE, PROGRESS = 1, 2, 4  # per successor: check its invariants; it is done; its edge is progress
-ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES = 0, 1, 2, 3
+ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
 # counters in S
-S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW = range(6)
-CHUNK = 4096
+S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
+CHUNK = 2048
+TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
+NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
+SUB_SHIFT = 60
+SUB0 = 1 << 10  # the first size (and room) of a sub-table
+BIG = 1 << 27  # states reserved (address space only) once a run outgrows its first arrays
 
 
 class ArrayFallback(Exception):
@@ -47,166 +66,236 @@ class ArrayFallback(Exception):
 
 
 @njit(cache=True, nogil=True)
-def _find(tab, fparr, fp):
-    """(id or -1, slot): the table holds ids (-1: empty), compared through
-    their fingerprints (4 bytes a slot)."""
-    mask = np.uint64(tab.shape[0] - 1)
+def _find(tab, R, sz, fparr, fp):
+    """(id or -1, sub-table, slot): sub-table p holds slots p*R .. p*R +
+    sz[p]; a slot holds id + 1 (0: empty); ids are compared through their
+    fingerprints."""
+    p = np.int64(fp >> np.uint64(SUB_SHIFT))
+    base = p * R
+    mask = np.uint64(sz[p] - 1)
     j = fp & mask
     while True:
-        i = tab[j]
-        if i < 0:
-            return -1, j
-        if fparr[i] == fp:
-            return i, j
+        v = tab[base + np.int64(j)]
+        if v == 0:
+            return -1, p, base + np.int64(j)
+        if fparr[v - 1] == fp:
+            return np.int64(v - 1), p, base + np.int64(j)
         j = (j + np.uint64(1)) & mask
 
 
 @njit(cache=True, nogil=True)
-def _rehash(tab, fparr, n, size):
-    nt = np.full(size, -1, np.int32)
-    mask = np.uint64(size - 1)
-    for i in range(n):
-        k = fparr[i] & mask
-        while nt[k] >= 0:
-            k = (k + np.uint64(1)) & mask
-        nt[k] = i
-    return nt
-
-
-@njit(cache=True, nogil=True)
-def _insert_at(tab, slot, i):
-    tab[slot] = i
+def _grow_sub(tab, R, sz, p, fparr):
+    """Sub-table p doubled in place (its region has room): only its own
+    slots are copied aside."""
+    base = p * R
+    old = tab[base: base + sz[p]].copy()
+    sz[p] *= 2
+    tab[base: base + sz[p]] = 0
+    mask = np.uint64(sz[p] - 1)
+    for v in old:
+        if v != 0:
+            k = fparr[v - 1] & mask
+            while tab[base + np.int64(k)] != 0:
+                k = (k + np.uint64(1)) & mask
+            tab[base + np.int64(k)] = v
 
 
 # ---------------------------------------------------------------- the walk
 
 
 @njit(cache=True, nogil=True)
-def _process(j0, i0, nrows, pofs, fps, flags, acts, pid0, pdepth, pdone, tab, S, fparr, parents, actions,
-             newidx, np_src, np_dst, cut, max_states, max_depth, livelock, deadlock_check):
-    """Walk successors from parent j0, successor i0; returns (status, j, i)."""
+def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt, S, fparr, parents,
+          newidx, eofs, edst, cut, max_states, max_depth, livelock, deadlock_check):
+    """Walk successors from parent j0, successor i0; returns (status, j, i).
+    ST_ROOM: sub-table S[S_SUB] must outgrow its region; the same successor
+    is walked again once the table is laid out anew."""
     for j in range(j0, nrows):
         a = pofs[j]
         b = pofs[j + 1]
         start = i0 if j == j0 else a
+        src = pid0 + j
         if a == b and start == a:
+            if livelock:
+                eofs[src + 1] = S[S_NP]
             if deadlock_check and pdone[j] == 0:
                 return ST_DEADLOCK, j, a
             continue
         for i in range(start, b):
-            S[S_GEN] += 1
             fp = fps[i]
-            sid, slot = _find(tab, fparr, fp)
-            src = pid0 + j
+            sid, p, slot = _find(tab, R, sz, fparr, fp)
             if sid >= 0:
+                S[S_GEN] += 1
                 if livelock and (flags[i] & PROGRESS) == 0:
-                    np_src[S[S_NP]] = src
-                    np_dst[S[S_NP]] = sid
+                    edst[S[S_NP]] = sid
                     S[S_NP] += 1
                 continue
             if max_depth >= 0 and pdepth >= max_depth:
+                S[S_GEN] += 1
                 cut[S[S_CUT]] = fp
                 S[S_CUT] += 1
                 continue
             if max_states >= 0 and S[S_N] >= max_states:
+                S[S_GEN] += 1
                 return ST_MAXSTATES, j, i
+            if 10 * (cnt[p] + 1) > 7 * sz[p]:
+                if 2 * sz[p] > R:
+                    S[S_SUB] = p
+                    return ST_ROOM, j, i
+                _grow_sub(tab, R, sz, p, fparr)
+                sid, p, slot = _find(tab, R, sz, fparr, fp)
+            S[S_GEN] += 1
             nid = S[S_N]
             fparr[nid] = fp
-            _insert_at(tab, slot, nid)
+            tab[slot] = nid + 1
+            cnt[p] += 1
             S[S_N] = nid + 1
             parents[nid] = src
-            actions[nid] = acts[i]
             if pdepth + 1 > S[S_MAXD]:
                 S[S_MAXD] = pdepth + 1
             newidx[S[S_NEW]] = i
             S[S_NEW] += 1
             if livelock and (flags[i] & PROGRESS) == 0:
-                np_src[S[S_NP]] = src
-                np_dst[S[S_NP]] = nid
+                edst[S[S_NP]] = nid
                 S[S_NP] += 1
             if flags[i] & CHECK:
+                if livelock and i + 1 == b:
+                    eofs[src + 1] = S[S_NP]
                 return ST_CHECK, j, i + 1
+        if livelock:
+            eofs[src + 1] = S[S_NP]
     return ST_DONE, nrows, 0
+
+
+@njit(cache=True, nogil=True)
+def _offsets(parent, nrows, out):
+    """out[j]: the first successor of row j (successors in row order)."""
+    k = parent.shape[0]
+    i = 0
+    for j in range(nrows + 1):
+        while i < k and parent[i] < j:
+            i += 1
+        out[j] = i
 
 
 # ---------------------------------------------------------------- livelock
 
 
 @njit(cache=True, nogil=True)
-def _scc(n, ofs, dst):
-    """Tarjan's algorithm, iteratively: the component of every node."""
-    # int32 throughout: this pass runs over every stored state, at the end
-    index = np.full(n, -1, np.int32)
-    low = np.zeros(n, np.int32)
-    onst = np.zeros(n, np.bool_)
-    comp = np.full(n, -1, np.int32)
-    stack = np.empty(n, np.int32)
-    cs_node = np.empty(n, np.int32)
-    cs_edge = np.empty(n, np.int32)
-    sp = 0
-    nxt = 0
-    nc = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        d = 0
-        cs_node[0] = root
-        cs_edge[0] = ofs[root]
-        index[root] = nxt
-        low[root] = nxt
-        nxt += 1
-        stack[sp] = root
-        sp += 1
-        onst[root] = True
-        while d >= 0:
-            v = cs_node[d]
-            e = cs_edge[d]
-            if e < ofs[v + 1]:
-                cs_edge[d] = e + 1
-                u = dst[e]
-                if index[u] < 0:
-                    index[u] = nxt
-                    low[u] = nxt
-                    nxt += 1
-                    stack[sp] = u
-                    sp += 1
-                    onst[u] = True
-                    d += 1
-                    cs_node[d] = u
-                    cs_edge[d] = ofs[u]
-                elif onst[u] and index[u] < low[v]:
-                    low[v] = index[u]
-            else:
-                if low[v] == index[v]:
-                    while True:
-                        sp -= 1
-                        x = stack[sp]
-                        onst[x] = False
-                        comp[x] = nc
-                        if x == v:
-                            break
-                    nc += 1
-                d -= 1
-                if d >= 0:
-                    p = cs_node[d]
-                    if low[v] < low[p]:
-                        low[p] = low[v]
-    return comp, nc
+def _grow32(a, n):
+    b = np.empty(2 * a.shape[0], a.dtype)
+    b[:n] = a[:n]
+    return b
+
+
+DONE_NODE = np.int32(2**31 - 1)  # in rindex: a node on no cycle, removed by _acyclic_part
 
 
 @njit(cache=True, nogil=True)
-def _first_cyclic(n, ofs, dst, comp, nc):
-    """The smallest id on a cycle (a component of 2+ nodes or a self-loop)."""
-    size = np.zeros(nc, np.int32)
+def _acyclic_part(n, ofs, dst):
+    """Kahn's peeling: the nodes whose predecessors all lead back to no
+    cycle are removed (DONE_NODE); the others get 0. Nothing is left when
+    the graph has no cycle, the usual case, which then needs no depth-first
+    search at all. One int32 a node, and a stack that holds only nodes
+    freed by an edge to a smaller id."""
+    deg = np.zeros(n, np.int32)
+    for e in range(ofs[n]):
+        deg[dst[e]] += 1
+    st = np.empty(1024, np.int32)
+    left = n
     for v in range(n):
-        size[comp[v]] += 1
+        if deg[v] != 0:
+            continue
+        sp = 1
+        st[0] = v
+        while sp > 0:
+            sp -= 1
+            u = st[sp]
+            deg[u] = -1
+            left -= 1
+            for e in range(ofs[u], ofs[u + 1]):
+                w = dst[e]
+                deg[w] -= 1
+                if deg[w] == 0 and w < v:  # a larger id is met by the sweep
+                    if sp == st.shape[0]:
+                        st = _grow32(st, sp)
+                    st[sp] = w
+                    sp += 1
     for v in range(n):
-        if size[comp[v]] > 1:
-            return v
-        for e in range(ofs[v], ofs[v + 1]):
-            if dst[e] == v:
-                return v
-    return -1
+        deg[v] = DONE_NODE if deg[v] < 0 else 0
+    return deg, left
+
+
+@njit(cache=True, nogil=True)
+def _scc(n, ofs, dst, rindex):
+    """Pearce's algorithm, iteratively, over the nodes whose rindex is 0
+    (the others count as done): rindex becomes the component of every such
+    node; returns the smallest node on a cycle (in a component of 2+ nodes
+    or with an edge to itself), -1 if none. One int32 a node (rindex), and
+    the stacks."""
+    fn = np.empty(1024, np.int32)  # the call stack: node, edge cursor, is-root
+    fe = np.empty(1024, np.int32)
+    fr = np.empty(1024, np.bool_)
+    st = np.empty(1024, np.int32)  # nodes of components not yet complete
+    sp = 0
+    index = 1
+    c = n - 1
+    best = -1
+    for r in range(n):
+        if rindex[r] != 0:
+            continue
+        d = 0
+        fn[0] = r
+        fe[0] = ofs[r]
+        fr[0] = True
+        rindex[r] = index
+        index += 1
+        while d >= 0:
+            v = fn[d]
+            e = fe[d]
+            if e < ofs[v + 1]:
+                w = dst[e]
+                if rindex[w] == 0:
+                    d += 1
+                    if d == fn.shape[0]:
+                        fn = _grow32(fn, d)
+                        fe = _grow32(fe, d)
+                        fr = _grow32(fr, d)
+                    fn[d] = w
+                    fe[d] = ofs[w]
+                    fr[d] = True
+                    rindex[w] = index
+                    index += 1
+                    continue
+                fe[d] = e + 1
+                if w == v and (best < 0 or v < best):
+                    best = v
+                if rindex[w] < rindex[v]:
+                    rindex[v] = rindex[w]
+                    fr[d] = False
+            else:
+                if fr[d]:
+                    index -= 1
+                    low = v
+                    many = False
+                    while sp > 0 and rindex[v] <= rindex[st[sp - 1]]:
+                        x = st[sp - 1]
+                        sp -= 1
+                        rindex[x] = c
+                        index -= 1
+                        many = True
+                        if x < low:
+                            low = x
+                    rindex[v] = c
+                    c -= 1
+                    if many and (best < 0 or low < best):
+                        best = low
+                else:
+                    if sp == st.shape[0]:
+                        st = _grow32(st, sp)
+                    st[sp] = v
+                    sp += 1
+                d -= 1
+    return best
 
 
 @njit(cache=True, nogil=True)
@@ -246,85 +335,196 @@ def _cycle(n, ofs, dst, comp, entry):
 # ---------------------------------------------------------------- the search
 
 
-class _Store:
-    """Per stored state: fingerprint (8 bytes), parent id and action index
-    (4 each); the table: an id per slot (4 bytes), at most 70 % full. Depth
-    is not stored: BFS gives ids level by level."""
+def _trim() -> None:
+    """Freed heap memory (a level's blocks, a chunk's buffers) handed back
+    to the system, where the C library can (glibc)."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
 
-    def __init__(self) -> None:
-        self.cap = 1 << 16
-        self.tab = np.full(1 << 17, -1, np.int32)
-        self.fp = np.zeros(self.cap, np.uint64)
-        self.parent = np.zeros(self.cap, np.int32)
-        self.action = np.zeros(self.cap, np.int32)
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM = None
+
+
+HUGE = 2 << 20  # the system's large page
+
+
+def _zeros_aligned(n: int) -> np.ndarray:
+    """n int32 zeros starting on a large-page boundary: a region of the
+    table (a multiple of 2 MiB from 2^19 slots on) then never shares a page
+    with its neighbour, so a sub-table's pages are its own."""
+    buf = np.zeros(n + HUGE // 4, np.int32)
+    off = (-buf.ctypes.data % HUGE) // 4
+    return buf[off: off + n]
+
+
+def _reserve(a: np.ndarray, need: int, used: int) -> np.ndarray:
+    """`a` with room for `need` entries, its first `used` kept: the first
+    growth reserves BIG entries of address space (pages become resident only
+    when written, so nothing is copied again before BIG); past it, or when
+    the address space is limited, by doubling."""
+    if need <= a.shape[0]:
+        return a
+    size = max(BIG, need) if a.shape[0] < BIG else max(2 * a.shape[0], need)
+    try:
+        b = np.zeros(size, a.dtype)
+    except MemoryError:
+        size = max(2 * a.shape[0], need)
+        b = np.zeros(size, a.dtype)
+    b[:used] = a[:used]
+    return b
+
+
+class _Store:
+    """Per stored state: fingerprint (8 bytes) and parent id (4); the
+    sub-tables of ids (4 bytes a slot, at most 70 % full). Depth and action
+    are not stored: BFS gives ids level by level, and `chain` re-derives the
+    actions."""
+
+    def __init__(self, m: Any, first: int = 1 << 16) -> None:
+        self.m = m
+        self.fp = np.zeros(first, np.uint64)
+        self.parent = np.zeros(first, np.int32)
+        self.R = SUB0  # the room of each sub-table's region
+        self.tab = np.zeros(NSUB * self.R, np.int32)
+        self.sz = np.full(NSUB, SUB0, np.int64)
+        self.cnt = np.zeros(NSUB, np.int64)
+        self.init_rows = None  # the model's initial rows and fingerprints
+        self.init_fps = None
 
     def reserve(self, n: int, more: int) -> None:
         """Room for `more` states beyond the n stored."""
-        while n + more > self.cap:
-            self.cap *= 2
-            for name in ("fp", "parent", "action"):
-                a = getattr(self, name)
-                b = np.zeros(self.cap, a.dtype)
-                b[: a.shape[0]] = a
-                setattr(self, name, b)
-        size = self.tab.shape[0]
-        while 10 * (n + more) > 7 * size:
-            size *= 2
-        if size != self.tab.shape[0]:
-            self.tab = _rehash(self.tab, self.fp, n, size)
+        if n + more > self.fp.shape[0]:
+            self.fp = _reserve(self.fp, n + more, n)
+            self.parent = _reserve(self.parent, n + more, n)
 
-    def nbytes(self) -> int:
-        return self.tab.nbytes + self.fp.nbytes + self.parent.nbytes + self.action.nbytes
+    def relayout(self) -> None:
+        """Regions 16 times larger (the next ones are reserved address
+        space: a region's pages become resident as its sub-table grows into
+        them); each sub-table copied over, slots unchanged."""
+        R = self.R * 16
+        try:
+            tab = _zeros_aligned(NSUB * R)
+        except MemoryError:
+            R = self.R * 2
+            tab = _zeros_aligned(NSUB * R)
+        for p in range(NSUB):
+            tab[p * R: p * R + self.sz[p]] = self.tab[p * self.R: p * self.R + self.sz[p]]
+        self.tab, self.R = tab, R
 
     def id_of(self, fp: int) -> int:
-        i, _ = _find(self.tab, self.fp, np.uint64(fp))
+        i, _, _ = _find(self.tab, self.R, self.sz, self.fp, np.uint64(fp))
         return int(i)
 
     def chain(self, fp: int) -> list[tuple[int, int]]:
+        """[(fingerprint, action index)] from the initial state to fp: the
+        parents' ids, then each step's action found by expanding its
+        parent's row again (the first successor with the fingerprint, as
+        the walk that stored it met it first)."""
+        ids = []
         i = self.id_of(fp)
-        out = []
         while i >= 0:
-            out.append((int(self.fp[i]), int(self.action[i])))
+            ids.append(i)
             i = int(self.parent[i])
-        out.reverse()
+        ids.reverse()
+        f0 = int(self.fp[ids[0]])
+        i0 = int(np.nonzero(self.init_fps == np.uint64(f0))[0][0])
+        out = [(f0, i0)]
+        row = self.init_rows[i0: i0 + 1].copy()
+        for i in ids[1:]:
+            f = self.fp[i]
+            succ, _, action, fps, _ = self.m.array_expand(row)
+            k = int(np.nonzero(fps == f)[0][0])
+            out.append((int(f), int(action[k])))
+            row = np.array(succ[k: k + 1], np.int64)
         return out
 
 
+class _Expanded:
+    """The successors of one chunk of frontier rows, ready to walk: rows,
+    fingerprints, flags, the first successor of each row (`pofs`) and the
+    done flag of each row."""
+
+    __slots__ = ("succ", "fps", "flags", "pofs", "pdone", "slot")
+
+    def __init__(self, res, pdone, slot: int = -1) -> None:
+        succ, parent, _, fps, flags = res
+        self.succ, self.fps, self.flags, self.pdone, self.slot = succ, fps, flags, pdone, slot
+        self.pofs = np.empty(pdone.shape[0] + 1, np.int64)
+        _offsets(parent, pdone.shape[0], self.pofs)
+
+
+def _pack_new(x: _Expanded, newidx: np.ndarray):
+    """The block of the next level made of the new successors of a chunk."""
+    rows, done = pack_rows(x.succ, newidx), (x.flags[newidx] & DONE).astype(np.int8)
+    return rows, done
+
+
 def _threaded(m, workers, memory, *args) -> Result:
-    """Chunks expanded by `workers` threads, each with the model's own
-    expander (`array_expander`: buffers of its own; the expansion must not
-    hold the GIL to run in parallel), walked in order by this thread."""
+    """Chunks unpacked, expanded and their new rows packed by `workers`
+    threads, with the model's expanders (`array_expander`: buffers of their
+    own; the kernel does not hold the GIL); this thread walks each chunk's
+    successors, in order. An expander's buffers hold its chunk's successors
+    until they are walked and packed: `ahead` chunks may wait to be walked
+    and `workers` more to be packed, so there are that many expanders and no
+    successor is copied."""
+    import queue
     from concurrent.futures import ThreadPoolExecutor
 
-    expanders = [m.array_expander() for _ in range(workers)]
+    ahead = 2 * workers
+    expanders = [m.array_expander() for _ in range(ahead + workers)]
+    free: queue.Queue = queue.Queue()
+    for k in range(len(expanders)):
+        free.put(k)
     pool = ThreadPoolExecutor(workers)
+
+    def work(k, block, c0, c1, pdone):
+        rows = block.rows(c0, c1)
+        return rows, _Expanded(expanders[k](rows), pdone, k)
 
     def expand(items):
         pending = []
         it = iter(items)
-        free = list(range(workers))
 
         def submit():
             item = next(it, None)
             if item is None:
                 return False
-            k = free.pop()
-            pending.append((item, k, pool.submit(_copy_of, expanders[k], item[1])))
+            k = free.get()  # a chunk walked frees one within the time of a pack
+            pending.append((item[0], pool.submit(work, k, *item[1])))
             return True
 
-        while free and submit():
+        while len(pending) < ahead and submit():
             pass
         while pending:
-            (meta, rows), k, fut = pending.pop(0)
-            res = fut.result()
-            free.append(k)
+            meta, fut = pending.pop(0)
+            rows, x = fut.result()
+            yield meta, rows, x
             submit()
-            yield meta, rows, res
+
+    def packed(x, newidx):
+        try:
+            return _pack_new(x, newidx)
+        finally:
+            free.put(x.slot)
+
+    def pack(x, newidx):
+        if newidx is None:
+            free.put(x.slot)
+            return None
+        return pool.submit(packed, x, newidx.copy())
 
     gc_was = gc.isenabled()
     gc.disable()
     try:
-        r = _array_check(m, *args, expand, memory)
+        r = _array_check(m, *args, expand, pack, memory)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         if gc_was:
@@ -333,17 +533,25 @@ def _threaded(m, workers, memory, *args) -> Result:
     return r
 
 
-def _copy_of(expand, rows):
-    """The expander's result, copied out of its buffers (it runs again
-    while this one is walked)."""
-    succ, parent, action, fps, flags = expand(rows)
-    return succ.copy(), parent.copy(), action.copy(), fps.copy(), flags.copy()
-
-
 def _local(m):
     def expand(items):
-        for meta, rows in items:
-            yield meta, rows, m.array_expand(rows)
+        for meta, (block, c0, c1, pdone) in items:
+            rows = block.rows(c0, c1)
+            yield meta, rows, _Expanded(m.array_expand(rows), pdone)
+    return expand
+
+
+def _local_pack(x, newidx):
+    return None if newidx is None else _pack_new(x, newidx)
+
+
+def _procs(pool):
+    def expand(items):
+        def plain():
+            for meta, (block, c0, c1, pdone) in items:
+                yield (meta, pdone), block.rows(c0, c1)
+        for (meta, pdone), rows, res in pool.expand(plain()):
+            yield meta, rows, _Expanded(res, pdone)
     return expand
 
 
@@ -352,7 +560,8 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
                 progress_interval: float, factory: Any = None, workers: int = 1,
                 memory_limit: int | None = None) -> Result:
     """The sequential BFS's results, over the model's rows; with workers > 1
-    the chunks are expanded by worker processes (array_workers.py)."""
+    the chunks are expanded by worker threads (or processes,
+    array_workers.py, for a model without `array_expander`)."""
     if workers > 1 and hasattr(m, "array_expander"):
         return _threaded(m, workers, MemoryGuard(memory_limit), max_states, max_depth, time_limit,
                          check_deadlock, check_livelock, progress, progress_interval)
@@ -362,7 +571,7 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
         pool = Expanders(factory, workers)
         try:
             r = _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                             progress_interval, pool.expand, MemoryGuard(memory_limit))
+                             progress_interval, _procs(pool), _local_pack, MemoryGuard(memory_limit))
         finally:
             pool.close()
         r.stats.workers = workers
@@ -371,18 +580,35 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
     gc.disable()  # no Python object per state: nothing for the collector but pauses
     try:
         return _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                            progress_interval, _local(m), MemoryGuard(memory_limit))
+                            progress_interval, _local(m), _local_pack, MemoryGuard(memory_limit))
     finally:
         if gc_was:
             gc.enable()
 
 
+def _chunks(level):
+    """The chunks of a level (blocks of (rows, done flags), each a pending
+    pack or one made): ((position in the level, rows in the chunk),
+    (block, first, end, done flags)); each block is freed once its chunks
+    are handed out."""
+    pos = 0
+    level.reverse()
+    while level:
+        b = level.pop()
+        block, bdone = b.result() if hasattr(b, "result") else b
+        for c0 in range(0, block.n, CHUNK):
+            c1 = min(c0 + CHUNK, block.n)
+            yield (pos, c1 - c0), (block, c0, c1, bdone[c0:c1])
+            pos += c1 - c0
+        del block, bdone, b
+
+
 def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                 progress_interval, expand, memory) -> Result:
+                 progress_interval, expand, pack, memory) -> Result:
     t0 = time.perf_counter()
     stats = Stats(strategy="bfs")
-    st = _Store()
-    S = np.zeros(6, np.int64)
+    st = _Store(m)
+    S = np.zeros(7, np.int64)
     ms = -1 if max_states is None else max_states
     md = -1 if max_depth is None else max_depth
     next_report = t0 + progress_interval
@@ -395,117 +621,113 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
     queue_now = 0  # the queue at the last chunk, for an interrupt
     try:
         rows, fps, flags = m.array_initial()
-        level_rows, level_flags, level_ids = [], [], []
+        st.init_rows, st.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
+        first = []
         st.reserve(0, len(fps))
         for i in range(len(fps)):
             S[S_GEN] += 1
-            sid, slot = _find(st.tab, st.fp, np.uint64(fps[i]))
+            sid, p, slot = _find(st.tab, st.R, st.sz, st.fp, np.uint64(fps[i]))
             if sid >= 0:
                 continue
             if ms >= 0 and S[S_N] >= ms:
-                return bounded(final(len(level_ids)), "max_states", max_states)
+                return bounded(final(len(first)), "max_states", max_states)
             nid = int(S[S_N])
-            st.fp[nid], st.parent[nid], st.action[nid] = fps[i], -1, i
-            _insert_at(st.tab, slot, nid)
+            st.fp[nid], st.parent[nid] = fps[i], -1
+            st.tab[slot] = nid + 1
+            st.cnt[p] += 1
             S[S_N] += 1
             if flags[i] & CHECK:
                 bad = m.invariants(m.array_state(rows[i]))
                 if bad:
-                    return violation(m, st.chain, int(fps[i]), bad[0][0], bad[0][1], final(len(level_ids)))
-            level_rows.append(rows[i])
-            level_flags.append(flags[i])
-            level_ids.append(nid)
-        # a level: blocks of (rows, done flags), consumed (and freed) as expanded
-        cur = [(Packed(np.array(level_rows)), (np.array(level_flags, np.int64) & DONE).astype(np.int8))] if level_rows else []
-        cur_id0 = 0  # ids of a level are consecutive
+                    return violation(m, st.chain, int(fps[i]), bad[0][0], bad[0][1], final(len(first)))
+            first.append(i)
+        level = [(Packed(np.asarray(rows, np.int64)[first]),
+                  (np.asarray(flags, np.int64)[first] & DONE).astype(np.int8))] if first else []
+        level_id0 = 0  # ids of a level are consecutive
         depth = 0
-        cut_all: list[np.ndarray] = []
-        np_src = np.zeros(1 << 16, np.int32)
-        np_dst = np.zeros(1 << 16, np.int32)
-        while cur:
+        cuts: list[np.ndarray] = []
+        livelock = bool(check_livelock)
+        eofs = np.zeros(1 << 16 if livelock else 1, np.int32)  # per source: its first edge
+        edst = np.zeros(1 << 16 if livelock else 1, np.int32)  # the target of each non-progress edge
+        nchunks = 0
+        newidx = np.zeros(CHUNK, np.int64)
+        cut = np.zeros(CHUNK, np.uint64)
+        while level:
             nxt: list = []
-            nlevel = sum(b[0].n for b in cur)
+            nlevel = sum((b.result() if hasattr(b, "result") else b)[0].n for b in level)
             next_count = 0
-            def chunks(cur=cur):
-                pos = 0  # index in the level of the chunk's first row
-                cur.reverse()
-                while cur:
-                    block, bdone = cur.pop()
-                    for c0 in range(0, block.n, CHUNK):
-                        rows = block.rows(c0, min(c0 + CHUNK, block.n))
-                        yield (pos, bdone[c0: c0 + rows.shape[0]]), rows
-                        pos += rows.shape[0]
-                    del block, bdone
-
-            for (pos, pdone), chunk, (succ, parent, sacts, sfps, sflags) in expand(chunks()):
+            for (pos, nrows), chunk, x in expand(_chunks(level)):
                 queue_now = nlevel - pos + next_count
                 now = time.perf_counter()
                 if time_limit is not None and now - t0 >= time_limit:
-                    return bounded(final(nlevel - pos + next_count), "time_limit", time_limit)
+                    return bounded(final(queue_now), "time_limit", time_limit)
                 if memory.over():
                     return bounded(final(queue_now), "memory", mib(memory.limit))
                 if progress is not None and now >= next_report:
                     next_report = now + progress_interval
-                    progress(final(nlevel - pos + next_count).snapshot())
-                nrows = chunk.shape[0]
-                k = len(sfps)
-                pofs = np.searchsorted(parent, np.arange(nrows + 1)).astype(np.int64)
-                st.reserve(int(S[S_N]), k)
-                if check_livelock and int(S[S_NP]) + k > np_src.shape[0]:
-                    size = np_src.shape[0]
-                    while int(S[S_NP]) + k > size:
-                        size *= 2
-                    np_src = np.concatenate([np_src, np.zeros(size - np_src.shape[0], np.int32)])
-                    np_dst = np.concatenate([np_dst, np.zeros(size - np_dst.shape[0], np.int32)])
-                newidx = np.zeros(max(k, 1), np.int64)
-                cut = np.zeros(max(k, 1), np.uint64)
+                    progress(final(queue_now).snapshot())
+                k = x.fps.shape[0]
+                n = int(S[S_N])
+                st.reserve(n, k)
+                if livelock:
+                    eofs = _reserve(eofs, level_id0 + pos + nrows + 1, level_id0 + pos + 1)
+                    edst = _reserve(edst, int(S[S_NP]) + k, int(S[S_NP]))
+                if newidx.shape[0] < k:
+                    newidx = np.zeros(2 * k, np.int64)
+                    cut = np.zeros(2 * k, np.uint64)
                 S[S_NEW] = 0
                 S[S_CUT] = 0
                 j, i = 0, 0
                 while True:
-                    status, j, i = _process(j, i, nrows, pofs, sfps, sflags, sacts, cur_id0 + pos, depth,
-                                            pdone, st.tab, S, st.fp, st.parent,
-                                            st.action, newidx, np_src, np_dst, cut, ms, md,
-                                            check_livelock, check_deadlock)
+                    status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth,
+                                         x.pdone, st.tab, st.R, st.sz, st.cnt, S, st.fp, st.parent, newidx, eofs, edst,
+                                         cut, ms, md, livelock, check_deadlock)
                     pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
                     if status == ST_DONE:
                         break
+                    if status == ST_ROOM:
+                        st.relayout()
+                        continue
                     if status == ST_DEADLOCK:
-                        fp = int(st.fp[cur_id0 + pos + j])
+                        fp = int(st.fp[level_id0 + pos + j])
                         return deadlock(m, st.chain, fp, final(pending))
                     if status == ST_MAXSTATES:
                         return bounded(final(pending), "max_states", max_states)
                     # ST_CHECK: the state just stored (successor i - 1)
-                    bad = m.invariants(m.array_state(np.asarray(succ[i - 1], np.int64)))
+                    bad = m.invariants(m.array_state(np.asarray(x.succ[i - 1], np.int64)))
                     if bad:
-                        fp = int(sfps[i - 1])
+                        fp = int(x.fps[i - 1])
                         return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
                 nnew = int(S[S_NEW])
                 if nnew:
-                    nxt.append((Packed(succ[newidx[:nnew]]), (sflags[newidx[:nnew]] & DONE).astype(np.int8)))
+                    nxt.append(pack(x, newidx[:nnew]))
+                else:
+                    pack(x, None)
                 next_count += nnew
                 if S[S_CUT]:
-                    cut_all.append(cut[: int(S[S_CUT])].copy())
-            cur_id0 += nlevel
+                    cuts.append(cut[: int(S[S_CUT])].copy())
+                del x
+                nchunks += 1
+                if nchunks % TRIM_EVERY == 0:
+                    _trim()
+            level_id0 += nlevel
             depth += 1
-            cur = nxt
+            level = nxt
+            _trim()
         stats = final(0)
-        for cut in cut_all:
-            for fp in cut.tolist():
+        for c in cuts:
+            for fp in c.tolist():
                 if st.id_of(fp) < 0:
                     return bounded(stats, "max_depth", max_depth)
-        if check_livelock and S[S_NP]:
+        if livelock and S[S_NP]:
             n = int(S[S_N])
-            e = int(S[S_NP])
-            src, dst = np_src[:e], np_dst[:e]  # grouped by source already (sources in id order)
-            ofs = np.searchsorted(src, np.arange(n + 1, dtype=np.int32)).astype(np.int32)
-            comp, nc = _scc(n, ofs, dst)
-            entry = int(_first_cyclic(n, ofs, dst, comp, nc))
+            ofs, dst = eofs[: n + 1], edst[: int(S[S_NP])]
+            comp, left = _acyclic_part(n, ofs, dst)
+            entry = _scc(n, ofs, dst, comp) if left else -1
             if entry >= 0:
                 cycle = _cycle(n, ofs, dst, comp, entry)
-                fps_of = st.fp
                 stats = final(0)
-                return livelock_result(m, st.chain, int(fps_of[entry]), [int(fps_of[x]) for x in cycle], stats)
+                return livelock_result(m, st.chain, int(st.fp[entry]), [int(st.fp[x]) for x in cycle], stats)
         return passed(final(0))
     except KeyboardInterrupt as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
         return interrupted(final(queue_now), e)

@@ -17,7 +17,7 @@ from serq.model import ITERATE, TURN, Model
 import numpy as np
 
 from explorer.arrays import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS, ArrayFallback
-from serq.semantics.rows import Rows
+from serq.semantics.rows import Rows, explorer_flags
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
 ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
@@ -96,18 +96,10 @@ class SerqModel:
         k = r.batch(rows)
         if k == -2:
             raise ArrayFallback("a spawn needs a larger row")
-        fl = r.flags[:k]
-        out = np.where((fl & (F_FAULT | F_DONE)) != 0, AR_DONE, 0)
-        chk = (fl & F_FAULT) != 0
-        if self.checks.stuck:
-            chk |= (fl & F_STUCK) != 0
-        if not self._plain_invariants:
-            chk[:] = True
-        out = out | np.where(chk, AR_CHECK, 0) | np.where(r.acts[:k, 0] == 1, AR_PROGRESS, 0)  # 1: a turn
-        parent = r.parent[:k]  # views of the model's buffers: valid until the next call
         # `actions` lists only the actions that have a successor: the index is the rank among them
-        action = np.arange(k, dtype=np.int64) - np.searchsorted(parent, parent)
-        return r.outs[:k], parent, action, r.fps[:k], out.astype(np.int64)
+        explorer_flags(k, r.parent, r.acts, r.flags, self.checks.stuck, self._plain_invariants, r.arflags, r.action)
+        # views of the model's buffers: valid until the next call
+        return r.outs[:k], r.parent[:k], r.action[:k], r.fps[:k], r.arflags[:k]
 
     def array_expander(self):
         """An `array_expand` with buffers of its own (a new engine over the

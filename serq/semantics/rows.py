@@ -9,11 +9,35 @@ trace, a property that needs words, a test).
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
+from explorer.arrays import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
 from serq.semantics.engine import Engine
-from serq.semantics.rowstate import RowState
+from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
 KIND_NAMES = ("arrive", "turn", "iterate")
+
+
+@njit(cache=True, nogil=True)
+def explorer_flags(k, parent, acts, flags, stuck, plain, out_flags, out_action):
+    """Per successor: the explorer's flags (done when faulted or every
+    session ended; checked when faulted, when stuck and `stuck` is checked,
+    or always when an invariant is not plain; progress for a turn) and its
+    action index (its rank among its parent's successors)."""
+    first = 0
+    for i in range(k):
+        if i == 0 or parent[i] != parent[i - 1]:
+            first = i
+        out_action[i] = i - first
+        f = flags[i]
+        r = 0
+        if f & (F_FAULT | F_DONE):
+            r |= AR_DONE
+        if (f & F_FAULT) or (stuck and (f & F_STUCK)) or not plain:
+            r |= AR_CHECK
+        if acts[i, 0] == 1:  # a turn
+            r |= AR_PROGRESS
+        out_flags[i] = r
 
 
 class Rows:
@@ -40,6 +64,8 @@ class Rows:
         self.fps = np.zeros(self._out, np.uint64)
         self.parent = np.zeros(self._out, np.int64)
         self.flags = np.zeros(self._out, np.int64)
+        self.arflags = np.zeros(self._out, np.int64)
+        self.action = np.zeros(self._out, np.int64)
         self.tmp = np.zeros(3 * W + 64, np.int64)
         self.row = np.zeros(W, np.int64)
         self._cap = self.e.cap
@@ -122,8 +148,8 @@ class Rows:
             e._in_w = None
             k = self.canon.expand_batch(e.K, e.w, rows, n, self.outs, self.parent, self.acts, self.choices,
                                         self.fps, self.flags, self.tmp, self.sym, self.keep_pos)
-            if k == -1:
-                self._out *= 4
+            if k == -1:  # grown by halves of what it holds: a chunk's buffers stay near its size
+                self._out = self._out * 3 // 2
                 self._alloc()
                 continue
             return k

@@ -217,12 +217,32 @@ def canon(K, w, out, sym, keep_pos):
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def fingerprint(out, m):
-    """A 64-bit hash of out[0:m] (never 0): one multiply per word, a
-    splitmix finish."""
-    h = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(m)
-    for i in range(m):
-        h = (h ^ np.uint64(out[i])) * np.uint64(0x9FB21C651E98DF25)
-        h ^= h >> np.uint64(29)
+    """A 64-bit hash of out[0:m] (never 0): four independent lanes (word i
+    into lane i mod 4: one multiply per word, the lanes' multiplies
+    overlap), joined by rotations, a splitmix finish."""
+    C = np.uint64(0x9FB21C651E98DF25)
+    h0 = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(m)
+    h1 = np.uint64(0xC2B2AE3D27D4EB4F)
+    h2 = np.uint64(0x165667B19E3779F9)
+    h3 = np.uint64(0x27D4EB2F165667C5)
+    s29 = np.uint64(29)
+    i = 0
+    while i + 4 <= m:
+        h0 = (h0 ^ np.uint64(out[i])) * C
+        h1 = (h1 ^ np.uint64(out[i + 1])) * C
+        h2 = (h2 ^ np.uint64(out[i + 2])) * C
+        h3 = (h3 ^ np.uint64(out[i + 3])) * C
+        h0 ^= h0 >> s29
+        h1 ^= h1 >> s29
+        h2 ^= h2 >> s29
+        h3 ^= h3 >> s29
+        i += 4
+    while i < m:
+        h0 = (h0 ^ np.uint64(out[i])) * C
+        h0 ^= h0 >> s29
+        i += 1
+    h = h0 ^ ((h1 << np.uint64(17)) | (h1 >> np.uint64(47))) ^ ((h2 << np.uint64(31)) | (h2 >> np.uint64(33))) \
+        ^ ((h3 << np.uint64(47)) | (h3 >> np.uint64(17)))
     h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     h = h ^ (h >> np.uint64(31))
