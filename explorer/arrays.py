@@ -49,7 +49,7 @@ CHECK, DONE, PROGRESS = 1, 2, 4  # per successor: check its invariants; it is do
 ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
 # counters in S
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
-CHUNK = 2048
+CHUNK = 1024
 TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
