@@ -35,3 +35,56 @@ def test_array_engine_equals_sequential(name, make, width, kw):
 @pytest.mark.parametrize("name,make,width", CASES, ids=[c[0] for c in CASES])
 def test_array_engine_with_two_workers(name, make, width):
     assert key(check(AsArrays(make(), width), workers=2))[:-4] == key(check(make()))[:-4]
+
+
+def test_packed_rows_round_trip():
+    """Levels are packed by column into bits: every value comes back, at
+    any range (64-bit extremes included) and for any slice."""
+    import numpy as np
+
+    from explorer.arrays_narrow import Packed
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, w = int(rng.integers(1, 40)), int(rng.integers(1, 30))
+        hi = 2 ** int(rng.integers(0, 63))
+        rows = rng.integers(-hi, hi, size=(n, w))
+        rows[:, ::3] = 5  # columns equal in every row
+        assert (Packed(rows).rows(0, n) == rows).all()
+        idx = rng.integers(0, n, size=int(rng.integers(1, 30)))
+        p = Packed(rows, idx)
+        a = int(rng.integers(0, len(idx)))
+        assert (p.rows(a, len(idx)) == rows[idx][a:]).all()
+    ext = np.array([[-2**63, 2**63 - 1], [2**63 - 1, -2**63]])
+    assert (Packed(ext).rows(0, 2) == ext).all()
+
+
+def test_livelock_pass_finds_the_smallest_node_on_a_cycle():
+    """Peeling then Pearce's components give what networkx gives: the
+    smallest node in a component of 2+ nodes or with a self-loop."""
+    import networkx as nx
+    import numpy as np
+
+    from explorer.arrays import _acyclic_part, _scc
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        m = int(rng.integers(0, 3 * n))
+        src = np.sort(rng.integers(0, n, size=m))
+        dst = rng.integers(0, n, size=m)
+        if rng.random() < 0.5:  # mostly forward edges, as in a BFS: few cycles
+            dst = np.where(rng.random(m) < 0.9, np.maximum(dst, np.minimum(src + 1, n - 1)), dst)
+        ofs = np.searchsorted(src, np.arange(n + 1)).astype(np.int32)
+        dst32 = dst.astype(np.int32)
+        comp, left = _acyclic_part(n, ofs, dst32)
+        got = _scc(n, ofs, dst32, comp) if left else -1
+        g = nx.DiGraph()
+        g.add_nodes_from(range(n))
+        g.add_edges_from(zip(src.tolist(), dst.tolist()))
+        cyclic = [v for c in nx.strongly_connected_components(g) for v in c if len(c) > 1]
+        cyclic += [v for v in range(n) if g.has_edge(v, v)]
+        assert got == (min(cyclic) if cyclic else -1)
+        if got >= 0:  # the component ids: equal exactly within a component
+            same = {v for v in range(n) if comp[v] == comp[got]}
+            assert same == next(c for c in nx.strongly_connected_components(g) if got in c)
