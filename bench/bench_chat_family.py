@@ -6,7 +6,9 @@ seconds, states/s, CPU seconds, bytes per stored state (peak RSS above the
 process's RSS once the instance is loaded and every compiled part of the
 engine warm, over the states) and the wall time of 2 workers against 1
 (`--workers`), with the 2-worker run's CPU time over its wall time (how
-much of the second core it used). The load average is printed before and
+much of the second core it used) and its serial fraction: the CPU time of
+the thread that walks the chunks in order over the run's CPU time (with
+f that fraction, 2 workers can give at most 1 / (f + (1 - f) / 2)). The load average is printed before and
 after: on a shared machine the worker ratio means little under load.
 
     python bench/bench_chat_family.py                  # N = 3..6
@@ -51,10 +53,11 @@ CHILD = textwrap.dedent("""
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
     c = time.process_time()
+    mc = time.thread_time()
     r = explore(prog, symmetry=sym, time_limit=limit, workers=workers)
-    dt, cpu = time.perf_counter() - t, time.process_time() - c
+    dt, cpu, main = time.perf_counter() - t, time.process_time() - c, time.thread_time() - mc
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-    print(json.dumps({"verdict": r.verdict, "distinct": r.stats.distinct, "seconds": dt, "cpu": cpu,
+    print(json.dumps({"verdict": r.verdict, "distinct": r.stats.distinct, "seconds": dt, "cpu": cpu, "main": main,
                       "bytes": (rss - base) * 1024 / max(r.stats.distinct, 1)}))
 """)
 
@@ -76,7 +79,7 @@ def main() -> None:
     args = ap.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     hdr = (f"{'N':>2} {'symmetry':>8} {'verdict':>8} {'distinct':>10} {'seconds':>8} {'states/s':>9} "
-           f"{'cpu s':>7} {'B/state':>8} {'2 workers':>9} {'2w cpu/wall':>11}")
+           f"{'cpu s':>7} {'B/state':>8} {'2 workers':>9} {'2w cpu/wall':>11} {'serial':>6}")
     print(hdr)
     print("-" * len(hdr))
     syms = {"both": (True, False), "on": (True,), "off": (False,)}[args.symmetry]
@@ -85,15 +88,16 @@ def main() -> None:
             r = run(n, sym, args.time_limit)
             mark = ">" if r["verdict"] == "bound" else " "
             rate = r["distinct"] / r["seconds"] if r["seconds"] else 0
-            two = use = ""
+            two = use = ser = ""
             if args.workers:
                 r2 = run(n, sym, args.time_limit, workers=2)
                 if r["verdict"] != "bound" and (r2["distinct"], r2["verdict"]) != (r["distinct"], r["verdict"]):
                     raise SystemExit(f"2 workers differ from 1: {r2} vs {r}")
                 two = f"{r['seconds'] / r2['seconds']:.2f}x" if r2["seconds"] else ""
                 use = f"{r2['cpu'] / r2['seconds']:.2f}" if r2["seconds"] else ""
+                ser = f"{r2['main'] / r2['cpu']:.0%}" if r2["cpu"] else ""
             print(f"{n:>2} {'on' if sym else 'off':>8} {r['verdict']:>8} {mark}{r['distinct']:>9} "
-                  f"{r['seconds']:>8.2f} {rate:>9.0f} {r['cpu']:>7.2f} {r['bytes']:>8.0f} {two:>9} {use:>11}",
+                  f"{r['seconds']:>8.2f} {rate:>9.0f} {r['cpu']:>7.2f} {r['bytes']:>8.0f} {two:>9} {use:>11} {ser:>6}",
                   flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
