@@ -438,10 +438,17 @@ class _Store:
         i0 = int(np.nonzero(self.init_fps == np.uint64(f0))[0][0])
         out = [(f0, i0)]
         row = self.init_rows[i0: i0 + 1].copy()
-        for i in ids[1:]:
+        for step, i in enumerate(ids[1:], start=1):
             f = self.fp[i]
             succ, _, action, fps, _ = self.m.array_expand(row)
-            k = int(np.nonzero(fps == f)[0][0])
+            at = np.nonzero(fps == f)[0]
+            if at.size == 0:
+                from .trace import NondeterministicModel
+
+                raise NondeterministicModel(
+                    f"nondeterministic model: no successor at step {step} has the stored fingerprint "
+                    f"{int(f):016x}", step, expected=int(f))
+            k = int(at[0])
             out.append((int(f), int(action[k])))
             row = np.array(succ[k: k + 1], np.int64)
         return out
