@@ -2,8 +2,8 @@
 (`narrow`), and a block of a BFS level packed by column (`Packed`):
 columns equal in every row are kept once, each other column as its offset
 from its minimum in as many bits as its range needs, the columns of a row
-side by side in 64-bit words. A level of the chat family packs to 8-16
-bytes a row (its rows are 60-130 int64 columns)."""
+side by side in 64-bit words. A level of the chat family (N = 5, rows of
+135 int64 columns) packs to about 22 bytes a row."""
 
 from __future__ import annotations
 
