@@ -48,7 +48,8 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .arrays import CHECK, DONE, PROGRESS, ArrayFallback, _cycle, _find, _first_cyclic, _scc, _Store
+from .arrays import CHECK, DONE, PROGRESS, ArrayFallback, _acyclic_part, _cycle, _scc
+from .flat_store import _find, _Store
 from .arrays_narrow import Packed
 from .memory import MemoryGuard, mib
 from .model import build_model
@@ -362,7 +363,7 @@ class Partition:
         st.parent[:n] = np.concatenate([p[1] for p in parts]) if parts else []
         st.action[:n] = np.concatenate([p[2] for p in parts]) if parts else []
         self.gid[:n] = np.concatenate([p[3] for p in parts]) if parts else []
-        from .arrays import _rehash
+        from .flat_store import _rehash
 
         st.tab = _rehash(st.tab, st.fp, n, st.tab.shape[0])
         self.n = self.n_committed = n
@@ -773,8 +774,8 @@ class _Driver:
                 dst = dst[order].astype(np.int32)
                 n = self.n
                 ofs = np.searchsorted(src, np.arange(n + 1, dtype=np.int32)).astype(np.int32)
-                comp, nc = _scc(n, ofs, dst)
-                entry = int(_first_cyclic(n, ofs, dst, comp, nc))
+                comp, left = _acyclic_part(n, ofs, dst)
+                entry = int(_scc(n, ofs, dst, comp)) if left else -1
                 if entry >= 0:
                     cycle = [int(x) for x in _cycle(n, ofs, dst, comp, entry)]
                     fps: dict[int, int] = {}
