@@ -424,10 +424,12 @@ class _Ray:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
             remote = self.ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(Partition)
-            # partition i on node i modulo the nodes (soft: elsewhere if that node is gone)
+            # partition i on node i modulo the nodes alive now (hard: a soft placement
+            # falls back to another node whenever this one answers late, which
+            # happens on a loaded machine; a node gone since is a lost worker)
             nodes = sorted(n["NodeID"] for n in self.ray.nodes() if n.get("Alive"))
             actors = [remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-                nodes[i % len(nodes)], soft=True)).remote() if nodes else remote.remote() for i in range(k)]
+                nodes[i % len(nodes)], soft=False)).remote() if nodes else remote.remote() for i in range(k)]
         self.actors = actors
 
     def _get(self, refs):
