@@ -131,6 +131,9 @@ def licence(program: ir.Program) -> list[tuple[bool, str]]:
         if why is None and st.chunk is not None:
             r = _affine(st.chunk, ("nreq", "ndec"))
             why = f"`chunk` {r}" if r else None
+        if why is None and any(it.prefix is not None for sp in program.sessions for s in sp.states
+                               if s.kind == "acquire" for it in s.hold.items):
+            why = "a hold shares a prefix (its growth moves blocks to the cache)"
         if why is None and any(_can_fail(k.e) for k in st.serve.keys):
             why = "a `serve` key divides (it could fail in an iteration the block skips)"
         out.append((why is None, why or "ok"))

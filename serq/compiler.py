@@ -61,6 +61,8 @@ class Compiler:
         self.consts: dict[str, int | float] = {}
         self.signatures: dict[str, tuple[ir.Param, ...]] = {}
         self.stage_names: list[str] = []
+        self.prefixes: dict[str, ir.Prefix] = {}
+        self.tick: str | None = None
 
     # ------------------------------------------------------------ expressions
     def expr(self, t) -> ir.Expr:
@@ -84,6 +86,8 @@ class Compiler:
             n = str(c[0])
             if n in self.consts:
                 return ir.Num(v=self.consts[n], at=at)
+            if n in self.prefixes:  # a prefix name is a constant: its length
+                return ir.Num(v=self.prefixes[n].length, at=at)
             if n in CTX_NAMES:
                 return ir.Ctx(name=n, at=at)
             return ir.Name(name=n, at=at)
@@ -148,10 +152,11 @@ class Compiler:
     # ------------------------------------------------------------ top level
     def compile(self, tree: Tree) -> ir.Program:
         items = tree.children
+        self.prefix_names = {str(it.children[0]) for it in items if it.data == "prefix_decl"}
         for it in items:
             if it.data == "const_decl":
                 name = str(it.children[0])
-                if name in self.consts:
+                if name in self.consts or name in self.prefixes:
                     self.sink.error(pos(it.children[0]), "E105", f"constant `{name}` is declared twice")
                 if name in CTX_NAMES:
                     self.sink.error(pos(it.children[0]), "E106", f"`{name}` is a context variable and cannot be a constant's name")
@@ -161,6 +166,17 @@ class Compiler:
                     v = self.const(it.children[1], f"constant `{name}`", integer=False)
                 if v is not None:
                     self.consts[name] = v
+            elif it.data == "prefix_decl":
+                self.prefix_decl(it)
+            elif it.data == "tick_decl":
+                first, second = str(it.children[0]), str(it.children[1])
+                if self.tick is not None:
+                    self.sink.error(pos(it), "E403", "`tick` is given twice")
+                elif first == second:
+                    self.sink.error(pos(it.children[1]), "E403", f"`tick {first} before {second}`: the two must differ; "
+                                    "write `tick arrivals before turns` or `tick turns before arrivals`")
+                else:
+                    self.tick = first
             elif it.data == "stage_decl":
                 self.stage_names.append(str(it.children[0]))
             elif it.data == "session_decl":
@@ -191,7 +207,39 @@ class Compiler:
                 checks.extend(self.check(c) for c in it.children)
         return ir.Program(source=self.file, consts=tuple(self.consts.items()), pools=tuple(pools),
                           stages=tuple(stages), sessions=tuple(sessions),
-                          workload=tuple(w for w in workload if w is not None), checks=tuple(checks))
+                          workload=tuple(w for w in workload if w is not None), checks=tuple(checks),
+                          prefixes=tuple(self.prefixes.values()), tick=self.tick or "arrivals")
+
+    def prefix_decl(self, it) -> None:
+        """`prefix NAME = E;` or `prefix NAME = PARENT + E;`, PARENT a prefix
+        declared before it."""
+        name, e_t = str(it.children[0]), it.children[1]
+        at = pos(it.children[0])
+        if name in self.consts or name in self.prefixes:
+            self.sink.error(at, "E105", f"`{name}` is declared twice")
+            return
+        if name in CTX_NAMES:
+            self.sink.error(at, "E106", f"`{name}` is a context variable and cannot be a prefix's name")
+            return
+        parent = None
+        own_t = e_t
+        if isinstance(e_t, Tree) and e_t.data == "binop" and str(e_t.children[1]) == "+" \
+                and isinstance(e_t.children[0], Tree) and e_t.children[0].data == "name":
+            first = str(e_t.children[0].children[0])
+            if first in self.prefixes:
+                parent, own_t = self.prefixes[first], e_t.children[2]
+            elif first in self.prefix_names:
+                self.sink.error(pos(e_t.children[0]), "E110", f"prefix `{name}` extends `{first}`, "
+                                f"which is declared after it; declare `{first}` first")
+                return
+        own = self.const(own_t, f"prefix `{name}`" + (f" (beyond `{parent.name}`)" if parent else ""), minimum=1)
+        if own is None:
+            return
+        total = own + (parent.length if parent else 0)
+        if total >= MAX_INT:
+            self.sink.error(pos(e_t), "E408", f"prefix `{name}` is too long (at most 2^62 tokens)")
+            return
+        self.prefixes[name] = ir.Prefix(name=name, length=total, parent=parent.name if parent else None, at=at)
 
     def _once(self, seen: set, opt, what: str) -> bool:
         if opt.data in seen:
@@ -258,6 +306,8 @@ class Compiler:
             a = opt.children[0]
             if word == "serve":
                 f["serve"] = self.order(a, ir.Tie(event="admitted"))
+            elif word == "self_preempt":
+                f["self_preempt"] = str(a)
             else:
                 f[word] = self.expr(a)
         return ir.Stage(**f)
@@ -364,6 +414,9 @@ class SessionBuilder:
             return
         if name in self.c.consts:
             self.sink.error(at, "E106", f"`{name}` is a constant and cannot name an attribute")
+            return
+        if name in self.c.prefixes:
+            self.sink.error(at, "E106", f"`{name}` is a prefix (a constant: its length) and cannot name an attribute")
             return
         if name in self.attrs:
             first = self.attrs[name]["at"]
@@ -605,12 +658,16 @@ class SessionBuilder:
         at = pos(t.children[0])
         short = t.children[1]
         got: dict[str, ir.Expr] = {}
+        prefix = None
         if short is not None:
             got["reserve"] = self.c.expr(short)
         for cl in t.children[2:]:
             word = cl.data.removeprefix("clause_")
-            if word in got:
+            if word in got or (word == "prefix" and prefix is not None):
                 self.sink.error(pos(cl), "E403", f"`{word}` is given twice for pool `{pool}`")
+                continue
+            if word == "prefix":  # a name, checked by the validator (E110)
+                prefix = (str(cl.children[0]), pos(cl.children[0]))
                 continue
             got[word] = self.c.expr(cl.children[0])
         if "reserve" in got and ("need" in got or "take" in got):
@@ -618,4 +675,5 @@ class SessionBuilder:
                             "`P E` is short for `P reserve E`")
         need = got.get("reserve") or got.get("need") or got.get("take") or ir.Num(v=0)
         take = got.get("reserve") or got.get("take") or need
-        return ir.HoldItem(pool=pool, reuse=got.get("reuse"), need=need, take=take, at=at)
+        return ir.HoldItem(pool=pool, reuse=got.get("reuse"), need=need, take=take,
+                           prefix=prefix[0] if prefix else None, prefix_at=prefix[1] if prefix else None, at=at)

@@ -271,7 +271,10 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
         elif t == "stuck" and sm.checks.stuck:  # not a finding when stuck is not checked
             parts.append(f"{lab(e[1])} is stuck (preempted again without passing its previous position)")
         elif t == "evict":
-            owner = "a finished session" if e[2] >= len(state[0]) or _done(m, nxt, e[2]) else lab(e[2])
+            if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
+                owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"
+            else:
+                owner = "a finished session" if e[2] >= len(state[0]) or _done(m, nxt, e[2]) else lab(e[2])
             parts.append(f"evict {e[3]} {_pool(sm, e[1])} cached for {owner}")
         elif t == "release":
             kept = f", {e[4]} kept cached" if e[4] else ""
@@ -352,7 +355,10 @@ def pool_text(sm: SerqModel, state, p: int) -> str:
     if cap is not None:
         parts.append(f"free {free}/{cap}")
     if cache:
-        parts.append("cached " + ", ".join(f"{sm.label(state, o)} {u}" for o, u, *_ in sorted(cache, key=lambda e: e[2])))
+        def owner(o):  # a session, or a shared prefix's entry (owner -3 - its index)
+            return f"prefix {sm.program.prefixes[-3 - o].name}" if o < 0 else sm.label(state, o)
+
+        parts.append("cached " + ", ".join(f"{owner(o)} {u}" for o, u, *_ in sorted(cache, key=lambda e: e[2])))
     if queue:
         parts.append("queue [" + ", ".join(sm.label(state, q) for q in queue) + "]")
     return "; ".join(parts) if parts else "empty"

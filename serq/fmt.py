@@ -204,6 +204,12 @@ class Printer:
     def const_decl(self, t: Tree) -> None:
         self.emit(0, f"const {t.children[0]} = {expr(t.children[1])};", _start(t), _end_line(t))
 
+    def prefix_decl(self, t: Tree) -> None:
+        self.emit(0, f"prefix {t.children[0]} = {expr(t.children[1])};", _start(t), _end_line(t))
+
+    def tick_decl(self, t: Tree) -> None:
+        self.emit(0, f"tick {t.children[0]} before {t.children[1]};", _start(t), _end_line(t))
+
     def _option_block(self, t: Tree, head: str, options: list[tuple[Tree, str]]) -> None:
         one = f"{head} {{ {' '.join(s for _, s in options)} }}" if options else f"{head} {{}}"
         if t.meta.line == t.meta.end_line and len(one) <= WIDTH:
@@ -245,6 +251,9 @@ class Printer:
         for o in t.children[1:]:
             word = o.data.removeprefix("stage_")
             a = o.children[0]
+            if word == "self_preempt":
+                opts.append((o, f"self_preempt {a};"))
+                continue
             opts.append((o, f"serve {order(a)};" if word == "serve" else f"{word} {expr(a)};"))
         self._option_block(t, f"stage {t.children[0]}", opts)
 
@@ -407,6 +416,9 @@ class Printer:
         if short is not None:
             s += f" {wrapped(short)}"
         for cl in clauses:
+            if cl.data == "clause_prefix":
+                s += f" prefix {cl.children[0]}"
+                continue
             s += f" {cl.data.removeprefix('clause_')} {wrapped(cl.children[0])}"
         return s
 

@@ -151,6 +151,7 @@ class Stage(Node):
     serve: Order
     chunk: Expr | None = None  # None: no per-request cap
     cost: Expr | None = None  # None: 1 tick per iteration
+    self_preempt: Literal["stop", "continue"] = "stop"  # the serve pass after a self-preemption
     at: Pos = None
 
 
@@ -191,6 +192,8 @@ class HoldItem(Node):
     reuse: Expr | None = None  # units borrowed back from this session's cache entries
     need: Expr  # units that must be obtainable (free + evictable) at admission
     take: Expr  # units taken at admission (rounded up to whole blocks)
+    prefix: str | None = None  # the shared prefix this hold's content begins with
+    prefix_at: Pos = None
     at: Pos = None
 
 
@@ -419,6 +422,15 @@ class Check(Node):
     at: Pos = None
 
 
+class Prefix(Node):
+    """A shared prefix: `length` tokens in all (its parent's included)."""
+
+    name: str
+    length: int
+    parent: str | None = None  # the prefix it extends
+    at: Pos = None
+
+
 class Program(Node):
     """One instance: everything `serq run` and `serq explore` need."""
 
@@ -430,6 +442,8 @@ class Program(Node):
     sessions: tuple[SessionProgram, ...] = ()
     workload: tuple[WorkloadLine, ...] = ()
     checks: tuple[Check, ...] = ()
+    prefixes: tuple[Prefix, ...] = ()
+    tick: Literal["arrivals", "turns"] = "arrivals"  # which comes first at one tick
 
     # lookups -----------------------------------------------------------
     def pool(self, name: str) -> Pool | None:

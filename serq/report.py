@@ -351,6 +351,8 @@ def describe_event(e, m, state) -> str | None:
     if k == "hit":
         return f"{lab(e[1])} hits {e[3]} cached units of {pool(e[2])}"
     if k == "evict":
+        if e[2] < 0:  # a shared prefix's entry: owner -3 - its index
+            return f"evict {e[3]} units of {pool(e[1])} cached for prefix {m.program.prefixes[-3 - e[2]].name}"
         return f"evict {e[3]} units of {pool(e[1])} cached for {lab(e[2])}"
     if k == "release":
         return f"{lab(e[1])} releases {e[3]} units of {pool(e[2])} ({e[4]} kept)"

@@ -9,7 +9,10 @@ Time is superdense over integer ticks (ns). The heap is keyed
 fixed order and a run is reproducible:
 
   priority 0  an iteration ends: its effects are stamped at this tick
-  priority 1  arrivals and turn returns (in the order they were scheduled)
+  priority 1  arrivals (`tick arrivals before turns`, the default) or turn
+              returns (`tick turns before arrivals`), in the order they
+              were scheduled
+  priority 2  the other kind
   then        idle stages try to start an iteration, in stage order, until
               none can: every zero-time consequence settles before time
               advances
@@ -44,7 +47,7 @@ from serq.semantics.rowstate import F_FAULT, RowState
 from serq.report import Stats
 
 NS = 1_000_000_000
-END, ENV = 0, 1  # heap priorities within one tick
+END, ENV = 0, 1  # heap priorities within one tick (ENV: the first of arrivals and turn returns)
 DEFAULT_MAX_STEPS = 20_000_000
 
 # why a run stopped
@@ -279,8 +282,11 @@ class Simulator:
         self.now = 0
         self.signal = None
         stopped = None
+        # `tick arrivals before turns` (default) or `tick turns before arrivals`
+        self._arrive_prio = ENV if self.program.tick == "arrivals" else ENV + 1
+        self._turn_prio = ENV + 1 if self.program.tick == "arrivals" else ENV
         for sid, t in enumerate(self.arrivals):
-            self._push(t, ENV, ARRIVE, sid)
+            self._push(t, self._arrive_prio, ARRIVE, sid)
         stats.level(0, self._levels(self.state))
         horizon = cfg.horizon
         last_report = 0
@@ -474,7 +480,7 @@ class Simulator:
                 if think is not None:
                     gen = self.turn_gen.get(sid, 0) + 1
                     self.turn_gen[sid] = gen
-                    self._push(tick + think, ENV, TURN, (sid, gen))
+                    self._push(tick + think, self._turn_prio, TURN, (sid, gen))
             elif k == "stuck":
                 self._violate(tick, "stuck", f"{self.m.session_label(self.state, e[1])} was preempted again "
                                              f"from pool `{self.m.pools[e[2]].name}` without passing the "

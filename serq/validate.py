@@ -35,12 +35,13 @@ def M(label, attrs, ctx=(), poolfns=(), scheduler=True):
 def moment(kind: str, where: str = "") -> Moment:
     return {
         "session": M("@session", "all", ("now",), ("cached",), scheduler=False),
-        "admit": M(f"@admit({where})", "visible", ("budget_left", "now"), ("cached",)),
+        "admit": M(f"@admit({where})", "visible", ("budget_left", "now"),
+                   ("cached", "free", "allocated", "evictable", "waiting", "holders")),
         "queue": M(f"@admit({where}) queue key", "visible", ("arrived", "now")),
         "victim": M(f"@admit({where}) victim key", "visible", ("arrived", "admitted", "now")),
         "evict": M(f"@evict({where})", None, ("age", "size", "last", "released", "now")),
-        "budget": M(f"@step({where}) budget", None, ("nreq", "ndec", "kvb", "now")),
-        "chunk": M(f"@step({where}) chunk", None, ("nreq", "ndec", "kvb", "budget_left", "now")),
+        "budget": M(f"@step({where}) budget", None, ("nreq", "ndec", "kvb", "now"), POOL_FUNCS),
+        "chunk": M(f"@step({where}) chunk", None, ("nreq", "ndec", "kvb", "budget_left", "now"), POOL_FUNCS),
         "cost": M(f"@step({where}) cost", None, ("ntok", "ndec", "nreq", "kvb", "now")),
         "serve": M(f"@step({where}) serve key", "visible", ("arrived", "admitted", "now")),
         "check": M("@check", None, (), POOL_FUNCS),
@@ -246,6 +247,17 @@ class Validator:
             self.structure(s)
         if self.sink.errors:
             return sorted(self.sink.items)
+        self.prefixes: dict[str, ir.Prefix] = {}
+        for pf in self.p.prefixes:  # an edited IR: each extends one before it, and is longer
+            if pf.name in self.prefixes:
+                self.sink.error(pf.at, "E105", f"prefix `{pf.name}` is declared twice")
+            elif pf.parent is not None and pf.parent not in self.prefixes:
+                self.sink.error(pf.at, "E110", f"prefix `{pf.name}` extends `{pf.parent}`, which is not declared before it")
+            elif pf.length < 1 or (pf.parent is not None and pf.length <= self.prefixes[pf.parent].length):
+                self.sink.error(pf.at, "E402", f"prefix `{pf.name}` must be at least one token longer than "
+                                f"{'`' + pf.parent + '`' if pf.parent else 'nothing'}, got {pf.length} in all")
+            else:
+                self.prefixes[pf.name] = pf
         for pool in self.p.pools:
             self.pool(pool)
         for st in self.p.stages:
@@ -499,6 +511,10 @@ class Validator:
                                 *([f"did you mean `{hint}`?"] if hint else []))
             else:
                 vias.add(pool.admit_via)
+            if it.prefix is not None and it.prefix not in self.prefixes:
+                hint = self._similar(it.prefix, list(self.prefixes))
+                self.sink.error(it.prefix_at or it.at, "E110", f"hold on unknown prefix `{it.prefix}`",
+                                *([f"did you mean `{hint}`?"] if hint else []))
             Ai = moment("admit", it.pool)
             self.expr(it.reuse, Ai, session=s, want="int", what="`reuse`")
             self.expr(it.need, Ai, session=s, want="int", what="`need`")

@@ -128,7 +128,8 @@ class Engine:
         row[b + P_CN] = len(cache)
         c = b + P_Q + cap
         flat = [x for e in cache for x in e]
-        row[c: c + CW * cap] = flat + [0] * (CW * cap - len(flat))  # a shorter cache: cleared
+        n = CW * (cap + len(self.program.prefixes))  # one entry per session or shared prefix
+        row[c: c + n] = flat + [0] * (n - len(flat))  # a shorter cache: cleared
 
     def dec_session(self, w, sid: int, b: int | None = None):
         """A session tuple from row w (a list); `b`: where its record starts

@@ -34,6 +34,7 @@ from serq.semantics.kernel.abi import (
     S_QKIND, S_QN,
     S_QPOS, S_QSTATE, S_QVALS, S_RES, S_SCRIPT, S_SERVED, S_SKIP, S_STACK, S_STOPNEW,
     S_TMP, S_TRIAL, S_ULOG, S_ULOGN, S_VALS, S_SSUM, S_FRAMES, S_NFRAMES, FRAMES,
+    H_NSEG, H_SEGT, S_PSNAP, S_PSNAPON, S_SEGCUR,
 )
 
 _TYPES = {"int": T_INT, "real": T_REAL, "bool": T_BOOL}
@@ -66,6 +67,7 @@ class Lowered:
         self.program = program
         self.ties_all = ties == "all"
         self.pool_ix = {p.name: i for i, p in enumerate(program.pools)}
+        self.seg_ix = {s.name: i for i, s in enumerate(program.prefixes)}
         self.stage_ix = {s.name: i for i, s in enumerate(program.stages)}
         self.prog_ix = {s.name: i for i, s in enumerate(program.sessions)}
         self.NP, self.NST, self.NPROG = len(program.pools), len(program.stages), len(program.sessions)
@@ -283,7 +285,12 @@ class Lowered:
             b, c, o = self.expr(s.budget, None), self.expr(s.chunk, None), self._order(s.serve)
             vo = len(code)
             code.extend(via)
-            stage_rows.append([b, c, o, len(via), vo, self.expr(s.cost, None, want_real=True)])
+            reads_pools = any(isinstance(x, ir.PoolRef) for e in (s.budget, s.chunk) for x in _walk(e))
+            stage_rows.append([b, c, o, len(via), vo, self.expr(s.cost, None, want_real=True),
+                               int(s.self_preempt == "continue"), int(reads_pools)])
+        segt = len(code)
+        for pf in program.prefixes:
+            code.extend((pf.length, self.seg_ix[pf.parent] if pf.parent is not None else -1))
         event_pools = [i for i, p in enumerate(program.pools) if p.admit_via is None]
         self.event_pools = event_pools
         evo = len(code)
@@ -342,7 +349,8 @@ class Lowered:
                     for it in h.items:
                         spec += [self.pool_ix[it.pool], self.expr(it.reuse, pi), self.expr(it.need, pi),
                                  self.expr(it.take, pi), self.is_real(it.reuse, pi), self.is_real(it.need, pi),
-                                 self.is_real(it.take, pi)]
+                                 self.is_real(it.take, pi),
+                                 self.seg_ix[it.prefix] if it.prefix is not None else -1]
                     so = len(code)
                     code.extend(spec)
                     r[3], r[4], r[5] = st.opens, self.pool_ix[h.items[0].pool], so
@@ -382,11 +390,15 @@ class Lowered:
             self.state_rows.append(rows)
             scopes = []
             for sc in sp.scopes:
-                keep = [0, -1] * self.NP
+                keep = [0, -1, -1] * self.NP  # per pool: keep mode, keep amount, prefix
                 for kk in sc.keep:
                     p = self.pool_ix[kk.pool]
-                    keep[2 * p] = 1 if kk.full else (3 if self.is_real(kk.e, pi) else 2)
-                    keep[2 * p + 1] = -1 if kk.full else self.expr(kk.e, pi)
+                    keep[3 * p] = 1 if kk.full else (3 if self.is_real(kk.e, pi) else 2)
+                    keep[3 * p + 1] = -1 if kk.full else self.expr(kk.e, pi)
+                if sc.acquire is not None:
+                    for it in sp.states[sc.acquire].hold.items:
+                        if it.prefix is not None:
+                            keep[3 * self.pool_ix[it.pool] + 2] = self.seg_ix[it.prefix]
                 scopes.append([sc.parent if sc.parent is not None else -1,
                                sc.reentry if sc.reentry is not None else -1,
                                sc.exit if sc.exit is not None else -1,
@@ -420,6 +432,7 @@ class Lowered:
         code[H_NEVP], code[H_EVPO], code[H_TIESALL] = len(event_pools), evo, int(self.ties_all)
         code[H_NINV], code[H_INVO], code[H_MAXQ] = len(invs), invo, MAXQ
         code[H_NSCOPEMAX], code[H_KW] = self.nscopemax, self.maxkeys + 3
+        code[H_NSEG], code[H_SEGT] = len(program.prefixes), segt
         self.maxvals = max([len(st.domain.values) for sp in program.sessions for st in sp.states
                             if st.kind in ("draw", "choose")] + [1])
 
@@ -431,7 +444,7 @@ class Lowered:
         NA, NP, HMAX = self.NA, self.NP, self.HMAX
         SF = F_ATTR + NA + HW * HMAX
         PB = RHDR + cap * SF
-        PW = P_Q + cap + CW * cap
+        PW = P_Q + cap + CW * (cap + len(self.program.prefixes))  # cache: one entry per session or prefix
         W = PB + NP * PW
         evcap = evcap or max(256, 16 * cap)
         off = W
@@ -451,6 +464,7 @@ class Lowered:
                         (S_ADMITS, 1), (S_DEPTH, 1), (S_FBITS, 1), (S_NOW, 1), (S_SKIP, cap),
                         (S_PERM, 3 * cap + 4),
                         (S_SSUM, 1), (S_FRAMES, 4 * FRAMES), (S_NFRAMES, 1),
+                        (S_PSNAP, len(POOL_FNS) * NP + 1), (S_PSNAPON, 1), (S_SEGCUR, NP + 1),
                         # last: room for the widest range domain, away from the hot scratch
                         (S_QVALS, MAX_DOMAIN), (S_VALS, 2 * MAX_DOMAIN + 64)):
             take(name, n)
@@ -459,6 +473,19 @@ class Lowered:
         code[H_CAP], code[H_SF], code[H_PB], code[H_PW], code[H_W], code[H_WS] = cap, SF, PB, PW, W, off
         code[H_ULOGCAP], code[H_EVCAP] = 4 * W + 4096, evcap
         return np.array(code, np.int64), off
+
+
+def _walk(e):
+    if e is None:
+        return
+    yield e
+    for name in ("l", "r", "e", "c", "t", "f"):
+        child = getattr(e, name, None)
+        if child is not None and not isinstance(child, (str, int, float, bool, tuple)):
+            yield from _walk(child)
+    if isinstance(e, ir.Call):
+        for a in e.args:
+            yield from _walk(a)
 
 
 def initial_attrs(low: Lowered, prog: int, args) -> list:

@@ -12,7 +12,12 @@ into the compiled kernel, so a change here needs a fresh numba cache
  S_QPOS, S_NSCRIPT, S_STOPNEW, S_SCRIPT, S_ARITY, S_QKIND, S_QN, S_QVALS, S_QSTATE,
  S_CTX, S_CTXOK, S_STACK, S_ULOGN, S_ULOG, S_EVN, S_EV, S_SERVED, S_ORDER,
  S_RES, S_KEYS, S_TMP, S_TRIAL, S_PLAN, S_ADMITS, S_DEPTH, S_FBITS, S_NOW, S_SKIP,
- S_PERM, S_VALS, S_SSUM, S_FRAMES, S_NFRAMES) = range(57)
+ S_PERM, S_VALS, S_SSUM, S_FRAMES, S_NFRAMES,
+ # shared prefixes: their number and table (length, parent per prefix)
+ H_NSEG, H_SEGT,
+ # pool levels at an iteration's start (POOL_FNS x pools), whether @step reads
+ # them now, and the prefix of the hold being admitted per pool (-1: none)
+ S_PSNAP, S_PSNAPON, S_SEGCUR) = range(62)
 HEADER = 64
 FRAMES = 2 * 200 + 64  # the advance driver's frames (spawn nesting is at most SPAWN_DEPTH)
 STACK = 64  # expression stack slots
@@ -39,9 +44,10 @@ CE_OWNER, CE_UNITS, CE_REL, CE_TICK = range(4)
 # ---------------------------------------------------------------- program tables
 PROG_W = 8  # entry, states, scopes, nprogress, progress, nscopes, types, nstates
 SW = 10  # state row: kind next scope a b c d e f at
-SCW_BASE = 4  # scope row: parent reentry exit acquire, then (mode, expr) per pool
+SCW_BASE = 4  # scope row: parent reentry exit acquire, then (mode, expr, prefix) per pool
+SCP = 3  # scope row entries per pool
 POOL_W = 9  # cap block via queue victim evict requeue hol name
-STAGE_W = 6  # budget chunk serve nvia via cost
+STAGE_W = 8  # budget chunk serve nvia via cost self_preempt(1: continue) reads_pools
 
 K_ARRIVE, K_SET, K_BRANCH, K_DRAW, K_CHOOSE, K_TURN, K_ACQUIRE, K_RUN, K_SPAWN, K_JOIN, K_DROP, \
     K_ASSERT, K_EXIT, K_END = range(14)
@@ -68,8 +74,9 @@ CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last"
              "admitted", "released")
 CX_BUDGET, CX_NTOK, CX_NDEC, CX_NREQ, CX_KVB, CX_AGE, CX_SIZE, CX_LAST, CX_NOW, CX_ARR, CX_ADM, CX_REL = \
     range(12)
-POOL_FNS = ("cached", "allocated", "free", "waiting", "holders")
-PF_CACHED, PF_ALLOC, PF_FREE, PF_WAITING, PF_HOLDERS = range(5)
+POOL_FNS = ("cached", "allocated", "free", "waiting", "holders", "evictable")
+PF_CACHED, PF_ALLOC, PF_FREE, PF_WAITING, PF_HOLDERS, PF_EVICT = range(6)
+SEG_OWNER = -3  # a cache entry of shared prefix q has owner SEG_OWNER - q (-2: "no entry" in free_block)
 
 # order record: nkeys, tie event, tie desc, implicit, real; then per key: desc, code per program, global
 TIE_ARRIVED, TIE_ADMITTED, TIE_RELEASED = range(3)

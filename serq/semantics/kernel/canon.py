@@ -195,7 +195,8 @@ def canon(K, w, out, sym, keep_pos):
         for k in range(cn):  # entries sorted by (owner, units, rank)
             e = c + CW * k
             ow = w[e + CE_OWNER]
-            a0 = -1 if (ow < 0 or is_end(K, w, ow)) else w[NW + ow]
+            # a shared prefix's entry keeps its owner (<= -3); a finished session's is -1
+            a0 = ow if ow < 0 else (-1 if is_end(K, w, ow) else w[NW + ow])
             a1 = w[e + CE_UNITS]
             a2 = rank_of(w, T, u, w[e + CE_REL])
             j = k

@@ -25,6 +25,8 @@ from serq.semantics.kernel.abi import (
     P_QN, PF_ALLOC, PF_CACHED, PF_FREE, PF_WAITING, POOL_W, PROG_W, R_FA0, R_FA1, R_FA2, R_FAULT, R_NSESS,
     R_SEQ, RHDR, S_ARITY, S_CTX, S_CTXOK, S_EV, S_EVN, S_FBITS, S_NSCRIPT, S_QKIND, S_QN,
     S_QPOS, S_SCRIPT, S_STACK, S_STOPNEW, S_ULOG, S_ULOGN, SCW_BASE, SW,
+    CE_REL, CE_TICK, H_NP, H_NSEG, H_SEGT, HS_SCOPE, HS_USE, F_PROG, PF_EVICT, PF_HOLDERS, SCP, SEG_OWNER,
+    S_NOW, S_PSNAP, S_PSNAPON, S_SEGCUR,
 )
 
 INT_MIN = -(1 << 63)
@@ -60,7 +62,7 @@ def st_row(K, prog, pc):
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def scope_row(K, prog, sc):
-    return K[K[H_PROGT] + PROG_W * prog + 2] + (SCW_BASE + 2 * K[1]) * sc  # K[1] = H_NP
+    return K[K[H_PROGT] + PROG_W * prog + 2] + (SCW_BASE + SCP * K[1]) * sc  # K[1] = H_NP
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
@@ -186,7 +188,8 @@ def ask(K, w, n, kind):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def cached_for(K, w, sid, p):
+def private_for(K, w, sid, p):
+    """Units cached under the session's own key."""
     c = cbase(K, p)
     for k in range(w[pbase(K, p) + P_CN]):
         e = c + CW * k
@@ -214,6 +217,185 @@ def hold_of(K, w, sid, p):
     return -1
 
 
+# ---------------------------------------------------------------- shared prefixes
+#
+# A prefix q's full blocks in pool p are the units [a, b) of a content that
+# begins with it: b = floor(length(q) / block) * block, a the same for its
+# parent (0 for none). They live in one cache entry whose owner is
+# SEG_OWNER - q and whose units are a prefix of [a, b) (eviction takes the
+# tail). A hold naming prefix q uses the shared units [0, ref) with ref =
+# min(floor(use / block) * block, b): those are pinned (never evicted).
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def seg_parent(K, q):
+    return K[K[H_SEGT] + 2 * q + 1]
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def seg_end(K, q, bs):
+    return (K[K[H_SEGT] + 2 * q] // bs) * bs
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def seg_start(K, q, bs):
+    par = seg_parent(K, q)
+    return 0 if par < 0 else seg_end(K, par, bs)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def seg_entry(K, w, p, q):
+    """The offset of prefix q's cache entry in pool p, or -1."""
+    c = cbase(K, p)
+    for k in range(w[pbase(K, p) + P_CN]):
+        e = c + CW * k
+        if w[e + CE_OWNER] == SEG_OWNER - q:
+            return e
+    return -1
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def seg_units(K, w, p, q):
+    e = seg_entry(K, w, p, q)
+    return 0 if e < 0 else w[e + CE_UNITS]
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def seg_within(K, x, q):
+    """Whether prefix q is x or extends it."""
+    while q >= 0:
+        if q == x:
+            return True
+        q = seg_parent(K, q)
+    return False
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def seg_depth(K, q):
+    d = 0
+    q = seg_parent(K, q)
+    while q >= 0:
+        d += 1
+        q = seg_parent(K, q)
+    return d
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def seg_ancestor(K, q, up):
+    for _ in range(up):
+        q = seg_parent(K, q)
+    return q
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def hold_seg(K, w, sid, h):
+    """The prefix a hold's content begins with (-1: none)."""
+    if K[H_NSEG] == 0:
+        return -1
+    prog = w[sbase(K, sid) + F_PROG]
+    sr = scope_row(K, prog, w[h + HS_SCOPE])
+    return K[sr + SCW_BASE + SCP * w[h + HS_POOL] + 2]
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def hold_ref(K, w, sid, h):
+    """The shared units a hold uses in place (owned by the cache)."""
+    q = hold_seg(K, w, sid, h)
+    if q < 0:
+        return 0
+    bs = K[pool_row(K, w[h + HS_POOL]) + 1]
+    return min((w[h + HS_USE] // bs) * bs, seg_end(K, q, bs))
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def pinned(K, w, p, x, skip):
+    """The units of prefix x's entry in p that holds use (the hold at
+    offset `skip` left out; -1: none)."""
+    bs = K[pool_row(K, p) + 1]
+    a = seg_start(K, x, bs)
+    b = seg_end(K, x, bs)
+    m = 0
+    for s in range(w[R_NSESS]):
+        hb = hbase(K, s)
+        for j in range(w[sbase(K, s) + F_NH]):
+            h = hb + HW * j
+            if h == skip or w[h + HS_POOL] != p:
+                continue
+            q = hold_seg(K, w, s, h)
+            if q < 0 or not seg_within(K, x, q):
+                continue
+            v = min(max(hold_ref(K, w, s, h) - a, 0), b - a)
+            if v > m:
+                m = v
+    return m
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def entry_evictable(K, w, p, e):
+    ow = w[e + CE_OWNER]
+    if ow > SEG_OWNER:
+        return w[e + CE_UNITS]
+    return max(w[e + CE_UNITS] - pinned(K, w, p, SEG_OWNER - ow, -1), 0)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def evictable_sum(K, w, p):
+    """Cached units no hold uses: what eviction can free."""
+    if K[H_NSEG] == 0:
+        return cache_sum(K, w, p)
+    c = cbase(K, p)
+    t = 0
+    for k in range(w[pbase(K, p) + P_CN]):
+        t += entry_evictable(K, w, p, c + CW * k)
+    return t
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def chain_hit(K, w, sid, p, q):
+    """The longest run of cached blocks a content beginning with prefix q
+    begins with: q's chain from the root, then the session's own entry."""
+    bs = K[pool_row(K, p) + 1]
+    d = seg_depth(K, q)
+    hit = 0
+    for up in range(d, -1, -1):
+        x = seg_ancestor(K, q, up)
+        a = seg_start(K, x, bs)
+        b = seg_end(K, x, bs)
+        u = min(seg_units(K, w, p, x), b - a)
+        hit += u
+        if a + u < b:
+            return hit
+    return hit + private_for(K, w, sid, p)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def reuse_evictable(K, w, p, q, reuse):
+    """How much of a hit of `reuse` units is evictable now (a hit on an
+    evictable unit takes it, as an allocation would)."""
+    if q < 0:
+        return reuse
+    bs = K[pool_row(K, p) + 1]
+    t = max(reuse - seg_end(K, q, bs), 0)
+    x = q
+    while x >= 0:
+        a = seg_start(K, x, bs)
+        part = min(seg_end(K, x, bs), reuse) - a
+        if part > 0:
+            t += max(part - pinned(K, w, p, x, -1), 0)
+        x = seg_parent(K, x)
+    return t
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def cached_for(K, w, sid, p):
+    """`cached(P)` for a session: its hit when a hold naming a prefix is
+    being admitted, else the units under its own key."""
+    q = w[K[S_SEGCUR] + p]
+    if q >= 0:
+        return chain_hit(K, w, sid, p, q)
+    return private_for(K, w, sid, p)
+
+
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def allocated(K, w, p):
     t = 0
@@ -235,7 +417,7 @@ def holders(K, w, p):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def pool_query(K, w, fn, p, sid):
+def pool_level(K, w, fn, p, sid):
     if fn == PF_CACHED:
         return cached_for(K, w, sid, p) if sid >= 0 else cache_sum(K, w, p)
     if fn == PF_ALLOC:
@@ -244,7 +426,26 @@ def pool_query(K, w, fn, p, sid):
         return w[pbase(K, p) + P_FREE] if K[pool_row(K, p)] >= 0 else -1
     if fn == PF_WAITING:
         return w[pbase(K, p) + P_QN]
+    if fn == PF_EVICT:
+        return evictable_sum(K, w, p)
     return holders(K, w, p)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def snapshot_pools(K, w):
+    """Every pool level, for @step expressions (read at the iteration's start)."""
+    NP = K[H_NP]
+    S = K[S_PSNAP]
+    for p in range(NP):
+        for fn in range(PF_EVICT + 1):
+            w[S + fn * NP + p] = pool_level(K, w, fn, p, -1)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def pool_query(K, w, fn, p, sid):
+    if w[K[S_PSNAPON]] != 0:
+        return w[K[S_PSNAP] + fn * K[H_NP] + p]
+    return pool_level(K, w, fn, p, sid)
 
 
 # ---------------------------------------------------------------- reals

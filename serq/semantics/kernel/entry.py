@@ -10,7 +10,7 @@ from serq.semantics.kernel.abi import (
     R_HALT,
     R_ULOG,
     F_NH, HS_OWN, HS_POOL, HW, F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
-    S_ULOGN,
+    S_ULOGN, S_PSNAPON, S_SEGCUR,
 )
 from serq.semantics.kernel.core import allocated, ev, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.iterate import step
@@ -50,6 +50,9 @@ def prepare(K, w, now, stopnew, evon, nscript):
     w[K[S_NOW]] = now
     w[K[S_CTX] + CX_NOW] = now
     w[K[S_CTXOK]] = 1 << CX_NOW
+    w[K[S_PSNAPON]] = 0
+    for p in range(K[H_NP]):
+        w[K[S_SEGCUR] + p] = -1
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)

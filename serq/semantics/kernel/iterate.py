@@ -12,14 +12,14 @@ from serq.semantics.kernel.abi import (
     EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ARR, F_ATTR, F_LP0, F_LP1, F_PC, F_PROG,
     F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_OWN, HS_SCOPE, HS_USE,
     K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS, S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN,
-    S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W,
+    S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON,
 )
 from serq.semantics.kernel.core import (
-    add, allocated, cache_sum, event, ev, fault, halted, hold_of, next_seq, pbase, pool_row, put,
-    sbase, scope_row, st_row, undo,
+    add, allocated, cache_sum, event, ev, evictable_sum, fault, halted, hold_of, hold_ref, next_seq, pbase,
+    pool_row, put, sbase, scope_row, snapshot_pools, st_row, undo,
 )
 from serq.semantics.kernel.pools import (
-    enqueue, free_block, ordered, pick_victim, q_has, q_remove, release_scope,
+    enqueue, free_block, ordered, pick_victim, publish, q_has, q_remove, release_scope,
 )
 from serq.semantics.kernel.session import admit_pool, advance, settle
 
@@ -65,10 +65,18 @@ def preempt(K, w, victim, p, is_self):
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def served_pop(K, w, sid):
+    """A victim served earlier in this iteration gives its tokens back (its
+    hold's use grew when it was served)."""
     n = w[K[S_SERVED] + sid]
     if n > 0:
         w[K[S_SSUM]] -= n
         w[K[S_SERVED] + sid] = 0
+        sb = sbase(K, sid)
+        gp = K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + 5]
+        if gp >= 0:
+            h = hold_of(K, w, sid, gp)
+            if h >= 0:
+                add(K, w, h + HS_USE, -n)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -87,7 +95,7 @@ def grow(K, w, sid, p, units, may_preempt):
         # all or nothing, as vLLM's allocate_slots: a grower that cannot get
         # every block it needs from free + evictable takes none
         short = -(-(units - w[h + HS_OWN]) // bs) * bs
-        if short > 0 and w[b + P_FREE] + cache_sum(K, w, p) < short:
+        if short > 0 and w[b + P_FREE] + evictable_sum(K, w, p) < short:
             return 1
     while w[h + HS_OWN] < units:
         if cap < 0:
@@ -101,7 +109,7 @@ def grow(K, w, sid, p, units, may_preempt):
             continue
         if halted(K, w):
             return pre
-        if vo < 0:
+        if vo < 0 or not may_preempt:
             return 1 + pre
         victim = pick_victim(K, w, p, vo)
         if halted(K, w):
@@ -134,13 +142,19 @@ def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
     if gp < 0:
         return n, 0
     h = hold_of(K, w, sid, gp)
-    st = grow(K, w, sid, gp, w[h + HS_USE] + n, not admitting)
+    # own units cover the content past the shared units the hold uses in place
+    st = grow(K, w, sid, gp, w[h + HS_USE] + n - hold_ref(K, w, sid, h), not admitting)
     pre = st & 4
     st = st & 3
     if st == 2:
         return 0, 2 | pre
     if st == 1:
         return (-1 if admitting else 0), 1 | pre
+    # the tokens are scheduled: the hold uses them from now (a shared block
+    # they complete goes to the cache now, as vLLM caches it at allocation)
+    h = hold_of(K, w, sid, gp)
+    publish(K, w, sid, h, w[h + HS_USE] + n)
+    add(K, w, h + HS_USE, n)
     return n, pre
 
 
@@ -167,7 +181,7 @@ def kv_blocks(K, w, sid):
     h = hold_of(K, w, sid, g)
     if h < 0:
         return 0
-    return w[h + HS_OWN] // K[pool_row(K, g) + 1]
+    return (w[h + HS_OWN] + hold_ref(K, w, sid, h)) // K[pool_row(K, g) + 1]
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -175,7 +189,10 @@ def chunk_of(K, w, code, nreq, ndec, kvb, budget_left):
     shape_ctx(K, w, nreq, ndec, kvb)
     w[K[S_CTX] + CX_BUDGET] = budget_left
     w[K[S_CTXOK]] |= 1 << CX_BUDGET
-    return ev(K, code, w, 0, -1)
+    w[K[S_PSNAPON]] = 1  # pool functions read the levels at the iteration's start
+    v = ev(K, code, w, 0, -1)
+    w[K[S_PSNAPON]] = 0
+    return v
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -201,11 +218,15 @@ def iterate(K, w, si):
             ndec += K[r + 7]
             kvb += kv_blocks(K, w, sid)
     w[K[S_SSUM]] = 0
+    if K[stt + 7]:
+        snapshot_pools(K, w)
     inf = K[stt] < 0
     budget = BIG
     if not inf:
         shape_ctx(K, w, nr, ndec, kvb)
+        w[K[S_PSNAPON]] = 1
         budget = ev(K, K[stt], w, 0, -1)
+        w[K[S_PSNAPON]] = 0
         if halted(K, w):
             return True
     budget_left = budget
@@ -235,7 +256,10 @@ def iterate(K, w, si):
         if st & 4:
             pre_any = True
         if st & 2:
-            break
+            if K[stt + 6] == 0:
+                break  # `self_preempt stop`
+            budget_left = budget - w[K[S_SSUM]]
+            continue
         if n > 0:
             w[SV + sid] = n
             w[K[S_SSUM]] += n
@@ -333,10 +357,8 @@ def iterate(K, w, si):
             add(K, w, sb + F_ATTR + K[r + 6], n)
         gp = K[r + 5]
         own = -1
-        if gp >= 0:
-            h = hold_of(K, w, sid, gp)
-            add(K, w, h + HS_USE, n)
-            own = w[h + HS_OWN]
+        if gp >= 0:  # its hold's use grew when it was served
+            own = w[hold_of(K, w, sid, gp) + HS_OWN]
         event(K, w, EV_SERVE, sid, n, K[r + 7], w[sb + F_RD], w[sb + F_RT], gp, own)
     for k in range(no):
         sid = w[OR + k]

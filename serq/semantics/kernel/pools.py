@@ -14,11 +14,11 @@ from serq.semantics.kernel.abi import (
     CE_OWNER, CE_REL, CE_TICK, CE_UNITS, CW, CX_ADM, CX_AGE, CX_ARR, CX_LAST, CX_NOW, CX_REL, CX_SIZE,
     EV_DROP, EV_EVICT, EV_QUEUED, EV_RELEASE, F_ADM, F_ATTR, F_ARR, F_NH, F_PROG, H_KW, H_NPROG, H_TIESALL,
     HS_ADM, HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, P_CN, P_FREE, P_Q, P_QN, R_NSESS, REQ_BACK,
-    REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED,
+    REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER,
 )
 from serq.semantics.kernel.core import (
-    add, ask, b2f, cbase, ev, ev_s, event, f2b, halted, hbase, hold_of, next_seq, pbase, pool_row, put, sbase,
-    scope_row, to_int,
+    add, ask, b2f, cbase, entry_evictable, ev, ev_s, event, f2b, halted, hbase, hold_of, hold_ref, hold_seg,
+    next_seq, pbase, pinned, pool_row, put, sbase, scope_row, seg_end, seg_entry, seg_parent, seg_start, to_int,
 )
 
 # ---------------------------------------------------------------- queues
@@ -94,6 +94,47 @@ def cache_put(K, w, sid, p, units):
     put(K, w, e + CE_REL, seq)
     put(K, w, e + CE_TICK, w[K[S_NOW]])
     put(K, w, b + P_CN, n + 1)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def seg_touch(K, w, p, q):
+    """Prefix q's entry was released now (its last user let go of some of it)."""
+    e = seg_entry(K, w, p, q)
+    if e >= 0:
+        put(K, w, e + CE_REL, next_seq(K, w))
+        put(K, w, e + CE_TICK, w[K[S_NOW]])
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def publish(K, w, sid, h, upto):
+    """The hold's use is growing to `upto`: each shared block it completes
+    leaves the hold for the cache, or, if the cache has it already, the
+    hold's copy is freed and it uses the cache's."""
+    q = hold_seg(K, w, sid, h)
+    if q < 0:
+        return
+    p = w[h + HS_POOL]
+    pr = pool_row(K, p)
+    bs = K[pr + 1]
+    S = seg_end(K, q, bs)
+    r0 = min((w[h + HS_USE] // bs) * bs, S)
+    r1 = min((upto // bs) * bs, S)
+    pos = r0
+    while pos < r1:
+        x = q
+        while seg_start(K, x, bs) > pos:
+            x = seg_parent(K, x)
+        a = seg_start(K, x, bs)
+        e = seg_entry(K, w, p, x)
+        add(K, w, h + HS_OWN, -bs)
+        if e >= 0 and a + w[e + CE_UNITS] > pos:
+            if K[pr] >= 0:
+                add(K, w, pbase(K, p) + P_FREE, bs)
+        elif e >= 0:
+            add(K, w, e + CE_UNITS, bs)
+        else:
+            cache_put(K, w, SEG_OWNER - x, p, bs)
+        pos += bs
 
 
 # ---------------------------------------------------------------- keys
@@ -260,10 +301,11 @@ def free_block(K, w, p, protect):
     CX = K[S_CTX]
     nprog = K[H_NPROG]
     rw = 1 + 2 * nprog + 2
+    bs = K[pr + 1]
     best = -1
     for k in range(n):
         e = c + CW * k
-        if w[e + CE_OWNER] == protect:
+        if w[e + CE_OWNER] == protect or entry_evictable(K, w, p, e) < bs:
             continue
         kb = KS + k * KW
         for q in range(nk):
@@ -287,7 +329,7 @@ def free_block(K, w, p, protect):
         nt = 0
         for k in range(n):
             e = c + CW * k
-            if w[e + CE_OWNER] == protect:
+            if w[e + CE_OWNER] == protect or entry_evictable(K, w, p, e) < bs:
                 continue
             if lex_cmp(w, KS + k * KW, KS + best * KW, nk) == 0:
                 j = nt
@@ -301,7 +343,6 @@ def free_block(K, w, p, protect):
             if halted(K, w):
                 return False
     e = c + CW * best
-    bs = K[pr + 1]
     add(K, w, e + CE_UNITS, -bs)
     add(K, w, b + P_FREE, bs)
     event(K, w, EV_EVICT, p, w[e + CE_OWNER], bs, 0, 0, 0, 0)
@@ -324,6 +365,7 @@ def hold_append(K, w, sid, scope, p, own, use, adm):
     put(K, w, h + HS_USE, use)
     put(K, w, h + HS_ADM, adm)
     put(K, w, sb + F_NH, nh + 1)
+    return h
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -346,19 +388,29 @@ def release_one(K, w, sid, scope):
         pr = pool_row(K, p)
         bs = K[pr + 1]
         kept = 0
-        mode = K[sr + 4 + 2 * p]
+        ref = hold_ref(K, w, sid, h)  # shared units: the cache's already
+        mode = K[sr + SCW_BASE + SCP * p]
         if mode == 1:
-            kept = (min(use, own) // bs) * bs
+            kept = (min(use - ref, own) // bs) * bs
         elif mode >= 2:
-            code = K[sr + 5 + 2 * p]
+            code = K[sr + SCW_BASE + SCP * p + 1]
             v = to_int(K, w, ev_s(K, code, w, sid), mode == 3, 0, code)
             if halted(K, w):
                 return
-            kept = (min(max(v, 0), own) // bs) * bs
+            kept = (min(max(v - ref, 0), own) // bs) * bs
         if kept:
             cache_put(K, w, sid, p, kept)
         if K[pr] >= 0:
             add(K, w, pbase(K, p) + P_FREE, own - kept)
+        # shared blocks only this hold used become evictable now, the
+        # longest prefix's first (a request's tail blocks are evicted first)
+        x = hold_seg(K, w, sid, h)
+        while x >= 0 and ref > 0:
+            a = seg_start(K, x, bs)
+            mine = min(max(ref - a, 0), seg_end(K, x, bs) - a)
+            if mine > pinned(K, w, p, x, h):
+                seg_touch(K, w, p, x)
+            x = seg_parent(K, x)
         event(K, w, EV_RELEASE, sid, p, own, kept, 0, 0, 0)
         j += 1
     # drop the scope's holds, keeping the others in order

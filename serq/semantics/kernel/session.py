@@ -17,11 +17,12 @@ from serq.semantics.kernel.abi import (
     K_CHOOSE, K_DRAW, K_DROP, K_END, K_EXIT, K_JOIN, K_RUN, K_SET, K_SPAWN, K_TURN, MACRO_LIMIT, MAX_DOMAIN,
     MAX_SESSIONS, P_CN, P_FREE, P_Q, P_QN, R_FA3, R_FAULT, PROG_W, H_PROGT, R_NSESS, REQ_ORDER, S_ADMITS, S_CTX, S_CTXOK,
     S_DEPTH, S_FRAMES, S_NFRAMES, FRAMES, S_PLAN, S_QSTATE, S_QVALS, S_TRIAL, S_VALS, SPAWN_DEPTH,
+    H_NP, HS_OWN, S_SEGCUR,
 )
 from serq.semantics.kernel.core import (
     f2b,
-    add, ask, b2f, cache_sum, cached_for, cbase, ev, ev_s, event, fault, halted, hbase, next_seq,
-    pbase, pool_row, put, sbase, st_row, to_int,
+    add, ask, b2f, cached_for, cbase, ev, ev_s, event, evictable_sum, fault, halted, hbase, next_seq,
+    pbase, pool_row, put, reuse_evictable, sbase, seg_end, st_row, to_int,
 )
 from serq.semantics.kernel.pools import (
     cache_remove, drop, enqueue, free_block, hold_append, q_remove, release_scope,
@@ -356,7 +357,25 @@ def admit_ctx(K, w, budget_left):
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def try_admit(K, w, sid, budget_left):
-    """Evaluate a queued hold's admission header; admit it if it fits."""
+    """Evaluate a queued hold's admission header; admit it if it fits.
+    While it runs, `cached(P)` is the hold's hit (S_SEGCUR: the prefix
+    its content in each pool begins with)."""
+    sb = sbase(K, sid)
+    r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+    hs = K[r + 5]
+    ai = hs + 1 + 2 * K[hs]
+    SC = K[S_SEGCUR]
+    for i in range(K[ai + 1]):
+        it = ai + 2 + 8 * i
+        w[SC + K[it]] = K[it + 7]
+    ok = admit_hold(K, w, sid, budget_left)
+    for p in range(K[H_NP]):
+        w[SC + p] = -1
+    return ok
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def admit_hold(K, w, sid, budget_left):
     sb = sbase(K, sid)
     prog = w[sb + F_PROG]
     r = st_row(K, prog, w[sb + F_PC])
@@ -381,7 +400,7 @@ def try_admit(K, w, sid, budget_left):
     ni = K[ai + 1]
     PL = K[S_PLAN]
     for i in range(ni):
-        it = ai + 2 + 7 * i
+        it = ai + 2 + 8 * i
         p = K[it]
         pr = pool_row(K, p)
         bs = K[pr + 1]
@@ -409,7 +428,7 @@ def try_admit(K, w, sid, budget_left):
         need = -(-max(need, 0) // bs) * bs
         take = -(-max(take, 0) // bs) * bs
         if K[pr] >= 0:
-            obt = w[pbase(K, p) + P_FREE] + cache_sum(K, w, p) - reuse
+            obt = w[pbase(K, p) + P_FREE] + evictable_sum(K, w, p) - reuse_evictable(K, w, p, K[it + 7], reuse)
             if need > obt or take > obt:
                 return False
         w[PL + 2 * i] = reuse
@@ -423,21 +442,28 @@ def try_admit(K, w, sid, budget_left):
     seq = next_seq(K, w)
     put(K, w, sb + F_ADM, seq)
     for i in range(ni):
-        p = K[ai + 2 + 7 * i]
+        it = ai + 2 + 8 * i
+        p = K[it]
         pr = pool_row(K, p)
         reuse = w[PL + 2 * i]
         take = w[PL + 2 * i + 1]
         b = pbase(K, p)
-        if reuse:
+        q = K[it + 7]
+        priv = reuse  # the hit's private part moves into the hold; a shared part is used in place
+        if q >= 0:
+            priv = max(reuse - seg_end(K, q, K[pr + 1]), 0)
+        if priv:
             c = cbase(K, p)
             for k in range(w[b + P_CN]):
                 e = c + CW * k
                 if w[e + CE_OWNER] == sid:
-                    add(K, w, e + CE_UNITS, -reuse)
+                    add(K, w, e + CE_UNITS, -priv)
                     if w[e + CE_UNITS] == 0:
                         cache_remove(K, w, p, k)
                     break
+        if reuse:
             event(K, w, EV_HIT, sid, p, reuse, 0, 0, 0, 0)
+        h = hold_append(K, w, sid, K[r + 3], p, priv, reuse, seq)  # its shared part is pinned from now
         if K[pr] >= 0:
             while w[b + P_FREE] < take:
                 if not free_block(K, w, p, sid):
@@ -450,7 +476,7 @@ def try_admit(K, w, sid, budget_left):
                 if halted(K, w):
                     return False
             add(K, w, b + P_FREE, -take)
-        hold_append(K, w, sid, K[r + 3], p, reuse + take, reuse, seq)
+        add(K, w, h + HS_OWN, take)
     q_remove(K, w, K[r + 4], sid)
     event(K, w, EV_ADMIT, sid, prog, w[sb + F_PC], 0, 0, 0, 0)
     put(K, w, sb + F_PC, K[r + 1])
