@@ -348,6 +348,14 @@ def test_plain_python_kernel_gives_the_same_counts():
     assert json.loads(p.stdout) == ["pass", 998, 1340]
 
 
+def test_vllm_chat_is_vllm_exact_after_a_decode_preemption():
+    # g counts output tokens: a chat preempted in its decode resumes with a
+    # prefill of prompt + g (vLLM recomputes prompt and outputs) and samples
+    # its next token at that prefill's end
+    r = explore(load_path(ROOT / "instances" / "vllm_chat.sq").program)
+    assert r.verdict == "pass" and (r.stats.distinct, r.stats.generated) == (16486, 23718)
+
+
 # ---------------------------------------------------------------- front end
 
 
