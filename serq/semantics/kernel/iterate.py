@@ -12,7 +12,7 @@ from serq.semantics.kernel.abi import (
     EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ARR, F_ATTR, F_LP0, F_LP1, F_PC, F_PROG,
     F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_OWN, HS_SCOPE, HS_USE,
     K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS, S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN,
-    S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON,
+    S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON, H_NSEG,
 )
 from serq.semantics.kernel.core import (
     add, allocated, cache_sum, event, ev, evictable_sum, fault, halted, hold_of, hold_ref, next_seq, pbase,
@@ -143,7 +143,8 @@ def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
         return n, 0
     h = hold_of(K, w, sid, gp)
     # own units cover the content past the shared units the hold uses in place
-    st = grow(K, w, sid, gp, w[h + HS_USE] + n - hold_ref(K, w, sid, h), not admitting)
+    ref = hold_ref(K, w, sid, h) if K[H_NSEG] else 0
+    st = grow(K, w, sid, gp, w[h + HS_USE] + n - ref, not admitting)
     pre = st & 4
     st = st & 3
     if st == 2:
@@ -153,7 +154,8 @@ def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
     # the tokens are scheduled: the hold uses them from now (a shared block
     # they complete goes to the cache now, as vLLM caches it at allocation)
     h = hold_of(K, w, sid, gp)
-    publish(K, w, sid, h, w[h + HS_USE] + n)
+    if K[H_NSEG]:
+        publish(K, w, sid, h, w[h + HS_USE] + n)
     add(K, w, h + HS_USE, n)
     return n, pre
 
@@ -181,7 +183,8 @@ def kv_blocks(K, w, sid):
     h = hold_of(K, w, sid, g)
     if h < 0:
         return 0
-    return (w[h + HS_OWN] + hold_ref(K, w, sid, h)) // K[pool_row(K, g) + 1]
+    ref = hold_ref(K, w, sid, h) if K[H_NSEG] else 0
+    return (w[h + HS_OWN] + ref) // K[pool_row(K, g) + 1]
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)

@@ -14,7 +14,7 @@ from serq.semantics.kernel.abi import (
     CE_OWNER, CE_REL, CE_TICK, CE_UNITS, CW, CX_ADM, CX_AGE, CX_ARR, CX_LAST, CX_NOW, CX_REL, CX_SIZE,
     EV_DROP, EV_EVICT, EV_QUEUED, EV_RELEASE, F_ADM, F_ATTR, F_ARR, F_NH, F_PROG, H_KW, H_NPROG, H_TIESALL,
     HS_ADM, HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, P_CN, P_FREE, P_Q, P_QN, R_NSESS, REQ_BACK,
-    REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER,
+    REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER, H_NSEG,
 )
 from serq.semantics.kernel.core import (
     add, ask, b2f, cbase, entry_evictable, ev, ev_s, event, f2b, halted, hbase, hold_of, hold_ref, hold_seg,
@@ -302,10 +302,11 @@ def free_block(K, w, p, protect):
     nprog = K[H_NPROG]
     rw = 1 + 2 * nprog + 2
     bs = K[pr + 1]
+    nseg = K[H_NSEG] > 0  # pinned prefix blocks cannot be evicted
     best = -1
     for k in range(n):
         e = c + CW * k
-        if w[e + CE_OWNER] == protect or entry_evictable(K, w, p, e) < bs:
+        if w[e + CE_OWNER] == protect or (nseg and entry_evictable(K, w, p, e) < bs):
             continue
         kb = KS + k * KW
         for q in range(nk):
@@ -329,7 +330,7 @@ def free_block(K, w, p, protect):
         nt = 0
         for k in range(n):
             e = c + CW * k
-            if w[e + CE_OWNER] == protect or entry_evictable(K, w, p, e) < bs:
+            if w[e + CE_OWNER] == protect or (nseg and entry_evictable(K, w, p, e) < bs):
                 continue
             if lex_cmp(w, KS + k * KW, KS + best * KW, nk) == 0:
                 j = nt
@@ -388,7 +389,7 @@ def release_one(K, w, sid, scope):
         pr = pool_row(K, p)
         bs = K[pr + 1]
         kept = 0
-        ref = hold_ref(K, w, sid, h)  # shared units: the cache's already
+        ref = hold_ref(K, w, sid, h) if K[H_NSEG] else 0  # shared units: the cache's already
         mode = K[sr + SCW_BASE + SCP * p]
         if mode == 1:
             kept = (min(use - ref, own) // bs) * bs
@@ -404,8 +405,8 @@ def release_one(K, w, sid, scope):
             add(K, w, pbase(K, p) + P_FREE, own - kept)
         # shared blocks only this hold used become evictable now, the
         # longest prefix's first (a request's tail blocks are evicted first)
-        x = hold_seg(K, w, sid, h)
-        while x >= 0 and ref > 0:
+        x = hold_seg(K, w, sid, h) if ref > 0 else -1
+        while x >= 0:
             a = seg_start(K, x, bs)
             mine = min(max(ref - a, 0), seg_end(K, x, bs) - a)
             if mine > pinned(K, w, p, x, h):
