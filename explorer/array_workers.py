@@ -21,12 +21,13 @@ import numpy as np
 
 from .arrays_narrow import narrow as _narrow
 from .interrupt import worker_signals
+from .outcome import WorkerFailed, exit_cause
 
-__all__ = ["Expanders", "WorkerFailed"]
+__all__ = ["Expanders", "WorkerFailed"]  # WorkerFailed: from outcome.py
 
 
-class WorkerFailed(RuntimeError):
-    pass
+_POLL = 0.2  # seconds between checks of a worker's life while waiting for it
+_GRACE = 2.0  # seconds a worker may overrun the time limit before it counts as hung
 
 
 def _pack(arrays) -> list[bytes]:
@@ -54,14 +55,15 @@ def _send(conn, arrays) -> None:
         conn.send_bytes(p)
 
 
-def _recv(conn) -> list[np.ndarray]:
+def _recv(conn, wid: int) -> list[np.ndarray]:
     n = conn.recv()
     if isinstance(n, str):
         if n.startswith("fallback:"):
             from .arrays import ArrayFallback
 
             raise ArrayFallback(n[9:])
-        raise WorkerFailed(n)
+        lines = [x.strip() for x in n.splitlines() if x.strip()]
+        raise WorkerFailed(wid, "raised " + (lines[-1] if len(lines) > 1 else "an error"), detail=n)
     return _unpack([conn.recv_bytes() for _ in range(n)])
 
 
@@ -98,7 +100,11 @@ class Expanders:
     the workers (each chunk to the next worker in turn, up to `ahead`
     chunks in flight)."""
 
-    def __init__(self, factory: Any, n: int) -> None:
+    def __init__(self, factory: Any, n: int, time_limit: float | None = None) -> None:
+        import time
+
+        self.time_limit = time_limit
+        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         self.conns, self.procs = [], []
@@ -117,8 +123,28 @@ class Expanders:
             conn.send(len(parts))
             for p in parts:
                 conn.send_bytes(p)
-        except (OSError, EOFError) as e:
-            raise WorkerFailed(f"worker {wid} is gone: {e}") from None
+        except (OSError, EOFError):
+            self.procs[wid].join(1.0)
+            raise WorkerFailed(wid, exit_cause(self.procs[wid].exitcode)) from None
+
+    def _wait(self, wid: int):
+        """Worker wid's result; a death or (past the time limit) no answer
+        is a WorkerFailed naming it. Polls, so a signal is seen meanwhile."""
+        import time
+
+        conn, t0 = self.conns[wid], time.perf_counter()
+        try:
+            while not conn.poll(_POLL):
+                if not self.procs[wid].is_alive():
+                    break
+                now = time.perf_counter()
+                if self.deadline is not None and now >= self.deadline + _GRACE:
+                    raise WorkerFailed(wid, f"had not answered for {now - t0:.1f} s when the time limit "
+                                            f"({self.time_limit} s) came", hung=("time_limit", self.time_limit))
+            return _recv(conn, wid)
+        except (OSError, EOFError):
+            self.procs[wid].join(1.0)
+            raise WorkerFailed(wid, exit_cause(self.procs[wid].exitcode)) from None
 
     def expand(self, chunks):
         """Yields (meta, rows, successors) for each (meta, rows), in order. Chunk i goes
@@ -135,10 +161,7 @@ class Expanders:
             pending.append((wid, item))
         while pending:
             wid, (meta, rows) = pending.popleft()
-            try:
-                res = _recv(self.conns[wid])
-            except (OSError, EOFError):
-                raise WorkerFailed(f"worker {wid} died (exit code {self.procs[wid].exitcode})") from None
+            res = self._wait(wid)
             nxt = next(it, None)
             if nxt is not None:
                 self._submit(wid, nxt[1])
@@ -153,8 +176,8 @@ class Expanders:
             except (OSError, EOFError):
                 pass
         for p in self.procs:
-            p.join(timeout=2)
-            if p.is_alive():
+            p.join(timeout=1)
+            if p.is_alive():  # busy or hung: not waited for
                 p.kill()
                 p.join()
         for c in self.conns:

@@ -32,7 +32,9 @@ ids, counts and traces those of one worker."""
 from __future__ import annotations
 
 import gc
+import threading
 import time
+import traceback
 from typing import Any, Callable
 
 import numpy as np
@@ -40,7 +42,7 @@ from numba import njit
 
 from .arrays_narrow import Packed, pack_rows
 from .memory import MemoryGuard, mib
-from .outcome import bounded, deadlock, interrupted, livelock_result, passed, violation
+from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
 
 __all__ = ["ArrayFallback", "CHECK", "DONE", "PROGRESS", "array_check"]
@@ -490,11 +492,17 @@ def _threaded(m, workers, memory, *args) -> Result:
     free: queue.Queue = queue.Queue()
     for k in range(len(expanders)):
         free.put(k)
-    pool = ThreadPoolExecutor(workers)
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="worker")  # threads worker_0 ...
 
     def work(k, block, c0, c1, pdone):
-        rows = block.rows(c0, c1)
-        return rows, _Expanded(expanders[k](rows), pdone, k)
+        try:
+            rows = block.rows(c0, c1)
+            return rows, _Expanded(expanders[k](rows), pdone, k)
+        except ArrayFallback:
+            raise
+        except Exception as e:  # noqa: BLE001 - reported with the worker's id and cause
+            wid = int(threading.current_thread().name.rsplit("_", 1)[-1])
+            raise WorkerFailed(wid, f"raised {type(e).__name__}: {e}", detail=traceback.format_exc()) from None
 
     def expand(items):
         pending = []
@@ -575,7 +583,7 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
     if workers > 1:
         from .array_workers import Expanders
 
-        pool = Expanders(factory, workers)
+        pool = Expanders(factory, workers, time_limit)
         try:
             r = _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
                              progress_interval, _procs(pool), _local_pack, MemoryGuard(memory_limit))
@@ -740,3 +748,5 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         return interrupted(final(queue_now), e)
     except MemoryError:  # the tables could not grow: what was stored so far
         return bounded(final(queue_now), "memory", "MemoryError")
+    except WorkerFailed as e:  # a worker died, raised or hung: what was stored so far
+        return failed(final(queue_now), e)

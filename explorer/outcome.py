@@ -13,11 +13,12 @@ from .graph import find_livelock
 from .result import Result, Stats
 from .trace import extend_along, format_path, rebuild
 from .interrupt import signal_name
-from .verdict import BOUND, DEADLOCK, INTERRUPTED, LIVELOCK, PASS, VIOLATION
+from .verdict import BOUND, DEADLOCK, FAILED, INTERRUPTED, LIVELOCK, PASS, VIOLATION
 
 ChainOf = Callable[[int], list[tuple[int, int]]]
 
-__all__ = ["passed", "bounded", "interrupted", "violation", "deadlock", "livelock_or_pass", "livelock_result"]
+__all__ = ["passed", "bounded", "interrupted", "violation", "deadlock", "livelock_or_pass", "livelock_result",
+           "WorkerFailed", "failed"]
 
 
 def _steps(n: int) -> str:
@@ -46,6 +47,46 @@ def interrupted(stats: Stats, exc: BaseException) -> Result:
         "exploration incomplete",
         stats=stats,
         bound_reason=sig,
+    )
+
+
+class WorkerFailed(RuntimeError):
+    """A worker (a process or a thread expanding states) died, raised, or
+    did not answer before a limit: `wid` says which, `cause` why (one line);
+    `detail` is a traceback when there is one. `hung`: (limit
+    name, value) when it was still working as that limit came."""
+
+    def __init__(self, wid: int, cause: str, detail: str = "", hung: tuple | None = None) -> None:
+        super().__init__(f"worker {wid} {cause}")
+        self.wid, self.cause, self.detail, self.hung = wid, cause, detail, hung
+
+
+def exit_cause(exitcode: int | None) -> str:
+    """`died (killed by SIGKILL)`, `died (exit code 3)` ..."""
+    import signal
+
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"died (killed by {signal.Signals(-exitcode).name})"
+        except ValueError:
+            return f"died (killed by signal {-exitcode})"
+    return "died" if exitcode is None else f"died (exit code {exitcode})"
+
+
+def failed(stats: Stats, exc: WorkerFailed) -> Result:
+    """A worker failure: the statistics so far, never a pass. A worker
+    still busy when a limit came (`hung`) gives that limit's "bound", with
+    the worker named."""
+    if exc.hung:
+        r = bounded(stats, *exc.hung)
+        r.message += f"; {exc}"
+        return r
+    return Result(
+        FAILED,
+        f"{exc}; stopped after {stats.distinct} distinct states, none of them a violation; "
+        "exploration incomplete",
+        stats=stats,
+        bound_reason=f"worker {exc.wid}",
     )
 
 

@@ -47,19 +47,20 @@ from .fingerprint import state_fingerprint
 from .memory import MemoryGuard, mib
 from .model import ModelFactory, build_model
 from .interrupt import worker_signals
-from .outcome import bounded, deadlock, interrupted, livelock_or_pass, violation
+from .outcome import WorkerFailed, bounded, deadlock, exit_cause, failed, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import chain_from
 
-__all__ = ["check_parallel", "WorkerError"]
+__all__ = ["check_parallel", "WorkerError", "WorkerFailed"]
 
 log = logging.getLogger("explorer.parallel")
 
 Key = tuple  # (parent rank, action index); deadlock of a parent: (rank, -1)
 
 
-class WorkerError(RuntimeError):
-    """A worker raised; the message carries its traceback."""
+WorkerError = WorkerFailed  # the name this module used to give it
+
+_POLL = 0.2  # seconds between checks of a worker's life while waiting for it
 
 
 # ---------------------------------------------------------------- worker side
@@ -216,39 +217,76 @@ class _Pool:
             self.conns.append(parent_end)
             self.procs.append(p)
 
+    deadline: float | None = None  # perf_counter time of the time limit, set by the coordinator
+    time_limit: float | None = None
+
     def _recv(self, w: int) -> Any:
+        """Worker w's answer; a death, an error or (past the deadline) no
+        answer is a WorkerFailed naming it. The wait polls, so a signal or
+        the time limit is seen while a worker is busy."""
+        conn, t0 = self.conns[w], time.perf_counter()
         try:
-            status, payload = self.conns[w].recv()
-        except EOFError:
-            raise WorkerError(f"worker {w} died (exit code {self.procs[w].exitcode})") from None
+            while not conn.poll(_POLL):
+                if not self.procs[w].is_alive():
+                    break
+                now = time.perf_counter()
+                if self.deadline is not None and now >= self.deadline + _GRACE:
+                    raise WorkerFailed(w, f"had not answered for {now - t0:.1f} s when the time limit "
+                                          f"({self.time_limit} s) came", hung=("time_limit", self.time_limit))
+            status, payload = conn.recv()
+        except (EOFError, OSError):
+            self.procs[w].join(1.0)
+            raise WorkerFailed(w, exit_cause(self.procs[w].exitcode)) from None
         if status == "error":
-            raise WorkerError(f"worker {w} failed:\n{payload}")
+            raise WorkerFailed(w, "raised " + _last_line(payload), detail=payload)
         return payload
 
+    def _send(self, w: int, msg: tuple) -> None:
+        try:
+            self.conns[w].send(msg)
+        except (OSError, ValueError):
+            self.procs[w].join(1.0)
+            raise WorkerFailed(w, exit_cause(self.procs[w].exitcode)) from None
+
     def call(self, w: int, op: str, *args: Any) -> Any:
-        self.conns[w].send((op, *args))
+        self._send(w, (op, *args))
         return self._recv(w)
 
     def call_all(self, op: str, per_worker_args: list[tuple]) -> list[Any]:
         # Send everything first so workers run concurrently; no deadlock: a
         # worker only writes its reply after reading its whole request.
-        for conn, args in zip(self.conns, per_worker_args):
-            conn.send((op, *args))
+        for w, args in enumerate(per_worker_args):
+            self._send(w, (op, *args))
         return [self._recv(w) for w in range(len(self.conns))]
 
-    def close(self) -> None:
+    def close(self, wait: float = 1.0) -> None:
+        """Stop every worker; one that does not stop is terminated, then
+        killed: no process is left behind (an idle worker stops at once;
+        a busy or hung one is not waited for)."""
         for conn in self.conns:
             try:
                 conn.send(("stop",))
             except (OSError, ValueError):
                 pass
         for p in self.procs:
-            p.join(5.0)
+            p.join(wait)
             if p.is_alive():
                 p.terminate()
                 p.join(1.0)
+            if p.is_alive():
+                p.kill()
+                p.join()
         for conn in self.conns:
             conn.close()
+
+
+_GRACE = 2.0  # seconds a worker may overrun the time limit before it counts as hung
+
+
+def _last_line(tb: str) -> str:
+    """`ValueError: ...` from a formatted traceback."""
+    lines = [x for x in tb.strip().splitlines() if x.strip()]
+    return lines[-1].strip() if lines else "an error"
 
 
 def check_parallel(model: Any, workers: int, *, max_states: int | None, max_depth: int | None,
@@ -275,6 +313,8 @@ class _Coordinator:
         self.progress, self.interval = progress, progress_interval
         self.stats = Stats(workers=n, strategy="bfs")
         self.t0 = self._last = time.perf_counter()
+        if time_limit is not None:
+            pool.deadline, pool.time_limit = self.t0 + time_limit, time_limit
 
     def chain_of(self, fp: int) -> list[tuple[int, int]]:
         return chain_from(lambda f: self.pool.call(f % self.n, "lookup", f), fp)
@@ -294,6 +334,8 @@ class _Coordinator:
             return self._run()
         except KeyboardInterrupt as e:  # SIGINT/SIGTERM: the levels merged so far
             return interrupted(self._final(self.stats.queue), e)
+        except WorkerFailed as e:  # died, raised or hung: the levels merged so far
+            return failed(self._final(self.stats.queue), e)
         except MemoryError:
             return bounded(self._final(self.stats.queue), "memory", "MemoryError")
 

@@ -1,12 +1,19 @@
 """Verdicts and the process exit codes that go with them.
 
-One table, shared by the engine and every CLI built on it, so that a script
-calling the checker can branch on the exit code alone.  Codes 10..19 are
-verdicts about the checked system; 2 is reserved for the CLI's input errors
-(bad arguments, unreadable instance), as is conventional for argparse.
+One table, shared by the engine and every command built on it, so that a
+script calling the checker can branch on the exit code alone: `EXITS`, in
+code order, each row a code, its name and what it means. The constants
+below and `EXIT_CODES` are read from it; the commands' `--help` and the
+docs list the rows that apply to each command (serq/exits.py).
+
+Codes 10..19 are verdicts about the checked system; 1 and 2 belong to the
+command line (1: `fmt --check` found a file out of layout; 2: an input
+error, as is conventional for argparse).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 PASS = "pass"
 DEADLOCK = "deadlock"
@@ -15,34 +22,51 @@ VIOLATION = "violation"
 BOUND = "bound"
 INTERRUPTED = "interrupted"  # SIGINT or SIGTERM: what was found so far, never a pass
 INCONCLUSIVE = "inconclusive"  # a swarm search found nothing: not a proof (swarm.py)
+FAILED = "failed"  # a worker died, raised or was lost: what was found so far, never a pass
 
-VERDICTS = (PASS, DEADLOCK, LIVELOCK, VIOLATION, BOUND, INTERRUPTED, INCONCLUSIVE)
+VERDICTS = (PASS, DEADLOCK, LIVELOCK, VIOLATION, BOUND, INTERRUPTED, INCONCLUSIVE, FAILED)
 
-EXIT_PASS = 0
-EXIT_INPUT_ERROR = 2  # reserved for the CLI: the engine never returns it
-EXIT_DEADLOCK = 10
-EXIT_LIVELOCK = 11
-EXIT_VIOLATION = 12  # any invariant kind: "assert", "invariant", "stuck", "conservation", ...
-EXIT_BOUND = 13  # a bound was hit: "no violation within the bound", never a pass
-EXIT_THEOREM = 14  # reserved: a stated theorem was violated (decided outside the engine)
-EXIT_NONDETERMINISTIC = 15  # the model replayed differently than it explored; no trace printed
-EXIT_INTERRUPTED = 16  # stopped by SIGINT (Ctrl-C) or SIGTERM before a verdict
-EXIT_INCONCLUSIVE = 17  # --swarm found no violation: incomplete by design, never a pass
-EXIT_WORKER_LOST = 18  # a partition's worker (Ray) was lost: the run stopped; the message names the last checkpoint
 
-EXIT_CODES: dict[str, int] = {
-    PASS: EXIT_PASS,
-    "input_error": EXIT_INPUT_ERROR,
-    DEADLOCK: EXIT_DEADLOCK,
-    LIVELOCK: EXIT_LIVELOCK,
-    VIOLATION: EXIT_VIOLATION,
-    BOUND: EXIT_BOUND,
-    "theorem": EXIT_THEOREM,
-    "nondeterministic": EXIT_NONDETERMINISTIC,
-    INTERRUPTED: EXIT_INTERRUPTED,
-    INCONCLUSIVE: EXIT_INCONCLUSIVE,
-    "worker_lost": EXIT_WORKER_LOST,
-}
+class Exit(NamedTuple):
+    code: int
+    name: str  # a verdict, or a key of the command line ("input_error", "theorem", ...)
+    meaning: str
+
+
+EXITS: tuple[Exit, ...] = (
+    Exit(0, PASS, "no violation: every reachable state explored, or the run ended as the instance says"),
+    Exit(1, "not_canonical", "the file is not in canonical layout (fmt --check)"),
+    Exit(2, "input_error", "bad input: an instance, IR file or flag value (a located diagnostic on stderr)"),
+    Exit(10, DEADLOCK, "a state where no action applies and the instance is not done"),
+    Exit(11, LIVELOCK, "a cycle of steps that make no progress"),
+    Exit(12, VIOLATION, "a failed assert or invariant, a stuck session, a broken conservation "
+                        "law or an evaluation error"),
+    Exit(13, BOUND, "a limit (time, states, depth, steps, memory) stopped the work first; no "
+                    "violation within it, never a pass"),
+    Exit(14, "theorem", "every hypothesis of a theorem holds, yet a counterexample was found"),
+    Exit(15, "nondeterministic", "the model replayed differently than it explored (no trace printed)"),
+    Exit(16, INTERRUPTED, "SIGINT (Ctrl-C) or SIGTERM stopped the work; what was found so "
+                          "far is printed, never a pass"),
+    Exit(17, INCONCLUSIVE, "--swarm found no violation: incomplete by design, never a pass"),
+    Exit(18, FAILED, "a worker died, raised or was lost: it is named with its cause, the others are "
+                     "stopped; what was found so far (or the last checkpoint) is printed, never a pass"),
+)
+
+EXIT_CODES: dict[str, int] = {e.name: e.code for e in EXITS}
+
+EXIT_PASS = EXIT_CODES[PASS]
+EXIT_NOT_CANONICAL = EXIT_CODES["not_canonical"]
+EXIT_INPUT_ERROR = EXIT_CODES["input_error"]  # the command line's: the engine never returns it
+EXIT_DEADLOCK = EXIT_CODES[DEADLOCK]
+EXIT_LIVELOCK = EXIT_CODES[LIVELOCK]
+EXIT_VIOLATION = EXIT_CODES[VIOLATION]  # any invariant kind: "assert", "invariant", "stuck", "conservation", ...
+EXIT_BOUND = EXIT_CODES[BOUND]
+EXIT_THEOREM = EXIT_CODES["theorem"]  # decided outside the engine (serq/theorem.py)
+EXIT_NONDETERMINISTIC = EXIT_CODES["nondeterministic"]
+EXIT_INTERRUPTED = EXIT_CODES[INTERRUPTED]
+EXIT_INCONCLUSIVE = EXIT_CODES[INCONCLUSIVE]
+EXIT_FAILED = EXIT_CODES[FAILED]
+EXIT_WORKER_LOST = EXIT_FAILED  # a partition's worker (Ray) was lost: the message names the last checkpoint
 
 
 def exit_code(verdict: str) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from serq import __version__
 from serq.diagnostics import Diagnostic, SerqError, render_all
+from serq.exits import add_parser
 
 EXIT_INPUT = 2
 
@@ -56,12 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"serq {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    c = sub.add_parser("compile", help="compile an instance to its IR (JSON)")
+    c = add_parser(sub, "compile", help="compile an instance to its IR (JSON)")
     c.add_argument("instance", help="a .sq file or an .ir.json file")
     c.add_argument("-o", "--output", help="write the IR to this file instead of stdout")
     c.set_defaults(func=cmd_compile)
 
-    f = sub.add_parser("fmt", help="print an instance in canonical layout")
+    f = add_parser(sub, "fmt", help="print an instance in canonical layout")
     f.add_argument("instance", help="a .sq file")
     g = f.add_mutually_exclusive_group()
     g.add_argument("-w", "--write", action="store_true", help="rewrite the file in place")

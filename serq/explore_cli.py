@@ -12,6 +12,7 @@ from explorer.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
 from explorer.checkpoint import CheckpointError
 from explorer.distributed import PartitionError, RayUnavailable, WorkerLost
 from serq.diagnostics import Diagnostic, SerqError, flag_error
+from serq.exits import add_parser
 from serq.flags import check_limits
 from serq.explore import ALL_CHECKS, Checks, SerqModel
 from serq.exploration import GRAPH_LIMIT, explore
@@ -19,7 +20,7 @@ from serq.validate import validate
 
 
 def register(sub) -> None:
-    e = sub.add_parser("explore", help="explore every interleaving of a small instance",
+    e = add_parser(sub, "explore", help="explore every interleaving of a small instance",
                        description="Explore every arrival order, tie and drawn value of a small finite "
                                    "instance; report deadlocks, livelocks, stuck sessions and violated "
                                    "invariants with the shortest counterexample and its point of no return "

@@ -19,6 +19,7 @@ import argparse
 import sys
 
 from serq.diagnostics import flag_error
+from serq.exits import add_parser
 from serq.flags import check_limits
 from serq.sim import (DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, STALLED, STEP_LIMIT, VIOLATION, SimConfig,
                       Simulator, parse_duration)
@@ -54,14 +55,14 @@ def _common(p) -> None:
 
 
 def register(sub) -> None:
-    r = sub.add_parser("run", help="simulate an instance and report latencies, queue waits, KV use")
+    r = add_parser(sub, "run", help="simulate an instance and report latencies, queue waits, KV use")
     _common(r)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--trace", action="store_true", help="print every action with its tick before the report")
     r.add_argument("--html", metavar="FILE",
                    help="also write plots of the run (pool levels, queues, busy time, latencies) as a page")
     r.set_defaults(func=cmd_run)
-    c = sub.add_parser("check", help="simulate and fail on stuck sessions, asserts, invariants, conservation")
+    c = add_parser(sub, "check", help="simulate and fail on stuck sessions, asserts, invariants, conservation")
     _common(c)
     c.add_argument("--json", action="store_true", help="print the report as JSON as well")
     c.set_defaults(func=cmd_check)

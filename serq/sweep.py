@@ -23,6 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from explorer.interrupt import Interrupted, signal_name
 from serq.diagnostics import SerqError, flag_error
 
 MAX_VALUES = 10_000
@@ -87,6 +88,7 @@ class Sweep:
     last_fail: int | None = None
     first_pass: int | None = None
     counterexample: object | None = None  # the explorer Result at last_fail
+    interrupted: str | None = None  # the signal that stopped the sweep (rows: the values finished)
 
     @property
     def note(self) -> str:
@@ -143,13 +145,24 @@ def _explore_value(job) -> tuple[Row, object | None]:
     return row, (r if row.outcome == "fail" else None)
 
 
-def _run(jobs: list, workers: int) -> list[tuple[Row, object | None]]:
+def _run(jobs: list, workers: int):
+    """Yields (row, result) per job as each ends (in any order with workers)."""
     if workers <= 1 or len(jobs) <= 1:
-        return [_explore_value(j) for j in jobs]
+        for j in jobs:
+            yield _explore_value(j)
+        return
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ctx.Pool(min(workers, len(jobs))) as pool:
-        return pool.map(_explore_value, jobs, chunksize=1)
+    with ctx.Pool(min(workers, len(jobs)), initializer=_ignore_sigint) as pool:
+        yield from pool.imap_unordered(_explore_value, jobs, chunksize=1)
+
+
+def _ignore_sigint() -> None:
+    """Pool workers leave SIGINT (a Ctrl-C reaches the process group) to
+    the sweep, which stops them and keeps the values finished so far."""
+    from explorer.interrupt import worker_signals
+
+    worker_signals()
 
 
 def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int | None = None,
@@ -167,35 +180,52 @@ def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int
 
     def evaluate(values: list[int]) -> None:
         todo = [v for v in values if v not in done]
-        for row, result in _run([(text, file, name, v, opts) for v in todo], workers):
-            done[row.value] = row
-            if result is not None:
-                results[row.value] = result
+        try:
+            for row, result in _run([(text, file, name, v, opts) for v in todo], workers):
+                done[row.value] = row
+                if result is not None:
+                    results[row.value] = result
+                if row.verdict == "interrupted":  # a one-process sweep: the signal reached the search
+                    raise Interrupted(row.message.split()[2] if row.message.startswith("stopped by") else "SIGINT")
+        except KeyboardInterrupt as e:
+            sw.interrupted = signal_name(e)
+            raise _Stop from None
 
-    if not bisect:
-        evaluate(list(range(lo, hi + 1)))
-    else:
-        a, b = lo, hi
-        evaluate([a, b])
-        while b - a > 1 and done[a].outcome and done[b].outcome and done[a].outcome != done[b].outcome:
-            k = min(workers, b - a - 1)
-            points = sorted({a + (b - a) * (i + 1) // (k + 1) for i in range(k)} - {a, b})
-            evaluate(points)
-            chain = [a] + points + [b]
-            if any(done[v].outcome is None for v in points):
-                break
-            for x, y in zip(chain, chain[1:]):
-                if done[x].outcome != done[y].outcome:
-                    a, b = x, y
-                    break
+    try:
+        _evaluate_all(evaluate, done, bisect, lo, hi, workers)
+    except _Stop:
+        pass
     sw.rows = [done[v] for v in sorted(done)]
     _boundary(sw)
-    if sw.last_fail is not None:
+    if sw.last_fail is not None and sw.interrupted is None:
         sw.counterexample = results[sw.last_fail]
         mark_no_return(_load(text, file, name, sw.last_fail), sw.counterexample,
                        graph_limit=GRAPH_LIMIT if graph_limit is None else graph_limit,
                        **{k: v for k, v in opts.items() if k in ("ties", "symmetry", "checks", "max_states", "time_limit")})
     return sw
+
+
+class _Stop(Exception):
+    pass
+
+
+def _evaluate_all(evaluate, done: dict, bisect: bool, lo: int, hi: int, workers: int) -> None:
+    if not bisect:
+        evaluate(list(range(lo, hi + 1)))
+        return
+    a, b = lo, hi
+    evaluate([a, b])
+    while b - a > 1 and done[a].outcome and done[b].outcome and done[a].outcome != done[b].outcome:
+        k = min(workers, b - a - 1)
+        points = sorted({a + (b - a) * (i + 1) // (k + 1) for i in range(k)} - {a, b})
+        evaluate(points)
+        chain = [a] + points + [b]
+        if any(done[v].outcome is None for v in points):
+            break
+        for x, y in zip(chain, chain[1:]):
+            if done[x].outcome != done[y].outcome:
+                a, b = x, y
+                break
 
 
 def _boundary(sw: Sweep) -> None:
@@ -222,6 +252,9 @@ def render_text(sw: Sweep, with_timing: bool = True) -> str:
     for r in sw.rows:
         out.append(f"{r.value:>{w0}}  {r.label:<{w1}}  {r.states:>8}  {r.message}".rstrip())
     out.append(sw.note)
+    if sw.interrupted:
+        out.append(f"interrupted by {sw.interrupted}: the values above are those finished before it; "
+                   "the sweep is incomplete")
     if sw.counterexample is not None:
         out.append(f"\nthe counterexample at {sw.name} = {sw.last_fail}:")
         out.append(render_result(sw.counterexample, with_timing=with_timing).rstrip("\n"))
@@ -236,6 +269,7 @@ def render_json(sw: Sweep, with_timing: bool = True) -> dict:
         "rows": [{"value": r.value, "verdict": r.verdict, "kind": r.kind, "message": r.message,
                   "exit_code": r.exit_code, "states": r.states} for r in sw.rows],
         "monotone": sw.monotone, "last_fail": sw.last_fail, "first_pass": sw.first_pass, "note": sw.note,
+        "interrupted": sw.interrupted,
         "counterexample": (None if sw.counterexample is None else
                            {"value": sw.last_fail, "result": result_json(sw.counterexample, with_timing=with_timing)}),
     }

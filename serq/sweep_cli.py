@@ -6,14 +6,16 @@ import json
 import sys
 from pathlib import Path
 
+from explorer.verdict import EXIT_INTERRUPTED, EXIT_PASS
 from serq.diagnostics import Diagnostic, SerqError
 from serq.explore import ALL_CHECKS
+from serq.exits import add_parser
 from serq.flags import check_limits
 
 
 def register(sub) -> None:
-    s = sub.add_parser(
-        "sweep", help="explore an instance for every value of one constant and find the boundary",
+    s = add_parser(
+        sub, "sweep", help="explore an instance for every value of one constant and find the boundary",
         description="Explore the instance once per value of a `const` (a capacity, a block size, a "
                     "workload count, a budget ...), print the verdict per value, the boundary between "
                     "passing and failing values, and the counterexample just on the failing side of it. "
@@ -58,4 +60,4 @@ def cmd_sweep(args) -> int:
         print(json.dumps(render_json(sw, with_timing=timing), indent=1))
     else:
         sys.stdout.write(render_text(sw, with_timing=timing))
-    return 0
+    return EXIT_INTERRUPTED if sw.interrupted else EXIT_PASS

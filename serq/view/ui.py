@@ -23,6 +23,7 @@ import threading
 from explorer.fingerprint import format_fp
 from explorer.trace import NondeterministicModel, ReplayError, format_path, parse_path, replay
 from serq.diagnostics import Diagnostic, SerqError
+from serq.exits import add_parser
 from serq.explore import (Checks, SerqModel, pool_levels, pool_text, session_phase, session_text)
 
 PHASE_WORDS = {"not-arrived": "not arrived", "queued": "queued", "preempted": "queued after a preemption",
@@ -224,7 +225,7 @@ def serve(ex: Explorer, port: int, out=sys.stdout) -> int:
 
 
 def register(sub) -> None:
-    u = sub.add_parser("ui", help="explore the state graph of an instance in the browser",
+    u = add_parser(sub, "ui", help="explore the state graph of an instance in the browser",
                        description="Serve a read-only state-graph explorer on 127.0.0.1: the state as "
                                    "tables, its enabled actions, click to step, go back, jump to a replay "
                                    "path, the shortest path to the first violation, its timeline.")

@@ -1,3 +1,5 @@
+import multiprocessing
+import re
 import logging
 import time
 
@@ -38,11 +40,35 @@ def test_plain_model_works_in_parallel():
     assert r.verdict == "pass" and r.stats.distinct == 36
 
 
-def test_worker_error_is_raised():
-    from explorer.parallel import WorkerError
+def test_a_raising_worker_is_a_failed_verdict_naming_it():
+    r = check(ModelFactory(_broken), workers=2)
+    assert r.verdict == "failed" and r.exit_code == 17
+    assert re.match(r"worker [01] raised IndexError: .*; stopped after \d+ distinct states, none of them a "
+                    r"violation; exploration incomplete", r.message), r.message
+    assert r.bound_reason in ("worker 0", "worker 1")
+    assert not multiprocessing.active_children()  # the others were stopped
 
-    with pytest.raises(WorkerError):
-        check(ModelFactory(_broken), workers=2)
+
+class _Hangs(Graph):
+    """A model whose expansion of state 3 never returns."""
+
+    def __init__(self):
+        super().__init__({0: (1, 2), 1: (3,), 2: (3,), 3: (4,)}, done={4})
+
+    def actions(self, state):
+        if state == 3:
+            time.sleep(3600)
+        return super().actions(state)
+
+
+def test_a_hung_worker_is_named_at_the_time_limit():
+    t0 = time.monotonic()
+    r = check(ModelFactory(_Hangs), workers=2, time_limit=0.5)
+    assert time.monotonic() - t0 < 30
+    assert r.verdict == "bound" and r.bound_reason == "time_limit"
+    assert re.search(r"; worker [01] had not answered for \d+\.\d s when the time limit \(0\.5 s\) came$",
+                     r.message), r.message
+    assert not multiprocessing.active_children()
 
 
 def _broken():

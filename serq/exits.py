@@ -1,0 +1,76 @@
+"""Which rows of the one exit-code table (explorer.verdict.EXITS) each
+command can end with. The commands' `--help` is generated from here, and a
+test checks the docs and the help against it."""
+
+from __future__ import annotations
+
+from explorer.verdict import EXIT_CODES, EXITS
+
+# command -> the names of its exit codes (rows of EXITS), in code order
+COMMAND_EXITS: dict[str, tuple[str, ...]] = {
+    "compile": ("pass", "input_error"),
+    "fmt": ("pass", "not_canonical", "input_error"),
+    "run": ("pass", "input_error", "violation", "interrupted"),
+    "check": ("pass", "input_error", "deadlock", "violation", "bound", "interrupted"),
+    "explore": ("pass", "input_error", "deadlock", "livelock", "violation", "bound", "theorem",
+                "nondeterministic", "interrupted", "failed"),
+    "sweep": ("pass", "input_error", "interrupted"),
+    "ui": ("pass", "input_error", "interrupted"),
+}
+
+# what a code means for a command, where it says more than the table's line
+_SPECIFIC: dict[tuple[str, str], str] = {
+    ("compile", "pass"): "the IR was written",
+    ("fmt", "pass"): "the layout was printed or written, or (--check) it is canonical",
+    ("run", "pass"): "the run ended (horizon, every session ended, or --max-steps: see `stopped:`)",
+    ("run", "violation"): "the run stopped on a fault: a failed assert, an evaluation error, a broken "
+                          "conservation law",
+    ("run", "interrupted"): "SIGINT or SIGTERM: the report of the run so far (`stopped: interrupted`)",
+    ("check", "pass"): "ok: no stuck session, failed assert, invariant or conservation violation",
+    ("check", "deadlock"): "the run ended with sessions that can never move",
+    ("check", "bound"): "--max-steps was hit before the run ended: no violation within it, never ok",
+    ("check", "interrupted"): "SIGINT or SIGTERM: no violation before it, never ok",
+    ("explore", "theorem"): "--theorem: every hypothesis holds, yet a counterexample was found",
+    ("sweep", "pass"): "the table was printed (each value's own verdict is in it)",
+    ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",
+    ("ui", "pass"): "the server was stopped",
+    ("ui", "interrupted"): "SIGINT or SIGTERM stopped the server",
+}
+
+
+def exits_of(command: str) -> list[tuple[int, str, str]]:
+    """(code, name, meaning) of each exit code of `command`, in code order."""
+    names = set(COMMAND_EXITS[command])
+    return [(e.code, e.name, _SPECIFIC.get((command, e.name), e.meaning)) for e in EXITS if e.name in names]
+
+
+def epilog(command: str) -> str:
+    """The `--help` section: one line per exit code (argparse keeps the
+    layout with RawDescriptionHelpFormatter)."""
+    lines = [_HEAD]
+    for code, name, meaning in exits_of(command):
+        lines.append(f"  {code:>2}  {name:<16}  {meaning}")
+    return "\n".join(lines)
+
+
+_HEAD = "exit codes (verdicts):"
+
+
+def _formatter():
+    import argparse
+
+    class Formatter(argparse.HelpFormatter):
+        """Wraps the description as usual; keeps the exit-code lines as they are."""
+
+        def _fill_text(self, text, width, indent):
+            if text.startswith(_HEAD):
+                return "\n".join(indent + line for line in text.splitlines())
+            return super()._fill_text(text, width, indent)
+
+    return Formatter
+
+
+def add_parser(sub, command: str, **kw):
+    """`sub.add_parser` with the command's exit codes as its help epilog."""
+    assert all(n in EXIT_CODES for n in COMMAND_EXITS[command]), command
+    return sub.add_parser(command, epilog=epilog(command), formatter_class=_formatter(), **kw)

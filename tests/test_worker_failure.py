@@ -1,0 +1,85 @@
+"""A worker process killed with SIGKILL during `serq explore --workers 2`:
+the verdict "failed" (exit 17) names the worker and its cause, the
+statistics so far are printed, and no child process remains. (Raising and
+hung workers: tests/explorer/test_explorer_parallel.py.)"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Unbounded, and with a spawn: the rows engine falls back to the
+# hash-partitioned engine, whose workers are processes.
+SPAWNS = """
+pool kv { cap 6; block 2; admit via gpu; }
+stage gpu { budget 2; }
+session c { turn; }
+session s {
+  let g = 0;
+  while true {
+    draw y in {1, 2};
+    set g = g + y;
+    spawn c;
+    turn;
+  }
+}
+workload { 2 x s; }
+"""
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_sigkill_of_a_worker_is_reported_with_the_statistics(tmp_path):
+    inst = tmp_path / "spawns.sq"
+    inst.write_text(SPAWNS)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    p = subprocess.Popen([sys.executable, "-m", "serq", "explore", str(inst), "--workers", "2", "--progress"],
+                         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        kids = []
+        for line in p.stderr:  # under way on the worker processes
+            if line.startswith("exploring:"):
+                kids = _children(p.pid)
+                if len(kids) == 2:
+                    break
+        assert len(kids) == 2, "no worker processes"
+        victim = kids[1]
+        os.kill(victim, signal.SIGKILL)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 17, (out, err)
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    m = re.fullmatch(r"failed: worker ([01]) died \(killed by SIGKILL\); stopped after (\d+) distinct states, "
+                     r"none of them a violation; exploration incomplete", lines[0])
+    assert m, out
+    st = re.match(r"stats: generated=(\d+) distinct=(\d+) queue=(\d+) max_depth=(\d+) .* workers=2", lines[-1])
+    assert st and int(st[2]) == int(m[2]) > 0, out
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.1)
+    assert not [k for k in kids if _alive(k)]
