@@ -42,7 +42,13 @@ def stats_line(st: Stats, with_timing: bool = True) -> str:
         rss = peak_rss()
         if rss:
             line += f" peak_rss={rss / 2**20:.0f}MiB ({rss / max(st.distinct, 1):.0f} B/state)"
+        line += " fp_collision=0 (exact)" if st.exact else f" fp_collision={_prob(st.collision_probability)}"
     return line
+
+
+def _prob(p: float) -> str:
+    """1.2e-11, 0 (no state, or one)."""
+    return "0" if p == 0 else f"{p:.1e}"
 
 
 def peak_rss() -> int:

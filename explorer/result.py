@@ -21,10 +21,25 @@ class Stats:
     elapsed: float = 0.0  # wall seconds
     workers: int = 1
     strategy: str = "bfs"
+    exact: bool = False  # states identified by their whole canonical form (explorer/exact.py)
 
     @property
     def states_per_sec(self) -> float:
         return self.distinct / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def collision_probability(self) -> float:
+        """An estimate of the probability that two different states shared
+        a 64-bit fingerprint, so that one of them (and what only it leads
+        to) was never explored; 0 with exact identities. The larger of
+        TLC's two analytic estimates: n(n-1)/2^65, any two of the n
+        distinct states colliding (the birthday bound), and n(m-n)/2^64,
+        one of the m-n generated states found already seen being in fact
+        new (TLC's "optimistic" figure)."""
+        if self.exact:
+            return 0.0
+        n, m = self.distinct, self.generated
+        return min(1.0, max(n * (n - 1) / 2**65, n * max(m - n, 0) / 2**64))
 
     def snapshot(self) -> "Stats":
         return replace(self)
@@ -39,6 +54,8 @@ class Stats:
             "strategy": self.strategy,
         }
         if with_timing:
+            d["collision_probability"] = self.collision_probability
+            d["exact"] = self.exact
             d["elapsed"] = round(self.elapsed, 3)
             d["states_per_sec"] = round(self.states_per_sec, 1)
         return d

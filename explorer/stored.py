@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .fingerprint import state_fingerprint
+from .interrupt import signal_name
 from .model import build_model
 
 __all__ = ["StateGraph", "build_graph"]
@@ -109,6 +110,33 @@ def build_graph(
         queue.append((state, u))
         return u
 
+    try:
+        _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info)
+    except KeyboardInterrupt as e:  # SIGINT/SIGTERM: the graph so far, cut where the signal came
+        _trim(g)
+        g.complete, g.bound_reason = False, signal_name(e)
+    g.elapsed = time.perf_counter() - t0
+    return g
+
+
+def _trim(g: StateGraph) -> None:
+    """Drop a node half added when a signal came, and edges to it."""
+    lists = [g.fps, g.parent, g.via, g.succ, g.done, g.bad] + [x for x in (g.info, g.value) if x is not None]
+    n = min(len(x) for x in lists)
+    for x in lists:
+        del x[n:]
+    for fp in [f for f, u in g.index.items() if u >= n]:
+        del g.index[fp]
+    for u in range(n):  # only the last node's last edges can be cut
+        out = g.succ[u]
+        k = next((i for i, (_a, v) in enumerate(out) if v >= n), len(out))
+        if g.info is not None:
+            k = min(k, len(g.info[u]))
+            del g.info[u][k:]
+        del out[k:]
+
+
+def _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info) -> None:
     for i, state in enumerate(m.initial_states()):
         fp = state_fingerprint(m, state)
         if fp not in g.index and add(state, fp, -1, i) is None:
@@ -135,5 +163,3 @@ def build_graph(
             if g.info is not None:
                 g.info[u].append(edge_info(state, action, nxt))
         g.edges += len(out)
-    g.elapsed = time.perf_counter() - t0
-    return g

@@ -5,6 +5,7 @@ then the point of no return of a counterexample."""
 from __future__ import annotations
 
 from explorer.analysis import point_of_no_return
+from explorer.exact import Exact
 from explorer.model import ModelFactory
 from explorer.search import check
 from serq import ir
@@ -17,14 +18,19 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
             max_depth: int | None = None, time_limit: float | None = None, ties: str = "all",
             symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
             graph_limit: int = GRAPH_LIMIT, memory_limit: int | None = None, ray: str | None = None,
-            partitions: int | None = None, checkpoint: str | None = None, resume: str | None = None):
+            partitions: int | None = None, checkpoint: str | None = None, resume: str | None = None,
+            exact: bool = False):
     """Explore an instance; returns the engine's Result. A counterexample
     gets its point of no return, computed on the whole state graph (at most
     `graph_limit` states; 0 skips it). `memory_limit`: bytes of resident
     memory (explorer/memory.py), None for no bound. With `ray` (a cluster
     address, "auto" or "local"), `partitions`, `checkpoint` or `resume` the
     BFS runs over hash partitions (explorer/distributed.py): the same result,
-    on a Ray cluster and/or with checkpoints."""
+    on a Ray cluster and/or with checkpoints. `exact`: states are
+    identified by their whole canonical row, not its 64-bit fingerprint
+    (no collision can hide a state; one process, the sequential engine)."""
+    if exact and (workers > 1 or ray is not None or partitions is not None or checkpoint or resume):
+        raise ValueError("an exact exploration runs in one process, without partitions")
     ch = Checks.of_program(program, checks)
     factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch})
     if ray is not None or partitions is not None or checkpoint is not None or resume is not None:
@@ -36,11 +42,14 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                                    checkpoint=checkpoint, resume=resume,
                                    identity=model_identity(program, ties, symmetry, ch))
     else:
-        result = check(factory if workers > 1 else factory(), strategy=strategy, max_states=max_states,
+        model = factory if workers > 1 else (Exact(factory()) if exact else factory())
+        result = check(model, strategy=strategy, max_states=max_states,
                        max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                        check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit)
+        result.stats.exact = exact
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
-                   time_limit=time_limit, graph_limit=graph_limit)
+                   time_limit=time_limit, graph_limit=graph_limit,
+                   model=model if exact else None)  # exact identities are the search's own numbers
     return result
 
 
@@ -55,13 +64,57 @@ def model_identity(program: ir.Program, ties: str, symmetry: bool, checks: Check
 
 def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: bool = True,
                    checks: list[str] | None = None, max_states: int | None = None,
-                   time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT) -> None:
-    """Set `result.no_return` when the result has a trace (and the limit is not 0)."""
+                   time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT, model=None) -> None:
+    """Set `result.no_return` when the result has a trace (and the limit is not 0).
+    `model`: the one the search used, when its state identities are its
+    own (an `Exact` model)."""
     if not result.trace or graph_limit <= 0:
         return
-    model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
+    if model is None:
+        model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
     limit = graph_limit if max_states is None else min(graph_limit, max_states)
     try:
         point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
     except KeyboardInterrupt:  # the counterexample is found: keep it, without its point of no return
         result.no_return = None
+
+
+def replay_verdict(program: ir.Program, path: str, *, ties: str = "all", symmetry: bool = True,
+                   checks: list[str] | None = None):
+    """(model, Result) of replaying `path` (such as 0/2/1): violation or
+    deadlock at its last state, livelock when its end returns to an
+    earlier state with no progress since (the lasso `explore` prints),
+    else pass. Raises ReplayError for a path that does not apply."""
+    from explorer.result import Result
+    from explorer.trace import replay
+
+    model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
+    trace = replay(model, path)
+    last = trace[-1].state
+    bad = model.invariants(last)
+    verdict, kind, msg = "pass", None, f"replayed {len(trace) - 1} step(s)"
+    if bad:
+        verdict, kind, msg = "violation", bad[0][0], bad[0][1]
+    elif not model.actions(last) and not model.is_done(last):
+        verdict, msg = "deadlock", f"replayed {len(trace) - 1} step(s) into a deadlock"
+    start = lasso_start(model, trace) if model.checks.livelock else None
+    if verdict == "pass" and start is not None:
+        verdict = "livelock"
+        msg = (f"replayed {len(trace) - 1} step(s): the last {len(trace) - 1 - start} return to the state of "
+               f"step {start} without progress")
+    return model, Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=path,
+                         diagnosis=model.describe_deadlock(last) if verdict == "deadlock" else [],
+                         lasso_start=start if verdict == "livelock" else None)
+
+
+def lasso_start(model, trace) -> int | None:
+    """The step a replayed path returns to at its end, if every step since
+    is without progress (the lasso of a livelock, as `explore` prints its
+    replay path), else None."""
+    last = trace[-1].fingerprint
+    for i in range(len(trace) - 1):
+        if trace[i].fingerprint == last:
+            if all(not model.is_progress(trace[k - 1].state, trace[k].action, trace[k].state)
+                   for k in range(i + 1, len(trace))):
+                return i
+    return None

@@ -120,6 +120,14 @@ class SerqModel:
     def fingerprint(self, state) -> int:
         return self.rows.pack(state).fp
 
+    def exact_key(self, state) -> bytes:
+        """The canonical row the fingerprint hashes, whole (`--exact`)."""
+        r = self.rows
+        rs = r.pack(state)
+        r.e.load(rs)
+        m = r.canon.canon(r.e.K, r.e.w, r.tmp, r.sym, r.keep_pos)
+        return r.tmp[:m].tobytes()
+
     def is_done(self, state) -> bool:
         # a faulted state is terminal: its fault is reported by `invariants`
         rs = self.rows.pack(state)

@@ -6,16 +6,15 @@ import json
 import sys
 
 from explorer.report import render_json, render_text
-from explorer.search import check
-from explorer.trace import NondeterministicModel, ReplayError, replay
-from explorer.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
+from explorer.trace import NondeterministicModel, ReplayError
 from explorer.checkpoint import CheckpointError
 from explorer.distributed import PartitionError, RayUnavailable, WorkerLost
+from explorer.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
 from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.exits import add_parser
-from serq.flags import check_limits
+from serq.flags import check_limits, memory_limit
 from serq.explore import ALL_CHECKS, Checks, SerqModel
-from serq.exploration import GRAPH_LIMIT, explore
+from serq.exploration import GRAPH_LIMIT, explore, replay_verdict
 from serq.validate import validate
 
 
@@ -45,6 +44,10 @@ def register(sub) -> None:
                    help="check this property instead of the instance's `check` lines "
                         "(deadlock, livelock, stuck, invariant, completes); repeatable")
     e.add_argument("--workers", type=int, default=1, metavar="N", help="parallel workers (hash-partitioned)")
+    e.add_argument("--exact", action="store_true",
+                   help="identify states by their whole canonical row instead of its 64-bit fingerprint, so "
+                        "that no fingerprint collision can hide a state (one process, slower, more memory: "
+                        "for small runs)")
     e.add_argument("--graph-limit", type=int, default=GRAPH_LIMIT, metavar="N",
                    help="states the point-of-no-return analysis of a counterexample may store "
                         f"(default {GRAPH_LIMIT}; 0 skips it)")
@@ -96,35 +99,45 @@ def write_timeline(args, model, result) -> None:
         write_page(args.html, timeline_page(model, result, args.instance), "serq explore")
 
 
-def cmd_explore(args) -> int:
-    from serq.load import load_path
-
-    from serq.diagnostics import render_all
-
-    # In theorem mode a join inside a finite hold is error E500 *and* the
-    # failed hypothesis H5: it is reported, and the exploration still shows
-    # the counterexample the hypothesis prevents.
+def check_flags(args) -> None:
+    """Every flag value and combination, before any work: a located
+    E012/E013 (exit 2) for the first that is wrong."""
     check_limits(args, "--max-states", "--max-depth", "--time-limit", "--workers", "--graph-limit")
-    memory_limit(args)  # a bad --memory is an input error before any work
+    memory_limit(args)  # a bad --memory
     if args.replay is not None and not args.replay.strip():
         raise flag_error("--replay", args.replay, "E013", "empty replay path: expected action indices such as 0/2/1")
     check_cluster_flags(args)
     if args.workers > 1 and args.strategy == "dfs":
         raise flag_error("--workers", str(args.workers), "E012", "--workers > 1 explores by BFS only; "
                          "drop --strategy dfs or --workers")
+    if args.exact and args.workers > 1:
+        raise flag_error("--workers", str(args.workers), "E012", "--exact explores in one process; "
+                         "drop --workers or --exact")
+    if args.exact and cluster_kwargs(args):
+        raise flag_error("--exact", "--exact", "E012", "--exact explores in one process; drop --ray, "
+                         "--partitions, --checkpoint and --resume, or --exact")
+    if args.worst is not None and (args.theorem or args.replay or args.exact):
+        other = "--theorem" if args.theorem else "--replay" if args.replay else "--exact"
+        raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
+
+
+def cmd_explore(args) -> int:
+    from serq.diagnostics import render_all
+    from serq.load import load_path
+
+    check_flags(args)
     loaded = load_path(args.instance, explorer=True)
     diags = loaded.warnings
     if args.theorem:
-        diags = [d for d in validate(loaded.program, theorem=True, explorer=True)]
+        # a join inside a finite hold is error E500 *and* the failed
+        # hypothesis H5: reported, and the exploration still shows the
+        # counterexample the hypothesis prevents
+        diags = validate(loaded.program, theorem=True, explorer=True)
     if diags and not args.json:
         print(render_all(diags, loaded.source), file=sys.stderr)
     prog = loaded.program
-    if args.worst is not None and (args.theorem or args.replay):
-        other = "--theorem" if args.theorem else "--replay"
-        raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
     check_html_target(args)
     if args.theorem:
-
         return cmd_theorem(args, loaded)
     if args.replay:
         return _replay(args, prog)
@@ -138,7 +151,8 @@ def cmd_explore(args) -> int:
             result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                              time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
                              workers=args.workers, checks=args.check, progress=display,
-                             graph_limit=args.graph_limit, memory_limit=memory_limit(args), **cluster_kwargs(args))
+                             graph_limit=args.graph_limit, memory_limit=memory_limit(args), exact=args.exact,
+                             **cluster_kwargs(args))
     except WorkerLost as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_WORKER_LOST
@@ -153,18 +167,6 @@ def cmd_explore(args) -> int:
     write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
                                    checks=Checks.of_program(prog, args.check)), result)
     return print_result(result, args)
-
-
-def memory_limit(args) -> int | None:
-    """--memory in bytes, or the default derived from the memory available now."""
-    from explorer.memory import default_limit, parse_size
-
-    if args.memory is None:
-        return default_limit()
-    try:
-        return parse_size(args.memory)
-    except ValueError as e:
-        raise flag_error("--memory", args.memory, "E012", str(e)) from None
 
 
 def _worst(args, prog) -> int:
@@ -197,52 +199,20 @@ def print_result(result, args) -> int:
 
 
 def _replay(args, prog) -> int:
-    model = SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                      checks=Checks.of_program(prog, args.check))
     try:
-        trace = replay(model, args.replay)
+        model, r = replay_verdict(prog, args.replay, ties=args.ties, symmetry=not args.no_symmetry,
+                                  checks=args.check)
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
     except ReplayError as e:
         raise SerqError([Diagnostic(0, 0, "E013", f"bad replay path `{args.replay}`: {e}", file="serq explore")]) from None
-    from explorer.result import Result
-
-    last = trace[-1].state
-    bad = model.invariants(last)
-    verdict, kind, msg = "pass", None, f"replayed {len(trace) - 1} step(s)"
-    if bad:
-        verdict, kind, msg = "violation", bad[0][0], bad[0][1]
-    elif not model.actions(last) and not model.is_done(last):
-        verdict, msg = "deadlock", f"replayed {len(trace) - 1} step(s) into a deadlock"
-    start = _lasso_start(model, trace) if model.checks.livelock else None
-    if verdict == "pass" and start is not None:
-        verdict = "livelock"
-        msg = (f"replayed {len(trace) - 1} step(s): the last {len(trace) - 1 - start} return to the state of "
-               f"step {start} without progress")
-    r = Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=args.replay,
-               diagnosis=model.describe_deadlock(last) if verdict == "deadlock" else [],
-               lasso_start=start if verdict == "livelock" else None)
     write_timeline(args, model, r)
-    timing = not args.no_timing
     if args.json:
         print(json.dumps(render_json(r, with_timing=False, with_stats=False), indent=1))
     else:
-        sys.stdout.write(render_text(r, with_timing=timing, with_stats=False))
+        sys.stdout.write(render_text(r, with_timing=not args.no_timing, with_stats=False))
     return r.exit_code
-
-
-def _lasso_start(model, trace) -> int | None:
-    """The step a replayed path returns to at its end, if every step since
-    is without progress (the lasso of a livelock, as `explore` prints its
-    replay path), else None."""
-    last = trace[-1].fingerprint
-    for i in range(len(trace) - 1):
-        if trace[i].fingerprint == last:
-            if all(not model.is_progress(trace[k - 1].state, trace[k].action, trace[k].state)
-                   for k in range(i + 1, len(trace))):
-                return i
-    return None
 
 
 def cmd_theorem(args, loaded) -> int:
@@ -255,7 +225,7 @@ def cmd_theorem(args, loaded) -> int:
         hs, result, line, code = check_theorem(
             prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
             time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-            workers=args.workers, progress=display)
+            workers=args.workers, progress=display, memory_limit=memory_limit(args), exact=args.exact)
     finally:
         if display is not None:
             display.close()

@@ -33,3 +33,15 @@ def check_limits(args, *flags: str) -> None:
         if v < least:
             need = "at least 1" if least == 1 else "non-negative"
             raise flag_error(flag, text, "E012", f"{flag} must be {need} ({unit}), got {text}")
+
+
+def memory_limit(args) -> int | None:
+    """--memory in bytes, or the default derived from the memory available now."""
+    from explorer.memory import default_limit, parse_size
+
+    if getattr(args, "memory", None) is None:
+        return default_limit()
+    try:
+        return parse_size(args.memory)
+    except ValueError as e:
+        raise flag_error("--memory", args.memory, "E012", str(e)) from None

@@ -11,6 +11,8 @@ reports the same bytes. docs/simulator.md defines each field.
 
 from __future__ import annotations
 
+from serq.durations import duration_text
+
 import json
 import math
 from typing import Any
@@ -287,7 +289,7 @@ def render(report: dict, console) -> None:
 
     T = report["simulated_ns"]
     head = (f"[bold]serq run[/bold] {report['instance']}  seed {report['seed']}  "
-            f"simulated {T / NS:.6f} s  stopped: {report['stopped']}")
+            f"simulated {duration_text(T)}  stopped: {report['stopped']}")
     console.print(head, highlight=False)
     console.print(f"iterations: {report['iterations_simulated']} simulated, "
                   f"{report['iterations_evaluated']} evaluated"

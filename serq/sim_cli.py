@@ -1,17 +1,7 @@
-"""`serq run` and `serq check`: thin wrappers around `serq.sim.simulate`.
-
-run:   simulate and print the report (rich tables, or `--json`). Exit 0,
-       or 12 if the run stopped on a fault (a failed `assert`, an
-       evaluation error, a broken conservation law).
-check: simulate and judge. Exit 0 (pass), 12 (a stuck session, a failed
-       `assert`, an `invariant` violation, a conservation violation or
-       another fault), 10 (the run ended with sessions that can never move:
-       a deadlock the simulation walked into), 13 (the step limit was hit
-       before the run ended: no violation within the bound).
-Both: 16 when SIGINT (Ctrl-C) or SIGTERM stopped the run (run: the report
-of the run so far, `stopped: interrupted`; check: never ok).
-Bad input exits 2 (serq.cli prints the diagnostics).
-"""
+"""`serq run` and `serq check`: flags -> `serq.sim.Simulator` (and, for
+check, `serq.checking.judge`) -> the report or the verdict's lines. The
+exit codes are the rows of explorer.verdict.EXITS listed for each command
+in serq/exits.py (and in `--help`)."""
 
 from __future__ import annotations
 
@@ -21,10 +11,10 @@ import sys
 from serq.diagnostics import flag_error
 from serq.exits import add_parser
 from serq.flags import check_limits
-from serq.sim import (DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, STALLED, STEP_LIMIT, VIOLATION, SimConfig,
-                      Simulator, parse_duration)
+from explorer.verdict import EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
+from serq.durations import duration_text
+from serq.sim import DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, SimConfig, Simulator, parse_duration
 
-EXIT_PASS, EXIT_DEADLOCK, EXIT_VIOLATION, EXIT_BOUND, EXIT_INTERRUPTED = 0, 10, 12, 13, 16
 
 
 def _duration(text: str) -> int:
@@ -169,46 +159,18 @@ def cmd_run(args) -> int:
         _write_plots(result, args)
     _print_report(result, args, console)
     if result.stopped == INTERRUPTED:
-        print(f"{args.instance}: interrupted by {result.signal} at {result.now / 1e9:.6f} s simulated; "
+        print(f"{args.instance}: interrupted by {result.signal} at {duration_text(result.now)} simulated; "
               "the report covers the run so far", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_VIOLATION if result.stopped == FAULT else EXIT_PASS
 
 
 def cmd_check(args) -> int:
+    from serq.checking import judge
+
     result = _simulate(args, check=True)
-    console = _console()
     if args.json:
-        _print_report(result, args, console)
-    out = sys.stdout if not args.json else sys.stderr
-    label = args.instance
-    if result.stopped == FAULT:
-        for t, kind, msg in result.faults:
-            print(f"{label}: FAIL: {kind} at {t / 1e9:.6f} s: {msg}", file=out)
-        return EXIT_VIOLATION
-    if result.stopped == VIOLATION or result.violations_total:
-        for t, kind, msg in result.violations:
-            print(f"{label}: FAIL: {kind} at {t / 1e9:.6f} s: {msg}", file=out)
-        if result.violations_total > len(result.violations):
-            print(f"{label}: ... and {result.violations_total - len(result.violations)} more", file=out)
-        return EXIT_VIOLATION
-    if result.stopped == STALLED:
-        print(f"{label}: FAIL: deadlock: the simulation ended at {result.now / 1e9:.6f} s with "
-              f"{len(result.stalled)} session(s) that can never move:", file=out)
-        for s in result.stalled:
-            print(f"  {s}", file=out)
-        return EXIT_DEADLOCK
-    if result.stopped == INTERRUPTED:
-        print(f"{label}: interrupted by {result.signal}: no violation in {result.now / 1e9:.6f} s simulated "
-              "before it; not a pass", file=out)
-        return EXIT_INTERRUPTED
-    if result.stopped == STEP_LIMIT:
-        print(f"{label}: no violation within the step limit ({args.max_steps} actions, "
-              f"{result.now / 1e9:.6f} s simulated); not a pass", file=out)
-        return EXIT_BOUND
-    n = len(result.state[0])
-    where = f"up to the horizon ({result.now / 1e9:.6f} s)" if result.stopped == "horizon" else \
-        f"all {n} sessions ended at {result.now / 1e9:.6f} s"
-    print(f"{label}: ok: no stuck session, failed assert, invariant or conservation violation; {where} "
-          f"(seed {args.seed})", file=out)
-    return EXIT_PASS
+        _print_report(result, args, _console())
+    j = judge(result, label=args.instance, seed=args.seed, max_steps=args.max_steps)
+    print("\n".join(j.lines), file=sys.stdout if not args.json else sys.stderr)
+    return j.exit_code

@@ -25,9 +25,12 @@ the program.
 
 from __future__ import annotations
 
-from collections import deque
+import time
 from dataclasses import dataclass, field
 
+from explorer.interrupt import Interrupted
+from explorer.verdict import EXIT_THEOREM
+from explorer.walk import walk
 from serq import ir
 from serq.irutil import enclosing_pools, same_expr
 from serq.exploration import explore
@@ -36,7 +39,6 @@ from serq.model import Model
 
 SOLO_LIMIT = 200_000  # states per solo exploration
 
-EXIT_THEOREM = 14
 
 
 @dataclass
@@ -182,10 +184,16 @@ def _prefill_growth(prog, m, st, nxt, e, grown) -> str | None:
         f": its prefill grows its hold on `{pool}` from {b0} to {b1} blocks, past what the hold took at admission"
 
 
-def measure(prog: ir.Program):
-    """(peaks, bound_failures, undecided, prefill_growth): peaks[(program,
+def measure(prog: ir.Program, *, deadline: float | None = None, time_limit: float | None = None,
+            max_states: int = SOLO_LIMIT):
+    """(peaks, bound_failures, undecided, prefill_growth, signal): peaks[(program,
     pool)] = (blocks, witness text) over every solo run; bound failures and
-    H2's measured witnesses as text."""
+    H2's measured witnesses as text. Each solo run is a walk of the
+    explorer (explorer/walk.py) over the same step function, within
+    `max_states` states each and the `deadline` (a time.perf_counter()
+    value; `time_limit` is what is reported); a solo run cut short by
+    either, or by SIGINT/SIGTERM, is listed in `undecided`; a signal
+    ends the measure (`signal` is its name, else None)."""
     peaks: dict[tuple[str, str], tuple[int, str]] = {}
     bound_fail: list[str] = []
     undecided: list[str] = []
@@ -197,14 +205,9 @@ def measure(prog: ir.Program):
         hidden = {}
         for cp in m.progs:
             sp = prog.session(cp.name)
-            hs = []
-            for a in sp.attrs:
-                if a.hidden and a.origin == "draw":
-                    hs.append((cp.slots[a.name], a.name, _bound_slot(sp, a.name)))
-            hidden[cp.index] = hs
-        start = m.initial_state()
-        seen = {start}
-        todo = deque([start])
+            hidden[cp.index] = [(cp.slots[a.name], a.name, _bound_slot(sp, a.name))
+                                for a in sp.attrs if a.hidden and a.origin == "draw"]
+
         def peak(state, sid, p, own):
             s = state[0][sid]
             cp = m.progs[s[0]]
@@ -215,8 +218,7 @@ def measure(prog: ir.Program):
                                  if a.origin in ("draw", "choose", "param"))
                 peaks[key] = (blocks, f"{cp.name}({vals})" if vals else cp.name)
 
-        while todo:
-            st = todo.popleft()
+        def on_state(st):
             for sid, s in enumerate(st[0]):
                 cp = m.progs[s[0]]
                 if cp.states[s[1]].kind == "arrive":
@@ -233,29 +235,47 @@ def measure(prog: ir.Program):
                         continue
                     if msg not in bound_fail:
                         bound_fail.append(msg)
-            for _a, nxt, events in m.transitions(st):
-                # a hold never shrinks: its size at release is its peak (a
-                # hold can grow and be released within one action)
-                for e in events:
-                    if e[0] == "release":
-                        peak(nxt, e[1], e[2], e[3])
-                    elif e[0] == "serve" and line.program not in grown_by:  # one witness a program
-                        msg = _prefill_growth(prog, m, st, nxt, e, grown)
-                        if msg is not None:
-                            grown_by.add(line.program)
-                            growth.append(msg)
-                if nxt not in seen:
-                    if len(seen) >= SOLO_LIMIT:
-                        undecided.append(f"`{line.program}` alone has more than {SOLO_LIMIT} states")
-                        todo.clear()
-                        break
-                    seen.add(nxt)
-                    todo.append(nxt)
-    return peaks, bound_fail, undecided, growth
+
+        def on_edge(st, _a, nxt, events):
+            # a hold never shrinks: its size at release is its peak (a
+            # hold can grow and be released within one action)
+            for e in events:
+                if e[0] == "release":
+                    peak(nxt, e[1], e[2], e[3])
+                elif e[0] == "serve" and line.program not in grown_by:  # one witness a program
+                    msg = _prefill_growth(prog, m, st, nxt, e, grown)
+                    if msg is not None:
+                        grown_by.add(line.program)
+                        growth.append(msg)
+
+        end = walk([m.initial_state()], m.transitions, on_state=on_state, on_edge=on_edge,
+                   max_states=max_states, deadline=deadline, time_limit=time_limit)
+        if end.reason == "max_states":
+            undecided.append(f"`{line.program}` alone has more than {max_states} states")
+        elif end.reason == "time_limit":
+            undecided.append(f"`{line.program}` alone: the time limit ({time_limit} s) came after "
+                             f"{end.states} states")
+        elif end.reason is not None:
+            undecided.append(f"`{line.program}` alone: interrupted by {end.reason} after {end.states} states")
+            return peaks, bound_fail, undecided, growth, end.reason
+    return peaks, bound_fail, undecided, growth, None
 
 
-def hypotheses(prog: ir.Program) -> list[Hypothesis]:
-    peaks, bound_fail, undecided, growth = measure(prog)
+class TheoremInterrupted(Interrupted):
+    """SIGINT/SIGTERM during the hypotheses' solo runs: `hypotheses` holds
+    the table so far (the measured ones unknown)."""
+
+    def __init__(self, signame: str, hs: list) -> None:
+        super().__init__(signame)
+        self.hypotheses = hs
+
+
+def hypotheses(prog: ir.Program, *, deadline: float | None = None, time_limit: float | None = None,
+               max_states: int = SOLO_LIMIT) -> list[Hypothesis]:
+    """The six hypotheses (limits as `measure`); raises TheoremInterrupted
+    on SIGINT/SIGTERM."""
+    peaks, bound_fail, undecided, growth, stopped = measure(prog, deadline=deadline, time_limit=time_limit,
+                                                            max_states=max_states)
     fit_wit = []
     for (pname, pool), (blocks, wit) in sorted(peaks.items()):
         p = prog.pool(pool)
@@ -269,7 +289,10 @@ def hypotheses(prog: ir.Program) -> list[Hypothesis]:
                     None if (und and not fit_wit) else not fit_wit, fit_wit + undecided)
     h4 = Hypothesis("H4", "bounded", "every hidden drawn value is at most its declared bound",
                     None if (und and not bound_fail) else not bound_fail, bound_fail + (undecided if und else []))
-    return [h1_lifo(prog), h2_reserve(prog, growth), h3, h4, h5_nojoin(prog), h6_one_hold(prog)]
+    hs = [h1_lifo(prog), h2_reserve(prog, growth), h3, h4, h5_nojoin(prog), h6_one_hold(prog)]
+    if stopped:
+        raise TheoremInterrupted(stopped, hs)
+    return hs
 
 
 def table(hs: list[Hypothesis]) -> str:
@@ -294,6 +317,8 @@ def theorem_verdict(hs: list[Hypothesis], result) -> tuple[str, int]:
                 result.exit_code)
     if result.verdict == "bound":
         return ("no violation within the bound: the theorem's conclusion could not be checked fully", result.exit_code)
+    if result.verdict in ("interrupted", "failed"):
+        return (f"{result.verdict}: the theorem's conclusion could not be checked fully", result.exit_code)
     if not failed and not unknown:
         if result.verdict == "pass":
             return ("theorem holds on this instance: every hypothesis holds and every admitted session completes", 0)
@@ -310,8 +335,31 @@ def theorem_verdict(hs: list[Hypothesis], result) -> tuple[str, int]:
 def check_theorem(prog: ir.Program, **explore_kw):
     """The hypotheses, then the exploration of `completes` (keyword
     arguments as `serq.exploration.explore`): (hypotheses, result, verdict
-    line, exit code)."""
-    hs = hypotheses(prog)
+    line, exit code). The limits hold over both: the solo runs share the
+    time limit (the exploration gets what they leave) and keep within
+    `max_states` each; SIGINT/SIGTERM during them gives the verdict
+    "interrupted" with the table so far."""
+    from explorer.outcome import bounded, interrupted
+    from explorer.result import Stats
+
+    t0 = time.perf_counter()
+    tl = explore_kw.get("time_limit")
+    ms = explore_kw.get("max_states")
+    try:
+        hs = hypotheses(prog, deadline=None if tl is None else t0 + tl, time_limit=tl,
+                        max_states=SOLO_LIMIT if ms is None else min(SOLO_LIMIT, ms))
+    except TheoremInterrupted as e:
+        result = interrupted(Stats(elapsed=time.perf_counter() - t0), e)
+        result.message = f"stopped by {e.signame} while checking the hypotheses; nothing explored yet"
+        return e.hypotheses, result, *theorem_verdict(e.hypotheses, result)
+    if tl is not None:
+        left = tl - (time.perf_counter() - t0)
+        if left <= 0:
+            result = bounded(Stats(elapsed=time.perf_counter() - t0), "time_limit", tl)
+            result.message = (f"the time limit ({tl} s) came while checking the hypotheses; nothing explored "
+                              "yet; exploration incomplete")
+            return hs, result, *theorem_verdict(hs, result)
+        explore_kw = dict(explore_kw, time_limit=left)
     result = explore(prog, checks=["completes"], **explore_kw)
     line, code = theorem_verdict(hs, result)
     return hs, result, line, code

@@ -321,9 +321,11 @@ class Worst:
 
     @property
     def exit_code(self) -> int:
-        from explorer.verdict import EXIT_BOUND, EXIT_PASS
+        from explorer.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS
 
-        return EXIT_PASS if self.complete else EXIT_BOUND
+        if self.complete:
+            return EXIT_PASS
+        return EXIT_INTERRUPTED if self.bound_reason in ("SIGINT", "SIGTERM") else EXIT_BOUND
 
 
 def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symmetry: bool = True,
@@ -402,7 +404,10 @@ def render_text(w: Worst) -> str:
         out.append(f"counted at steps: {_steps_text(w.counted, w.metric.unit != 'ticks')}")
     out.extend(trace_lines(w.trace, w.lasso_start))
     if not w.complete:
-        out.append(f"the state graph was cut at its {w.bound_reason} bound: a larger value may exist")
+        if w.bound_reason in ("SIGINT", "SIGTERM"):
+            out.append(f"interrupted by {w.bound_reason}: the state graph was cut there: a larger value may exist")
+        else:
+            out.append(f"the state graph was cut at its {w.bound_reason} bound: a larger value may exist")
     out.append(f"replay: {w.replay_path}")
     out.append(f"states: {w.states}")
     return "\n".join(out) + "\n"

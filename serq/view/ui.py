@@ -35,11 +35,13 @@ class Explorer:
     """What the pages show, independent of the web server (tests call it)."""
 
     def __init__(self, program, instance: str, *, ties: str = "all", symmetry: bool = True,
-                 checks: list[str] | None = None, max_states: int | None = None):
+                 checks: list[str] | None = None, max_states: int | None = None,
+                 time_limit: float | None = None, memory_limit: int | None = None):
         self.program = program
         self.instance = instance
         self.ties, self.symmetry, self.check_names = ties, symmetry, checks
         self.max_states = max_states
+        self.time_limit, self.memory_limit = time_limit, memory_limit
         self.model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
         self.lock = threading.Lock()
         self._violation = None
@@ -94,7 +96,8 @@ class Explorer:
             from serq.exploration import explore
 
             self._violation = explore(self.program, ties=self.ties, symmetry=self.symmetry,
-                                      checks=self.check_names, max_states=self.max_states)
+                                      checks=self.check_names, max_states=self.max_states,
+                                      time_limit=self.time_limit, memory_limit=self.memory_limit)
         return self._violation
 
     def timeline(self, path: str) -> str:
@@ -235,6 +238,8 @@ def register(sub) -> None:
     u.add_argument("--ties", choices=("all", "seq"), default="all", help="as for serq explore")
     u.add_argument("--no-symmetry", action="store_true", help="as for serq explore")
     u.add_argument("--max-states", type=int, metavar="N", help="bound of the violation search")
+    u.add_argument("--time-limit", type=float, metavar="SEC", help="time bound of the violation search")
+    u.add_argument("--memory", metavar="SIZE", help="memory bound of the violation search, as for serq explore")
     u.set_defaults(func=cmd_ui)
 
 
@@ -245,8 +250,11 @@ def cmd_ui(args) -> int:
     if not 0 <= args.port <= 65535:
         raise SerqError([Diagnostic(0, 0, "E018", f"--port must be between 0 and 65535, not {args.port}",
                                     file="serq ui")])
+    from serq.flags import check_limits, memory_limit
+
+    check_limits(args, "--max-states", "--time-limit")
     ex = Explorer(loaded.program, args.instance, ties=args.ties, symmetry=not args.no_symmetry,
-                  max_states=args.max_states)
+                  max_states=args.max_states, time_limit=args.time_limit, memory_limit=memory_limit(args))
     if args.replay:
         path = args.replay.strip().strip("/")
         try:
