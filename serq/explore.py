@@ -10,6 +10,8 @@ drive the same step function.
 
 from __future__ import annotations
 
+from serq.words import stuck_text
+
 from dataclasses import dataclass
 
 from serq import ir
@@ -277,7 +279,7 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
                 why += ", self-preemption"
             parts.append(f"preempt {lab(e[1])} ({why})")
         elif t == "stuck" and sm.checks.stuck:  # not a finding when stuck is not checked
-            parts.append(f"{lab(e[1])} is stuck (preempted again without passing its previous position)")
+            parts.append(stuck_text(lab(e[1])))
         elif t == "evict":
             if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
                 owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"

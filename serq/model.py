@@ -31,6 +31,8 @@ numbers. The explorer's canonical form replaces them by their ranks.
 
 from __future__ import annotations
 
+from serq.words import stuck_text
+
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -380,6 +382,6 @@ class Model:
             return out
         for sid, s in enumerate(sessions):
             if s[11]:
-                out.append(("stuck", f"{self.progs[s[0]].name}#{sid + 1} was preempted again without passing the position of its previous preemption"))
+                out.append(("stuck", stuck_text(f"{self.progs[s[0]].name}#{sid + 1}")))
         out.extend(self.engine.invariants(state))
         return out

@@ -12,6 +12,7 @@ reports the same bytes. docs/simulator.md defines each field.
 from __future__ import annotations
 
 from serq.durations import duration_text
+from serq.words import stuck_text
 
 import json
 import math
@@ -363,7 +364,7 @@ def describe_event(e, m, state) -> str | None:
     if k == "preempt":
         return f"preempt {lab(e[1])} ({pool(e[2])}: {e[3]})"
     if k == "stuck":
-        return f"{lab(e[1])} is stuck on {pool(e[2])}"
+        return stuck_text(lab(e[1]), pool(e[2]))
     if k == "iterate":
         sh = e[2]
         return f"shape ntok={sh['ntok']} ndec={sh['ndec']} nreq={sh['nreq']} kvb={sh['kvb']}"

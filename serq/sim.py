@@ -29,6 +29,8 @@ there is no difference. docs/simulator.md states all of it.
 
 from __future__ import annotations
 
+from serq.words import stuck_text
+
 import heapq
 import math
 import random
@@ -482,9 +484,8 @@ class Simulator:
                     self.turn_gen[sid] = gen
                     self._push(tick + think, self._turn_prio, TURN, (sid, gen))
             elif k == "stuck":
-                self._violate(tick, "stuck", f"{self.m.session_label(self.state, e[1])} was preempted again "
-                                             f"from pool `{self.m.pools[e[2]].name}` without passing the "
-                                             f"position of its previous preemption")
+                self._violate(tick, "stuck", stuck_text(self.m.session_label(self.state, e[1]),
+                                                        self.m.pools[e[2]].name))
                 if self.cfg.stop_on_violation:
                     raise _Stop(VIOLATION)
                 if self._since_progress >= self._watchdog:

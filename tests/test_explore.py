@@ -212,7 +212,7 @@ def test_a_trace_calls_a_session_stuck_only_when_stuck_is_checked():
     with_stuck = _action_texts(SerqModel(p, checks=Checks()), 7)
     assert "self-preemption" in livelock_only[6]
     assert not any("stuck" in t for t in livelock_only)
-    assert "big#1 is stuck" in with_stuck[6]
+    assert "big#1 was preempted again without passing the position of its previous preemption" in with_stuck[6]
 
 
 REPEAT_AND_A_LOOK_ALIKE = """

@@ -240,3 +240,18 @@ workload { 2 x s every 2; }
     assert main(["run", f.name]) == 0
     out = capsys.readouterr().out
     assert "simulated 0.000000 s" not in out and " ns  stopped: done" in out, out
+
+
+def test_one_stuck_message():
+    """The simulator, the explorer's verdict, its trace and `serq run --trace`
+    say it with the same words (serq.words.stuck_text)."""
+    import ast
+
+    from serq.words import stuck_text
+
+    assert stuck_text("chat#1") == "chat#1 was preempted again without passing the position of its previous preemption"
+    for f in ("sim.py", "model.py", "explore.py", "report.py"):
+        src = (ROOT / "serq" / f).read_text()
+        assert "preempted again" not in src and "is stuck" not in src, f
+        assert "stuck_text(" in src, f
+    ast.parse((ROOT / "serq" / "words.py").read_text())

@@ -1,0 +1,267 @@
+"""Fuzzing campaign: mutants of the instance library's source and IR JSON
+through compile, validate, fmt, run and explore (small budgets). Every
+mutant must end in located diagnostics or a result: any other exception
+is a crash, counted and printed with its reproducer.
+
+    python bench/fuzz.py                     # 100,000 mutants of each kind
+    python bench/fuzz.py -n 2000 --seed 7    # quicker
+    python bench/fuzz.py --kinds ir          # one kind
+    python bench/fuzz.py --no-run            # front end only (much faster)
+
+Kinds:
+  numeric  a number of an instance replaced by an edge value (0, -1, 2^63,
+           10^30, 400 digits, ...), a division by zero, or a huge duration;
+  deep     expressions nested deep (parentheses, `if`) or wide (long sums);
+  ir       the compiled IR JSON with one to three leaves replaced (edge
+           numbers, wrong types, null), keys deleted, lists cut or doubled.
+
+The same generators drive tests/test_fuzz_pipeline.py (hypothesis, a few
+hundred mutants); this campaign is not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from serq.diagnostics import SerqError  # noqa: E402
+
+TEXTS = {p.name: p.read_text() for p in sorted((ROOT / "instances").glob("*.sq"))}
+
+EDGE_INTS = ["0", "1", "-1", "2", "255", "65535", "2147483647", "2147483648", "9223372036854775807",
+             "9223372036854775808", "18446744073709551616", "1000000", "1000000000000000000000000000000",
+             "9" * 40, "9" * 400, "(1 / 0)", "(1 % 0)", "floor(1 / 0)", "(0 - 1)", "(-9223372036854775807 - 1)"]
+EDGE_TIMES = ["0s", "1ns", "999999999999s", "9" * 30 + "s", "0.000001ns", "1e9", "18446744073709551616ms"]
+
+
+def _numbers(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every integer literal of `text` (not inside names)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isdigit() and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] == "_")):
+            j = i
+            while j < n and (text[j].isdigit() or text[j] == "."):
+                j += 1
+            out.append((i, j))
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def numeric_mutant(rng: random.Random) -> str:
+    """An instance with one to three numbers replaced by edge values."""
+    text = TEXTS[rng.choice(sorted(TEXTS))]
+    for _ in range(rng.randint(1, 3)):
+        spots = _numbers(text)
+        if not spots:
+            break
+        a, b = rng.choice(spots)
+        unit = b < len(text) and text[b].isalpha()
+        edge = rng.choice(EDGE_TIMES if unit and rng.random() < 0.5 else EDGE_INTS)
+        if unit and edge[-1].isalpha():  # the edge brings its own unit
+            u = b
+            while u < len(text) and text[u].isalpha():
+                u += 1
+            b = u
+        text = text[:a] + edge + text[b:]
+    return text
+
+
+def deep_mutant(rng: random.Random) -> str:
+    """Deep or wide expressions and statements in a small valid instance."""
+    shape = rng.choice(["parens", "sum", "if", "and", "neg", "calls"])
+    n = rng.choice([10, 100, 500, 1000, 3000, 20000])
+    if shape == "parens":
+        expr = "(" * n + "1" + ")" * n
+    elif shape == "sum":
+        expr = " + ".join(["1"] * n)
+    elif shape == "and":
+        expr = "1 if " + " and ".join(["true"] * n) + " else 2" if rng.random() < 0.2 else \
+            "min(" + ", ".join(["1"] * min(n, 200)) + ")"
+    elif shape == "neg":
+        expr = "-" * n + "1"
+    elif shape == "calls":
+        expr = "floor(" * min(n, 3000) + "1" + ")" * min(n, 3000)
+    else:
+        expr = "1"
+    body = ("if true {\n" * n + "turn;\n" + "}\n" * n) if shape == "if" else "turn;"
+    where = rng.choice(["const", "budget", "draw", "let"])
+    return (f"const A = {expr if where == 'const' else '2'};\n"
+            "pool kv { cap 8; block 2; admit via gpu; }\n"
+            f"stage gpu {{ budget {expr if where == 'budget' else '4'}; }}\n"
+            "session s {\n"
+            f"  let g = {expr if where == 'let' else '0'};\n"
+            f"  draw x in {{1, {expr if where == 'draw' else '2'}}};\n"
+            f"  hold kv {{ prefill 2 on gpu; {body} }}\n"
+            "}\nworkload { 2 x s; }\n")
+
+
+_IR_CACHE: dict[str, str] = {}
+
+
+def _ir_texts() -> dict[str, str]:
+    if not _IR_CACHE:
+        from serq.load import load_text
+
+        for name, text in TEXTS.items():
+            try:
+                _IR_CACHE[name] = load_text(text, name).program.to_json()
+            except SerqError:
+                continue
+    return _IR_CACHE
+
+
+EDGE_VALUES = [0, -1, 1, 2**31, 2**63, 2**64, -10**30, 10**30, 1e300, -1e300, 0.5, True, False, None, "",
+               "4", "x" * 300, [], {}, [0], {"k": 1}]
+
+
+def _leaves(node, path=()):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _leaves(v, path + (k,))
+        yield path, node
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _leaves(v, path + (i,))
+        yield path, node
+    else:
+        yield path, node
+
+
+def _set(root, path, value):
+    node = root
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+
+
+def ir_mutant(rng: random.Random) -> str:
+    """The IR JSON of an instance with one to three structural edits."""
+    texts = _ir_texts()
+    doc = json.loads(texts[rng.choice(sorted(texts))])
+    for _ in range(rng.randint(1, 3)):
+        spots = [(p, v) for p, v in _leaves(doc) if p]
+        path, value = rng.choice(spots)
+        op = rng.random()
+        parent = doc
+        for k in path[:-1]:
+            parent = parent[k]
+        if op < 0.55:
+            _set(doc, path, rng.choice(EDGE_VALUES))
+        elif op < 0.7 and isinstance(parent, dict):
+            del parent[path[-1]]
+        elif op < 0.85 and isinstance(value, list) and value:
+            _set(doc, path, value[: rng.randint(0, len(value) - 1)] if rng.random() < 0.5 else value + value[:1])
+        elif isinstance(value, int) and not isinstance(value, bool):
+            _set(doc, path, value + rng.choice([-1, 1, -value - 1, 10**6]))
+        else:
+            _set(doc, path, rng.choice(EDGE_VALUES))
+    return json.dumps(doc)
+
+
+GENERATORS = {"numeric": numeric_mutant, "deep": deep_mutant, "ir": ir_mutant}
+
+
+class Crash(Exception):
+    def __init__(self, stage: str, exc: BaseException) -> None:
+        super().__init__(f"{stage}: {type(exc).__name__}: {exc}"[:300])
+        self.stage = stage
+        self.tb = traceback.format_exc()
+
+
+def pipeline(kind: str, text: str, *, run: bool = True, max_states: int = 200, max_steps: int = 200,
+             time_limit: float = 2.0) -> str:
+    """Compile, validate, fmt, run and explore one mutant. Returns how it
+    ended ("rejected", or the explorer's verdict); raises Crash on anything
+    but located diagnostics."""
+    from serq.load import load_ir, load_text
+
+    stage = "load"
+    try:
+        if kind == "ir":
+            loaded = load_ir(text, "fuzz.ir.json", explorer=False)
+        else:
+            loaded = load_text(text, "fuzz.sq")
+            stage = "fmt"
+            from serq.fmt import format_program_source
+
+            format_program_source(text, "fuzz.sq")
+    except SerqError as e:
+        for d in e.diagnostics:
+            if kind != "ir" and not (d.line >= 1 and d.col >= 1):
+                raise Crash(stage, AssertionError(f"unlocated diagnostic {d.code}: {d.message}")) from None
+        return "rejected"
+    except RecursionError as e:  # noqa: B014 - a crash, reported as such
+        raise Crash(stage, e) from None
+    except Exception as e:  # noqa: BLE001 - any other exception is what the fuzzer looks for
+        raise Crash(stage, e) from None
+    if not run:
+        return "accepted"
+    prog = loaded.program
+    try:
+        stage = "run"
+        from serq.sim import SimConfig, Simulator
+
+        Simulator(prog, SimConfig(max_steps=max_steps)).run()
+        stage = "explore"
+        from serq.exploration import explore
+        from serq.validate import validate
+
+        if any(d.severity == "error" for d in validate(prog, explorer=True)):
+            return "not explorable"
+        r = explore(prog, max_states=max_states, time_limit=time_limit, graph_limit=0)
+        return r.verdict
+    except SerqError:
+        return "rejected"
+    except Exception as e:  # noqa: BLE001
+        raise Crash(stage, e) from None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-n", type=int, default=100_000, help="mutants of each kind (default 100,000)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--kinds", default="numeric,deep,ir")
+    ap.add_argument("--no-run", action="store_true", help="compile, validate and fmt only")
+    ap.add_argument("--show", type=int, default=5, help="reproducers printed per kind")
+    args = ap.parse_args()
+    total_crashes = 0
+    for kind in args.kinds.split(","):
+        gen = GENERATORS[kind]
+        rng = random.Random(args.seed)
+        outcomes: Counter = Counter()
+        crashes: Counter = Counter()
+        shown = 0
+        t0 = time.perf_counter()
+        for i in range(args.n):
+            text = gen(rng)
+            try:
+                outcomes[pipeline(kind, text, run=not args.no_run)] += 1
+            except Crash as c:
+                outcomes["CRASH"] += 1
+                key = str(c).split(":")[0:2]
+                crashes[":".join(key)] += 1
+                if shown < args.show and crashes[":".join(key)] == 1:
+                    shown += 1
+                    print(f"--- {kind} #{i}: {c}\n{text[:400]}\n", file=sys.stderr)
+        dt = time.perf_counter() - t0
+        total_crashes += outcomes["CRASH"]
+        print(f"{kind}: {args.n} mutants in {dt:.0f} s; " + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
+        for k, v in crashes.most_common():
+            print(f"  crash {k}: {v}")
+    return 1 if total_crashes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

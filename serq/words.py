@@ -1,0 +1,11 @@
+"""Phrases that the simulator, the explorer and the reports share, so that
+one finding reads the same wherever it is printed."""
+
+from __future__ import annotations
+
+
+def stuck_text(label: str, pool: str | None = None) -> str:
+    """A session preempted again before passing the position of its
+    previous preemption (the `stuck` check), with the pool when known."""
+    where = f" from pool `{pool}`" if pool else ""
+    return f"{label} was preempted again{where} without passing the position of its previous preemption"
