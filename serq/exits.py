@@ -15,7 +15,7 @@ COMMAND_EXITS: dict[str, tuple[str, ...]] = {
     "explore": ("pass", "input_error", "deadlock", "livelock", "violation", "bound", "theorem",
                 "nondeterministic", "interrupted", "failed"),
     "sweep": ("pass", "input_error", "interrupted"),
-    "ui": ("pass", "input_error", "interrupted"),
+    "ui": ("pass", "input_error"),
 }
 
 # what a code means for a command, where it says more than the table's line
@@ -33,8 +33,7 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("explore", "theorem"): "--theorem: every hypothesis holds, yet a counterexample was found",
     ("sweep", "pass"): "the table was printed (each value's own verdict is in it)",
     ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",
-    ("ui", "pass"): "the server was stopped",
-    ("ui", "interrupted"): "SIGINT or SIGTERM stopped the server",
+    ("ui", "pass"): "the server was stopped (Ctrl-C or SIGTERM: its normal end)",
 }
 
 

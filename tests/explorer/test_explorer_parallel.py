@@ -92,3 +92,55 @@ def test_worker_logs_reach_parent(caplog):
     import multiprocessing_logging as mpl
 
     assert not any(isinstance(h, mpl.MultiProcessingHandler) for h in logging.getLogger().handlers)
+
+
+# ------------------------------------------------ the array engine's workers
+def _array_broken():
+    from explorer_toys import AsArrays
+
+    return AsArrays(_broken(), 1)
+
+
+def _array_hangs():
+    from explorer_toys import AsArrays
+
+    return AsArrays(_Hangs(), 1)
+
+
+def test_a_raising_array_worker_process_is_named():
+    r = check(ModelFactory(_array_broken), workers=2)
+    assert r.verdict == "failed", r.message
+    assert re.match(r"worker [01] raised IndexError: ", r.message), r.message
+    assert not multiprocessing.active_children()
+
+
+def test_a_hung_array_worker_process_is_named_at_the_time_limit():
+    check(ModelFactory(_array_hangs, ()), workers=1, max_states=3)  # compiled: the limit is not spent on it
+    r = check(ModelFactory(_array_hangs), workers=2, time_limit=1.5)
+    assert r.verdict == "bound" and r.bound_reason == "time_limit"
+    assert re.search(r"; worker [01] had not answered for \d+\.\d s when the time limit \(1\.5 s\) came$",
+                     r.message), r.message
+    assert not multiprocessing.active_children()
+
+
+class _ThreadsRaise:
+    """Array workers on threads (`array_expander`) whose expansion raises."""
+
+    def __init__(self):
+        from explorer_toys import AsArrays
+
+        self.a = AsArrays(CounterPair(5), 2)
+
+    def __getattr__(self, name):
+        return getattr(self.a, name)
+
+    def array_expander(self):
+        def expand(rows):
+            raise ValueError("no row for you")
+        return expand
+
+
+def test_a_raising_array_worker_thread_is_named():
+    r = check(_ThreadsRaise(), workers=2)
+    assert r.verdict == "failed" and r.exit_code == 17
+    assert re.match(r"worker [01] raised ValueError: no row for you; stopped after \d+ distinct states", r.message)
