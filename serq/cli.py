@@ -10,9 +10,8 @@ from pathlib import Path
 
 from serq import __version__
 from serq.diagnostics import Diagnostic, SerqError, render_all
+from explorer.verdict import EXIT_INPUT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_CANONICAL, EXIT_PASS
 from serq.exits import add_parser
-
-EXIT_INPUT = 2
 
 
 def _print_warnings(loaded) -> None:
@@ -34,7 +33,7 @@ def cmd_compile(args) -> int:
                                         file="serq compile")]) from None
     else:
         sys.stdout.write(text)
-    return 0
+    return EXIT_PASS
 
 
 def cmd_fmt(args) -> int:
@@ -46,10 +45,10 @@ def cmd_fmt(args) -> int:
     elif args.check:
         if Path(args.instance).read_text() != out:
             print(f"{args.instance}: not in canonical layout", file=sys.stderr)
-            return 1
+            return EXIT_NOT_CANONICAL
     else:
         sys.stdout.write(out)
-    return 0
+    return EXIT_PASS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,7 +89,6 @@ def _extra_commands():
 
 def main(argv: list[str] | None = None) -> int:
     from explorer.interrupt import interrupts, signal_name
-    from explorer.verdict import EXIT_INTERRUPTED
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -102,9 +100,9 @@ def main(argv: list[str] | None = None) -> int:
             return args.func(args)
         except SerqError as e:
             print(e.render(), file=sys.stderr)
-            return EXIT_INPUT
+            return EXIT_INPUT_ERROR
         except BrokenPipeError:
-            return 0
+            return EXIT_PASS
         except KeyboardInterrupt as e:
             print(f"serq {args.command}: interrupted by {signal_name(e)}", file=sys.stderr)
             return EXIT_INTERRUPTED
