@@ -26,6 +26,7 @@ INST = "instances/self_preempt.sq"
     (["explore", INST, "--replay", ""], "--replay", "empty replay path"),
     (["explore", INST, "--replay", "  "], "--replay", "empty replay path"),
     (["explore", INST, "--workers", "2", "--strategy", "dfs"], "--workers", "--workers > 1 explores by BFS only"),
+    (["explore", INST, "--workers", "2", "--exact"], "--workers", "--exact explores in one process"),
 ])
 def test_bad_flag_is_a_located_error(argv, flag, text, capsys):
     assert main(argv) == 2
