@@ -21,12 +21,16 @@ import numpy as np
 
 from .arrays_narrow import narrow as _narrow
 from .interrupt import worker_signals
-from .outcome import WorkerFailed, exit_cause
+from .outcome import WorkerFailed, poll_worker, exit_cause
 
 __all__ = ["Expanders", "WorkerFailed"]  # WorkerFailed: from outcome.py
 
 
 _POLL = 0.2  # seconds between checks of a worker's life while waiting for it
+
+
+def _poll(conn, wid: int, since: float) -> bool:
+    return poll_worker(conn, wid, since, _POLL)
 _GRACE = 2.0  # seconds a worker may overrun the time limit before it counts as hung
 
 
@@ -134,7 +138,7 @@ class Expanders:
 
         conn, t0 = self.conns[wid], time.perf_counter()
         try:
-            while not conn.poll(_POLL):
+            while not _poll(conn, wid, t0):
                 if not self.procs[wid].is_alive():
                     break
                 now = time.perf_counter()

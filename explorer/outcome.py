@@ -41,10 +41,12 @@ def bounded(stats: Stats, reason: str, limit: Any) -> Result:
 def interrupted(stats: Stats, exc: BaseException) -> Result:
     """A search stopped by a signal: the statistics so far, never a pass."""
     sig = signal_name(exc)
+    waiting = getattr(exc, "waiting", None)  # (worker, seconds) when it came while waiting for a worker
+    note = f"; worker {waiting[0]} had not answered for {waiting[1]:.1f} s" if waiting and waiting[1] >= 1 else ""
     return Result(
         INTERRUPTED,
         f"stopped by {sig} after {stats.distinct} distinct states, none of them a violation; "
-        "exploration incomplete",
+        f"exploration incomplete{note}",
         stats=stats,
         bound_reason=sig,
     )
@@ -59,6 +61,18 @@ class WorkerFailed(RuntimeError):
     def __init__(self, wid: int, cause: str, detail: str = "", hung: tuple | None = None) -> None:
         super().__init__(f"worker {wid} {cause}")
         self.wid, self.cause, self.detail, self.hung = wid, cause, detail, hung
+
+
+def poll_worker(conn, wid: int, since: float, timeout: float) -> bool:
+    """`conn.poll(timeout)`; a signal that comes meanwhile says which worker
+    was being waited for, and how long (`interrupted` names it)."""
+    import time
+
+    try:
+        return conn.poll(timeout)
+    except KeyboardInterrupt as e:
+        e.waiting = (wid, time.perf_counter() - since)
+        raise
 
 
 def exit_cause(exitcode: int | None) -> str:

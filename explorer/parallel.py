@@ -47,7 +47,7 @@ from .fingerprint import state_fingerprint
 from .memory import MemoryGuard, mib
 from .model import ModelFactory, build_model
 from .interrupt import worker_signals
-from .outcome import WorkerFailed, bounded, deadlock, exit_cause, failed, interrupted, livelock_or_pass, violation
+from .outcome import WorkerFailed, poll_worker, bounded, deadlock, exit_cause, failed, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import chain_from
 
@@ -61,6 +61,10 @@ Key = tuple  # (parent rank, action index); deadlock of a parent: (rank, -1)
 WorkerError = WorkerFailed  # the name this module used to give it
 
 _POLL = 0.2  # seconds between checks of a worker's life while waiting for it
+
+
+def _poll(conn, wid: int, since: float) -> bool:
+    return poll_worker(conn, wid, since, _POLL)
 
 
 # ---------------------------------------------------------------- worker side
@@ -226,7 +230,7 @@ class _Pool:
         the time limit is seen while a worker is busy."""
         conn, t0 = self.conns[w], time.perf_counter()
         try:
-            while not conn.poll(_POLL):
+            while not _poll(conn, w, t0):
                 if not self.procs[w].is_alive():
                     break
                 now = time.perf_counter()

@@ -83,3 +83,44 @@ def test_sigkill_of_a_worker_is_reported_with_the_statistics(tmp_path):
     while time.monotonic() < deadline and any(_alive(k) for k in kids):
         time.sleep(0.1)
     assert not [k for k in kids if _alive(k)]
+
+
+HUNG = """
+import sys
+sys.path[:0] = ["tests/explorer", "tests", "."]
+from explorer import ModelFactory, check, interrupts
+from test_explorer_parallel import _Hangs
+print("start", flush=True)
+with interrupts():
+    r = check(ModelFactory(_Hangs), workers=2)
+print(r.verdict)
+print(r.message)
+"""
+
+
+def test_sigint_while_a_worker_hangs_names_it():
+    p = subprocess.Popen([sys.executable, "-c", HUNG], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "start\n"
+        deadline = time.monotonic() + 60
+        while len(_children(p.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        kids = _children(p.pid)
+        assert len(kids) == 2
+        time.sleep(2.5)  # the workers are at state 3 by now, one of them for good
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 0, err
+    verdict, message = out.splitlines()[:2]
+    assert verdict == "interrupted"
+    assert re.fullmatch(r"stopped by SIGINT after \d+ distinct states, none of them a violation; exploration "
+                        r"incomplete; worker [01] had not answered for \d+\.\d s", message), message
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(k) for k in kids):
+        time.sleep(0.1)
+    assert not [k for k in kids if _alive(k)]
