@@ -30,6 +30,7 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("check", "deadlock"): "the run ended with sessions that can never move",
     ("check", "bound"): "--max-steps was hit before the run ended: no violation within it, never ok",
     ("check", "interrupted"): "SIGINT or SIGTERM: no violation before it, never ok",
+    ("explore", "pass"): "every reachable state explored; nothing selected was found",
     ("explore", "theorem"): "--theorem: every hypothesis holds, yet a counterexample was found",
     ("sweep", "pass"): "the table was printed (each value's own verdict is in it)",
     ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",
