@@ -115,6 +115,9 @@ def build_graph(
     except KeyboardInterrupt as e:  # SIGINT/SIGTERM: the graph so far, cut where the signal came
         _trim(g)
         g.complete, g.bound_reason = False, signal_name(e)
+    except MemoryError:  # the graph so far, cut where memory ran out
+        _trim(g)
+        g.complete, g.bound_reason = False, "memory"
     g.elapsed = time.perf_counter() - t0
     return g
 

@@ -255,3 +255,20 @@ def test_one_stuck_message():
         assert "preempted again" not in src and "is stuck" not in src, f
         assert "stuck_text(" in src, f
     ast.parse((ROOT / "serq" / "words.py").read_text())
+
+
+def test_worst_memory_error_keeps_the_graph_so_far(monkeypatch):
+    from serq import worst
+
+    real = worst.MetricModel.step
+    calls = [0]
+
+    def step(self, *a):
+        calls[0] += 1
+        if calls[0] == 100:
+            raise MemoryError
+        return real(self, *a)
+    monkeypatch.setattr(worst.MetricModel, "step", step)
+    w = worst.find_worst(forever(), "iterations")
+    assert not w.complete and w.bound_reason == "memory" and w.exit_code == 13
+    assert "the state graph was cut at its memory bound: a larger value may exist" in worst.render_text(w)
