@@ -235,6 +235,7 @@ def main() -> int:
     ap.add_argument("--kinds", default="numeric,deep,ir")
     ap.add_argument("--no-run", action="store_true", help="compile, validate and fmt only")
     ap.add_argument("--show", type=int, default=5, help="reproducers printed per kind")
+    ap.add_argument("--every", type=int, default=1000, help="print the counts so far every N mutants")
     args = ap.parse_args()
     total_crashes = 0
     for kind in args.kinds.split(","):
@@ -245,6 +246,9 @@ def main() -> int:
         shown = 0
         t0 = time.perf_counter()
         for i in range(args.n):
+            if i and i % args.every == 0:  # partial counts, for a campaign stopped early
+                print(f"{kind}: {i} mutants in {time.perf_counter() - t0:.0f} s; "
+                      + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()), flush=True)
             text = gen(rng)
             try:
                 outcomes[pipeline(kind, text, run=not args.no_run)] += 1
@@ -254,10 +258,11 @@ def main() -> int:
                 crashes[":".join(key)] += 1
                 if shown < args.show and crashes[":".join(key)] == 1:
                     shown += 1
-                    print(f"--- {kind} #{i}: {c}\n{text[:400]}\n", file=sys.stderr)
+                    print(f"--- {kind} #{i}: {c}\n{text[:400]}\n", file=sys.stderr, flush=True)
         dt = time.perf_counter() - t0
         total_crashes += outcomes["CRASH"]
-        print(f"{kind}: {args.n} mutants in {dt:.0f} s; " + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()))
+        print(f"{kind}: {args.n} mutants in {dt:.0f} s; " + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()),
+              flush=True)
         for k, v in crashes.most_common():
             print(f"  crash {k}: {v}")
     return 1 if total_crashes else 0
