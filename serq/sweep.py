@@ -246,8 +246,8 @@ def render_text(sw: Sweep, with_timing: bool = True) -> str:
     n = sw.hi - sw.lo + 1
     how = "every value" if sw.mode == "all" else f"{len(sw.rows)} by bisection"
     out = [f"sweep {sw.name} over {sw.lo}..{sw.hi} ({n} value{'s' if n != 1 else ''}, {how})"]
-    w0 = max(len(sw.name), *(len(str(r.value)) for r in sw.rows))
-    w1 = max(len("verdict"), *(len(r.label) for r in sw.rows))
+    w0 = max([len(sw.name)] + [len(str(r.value)) for r in sw.rows])  # no row: interrupted before the first
+    w1 = max([len("verdict")] + [len(r.label) for r in sw.rows])
     out.append(f"{sw.name:>{w0}}  {'verdict':<{w1}}  {'states':>8}  message")
     for r in sw.rows:
         out.append(f"{r.value:>{w0}}  {r.label:<{w1}}  {r.states:>8}  {r.message}".rstrip())

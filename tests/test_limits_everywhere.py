@@ -276,3 +276,17 @@ def test_worst_memory_error_keeps_the_graph_so_far(monkeypatch):
     w = worst.find_worst(forever(), "iterations")
     assert not w.complete and w.bound_reason == "memory" and w.exit_code == 13
     assert "the state graph was cut at its memory bound: a larger value may exist" in worst.render_text(w)
+
+
+def test_sweep_interrupted_before_any_value(monkeypatch, capsys):
+    from serq import sweep as sw
+    from serq.cli import main
+
+    def value(job):
+        raise Interrupted("SIGTERM")
+    monkeypatch.setattr(sw, "_explore_value", value)
+    assert main(["sweep", str(ROOT / "instances" / "vllm_chat.sq"), "--vary", "BS=1..4", "--workers", "1"]) == 16
+    out = capsys.readouterr().out
+    assert out.splitlines()[1:] == ["BS  verdict    states  message", "no value has a verdict",
+                                    "interrupted by SIGTERM: the values above are those finished before it; "
+                                    "the sweep is incomplete"]
