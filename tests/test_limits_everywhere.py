@@ -290,3 +290,15 @@ def test_sweep_interrupted_before_any_value(monkeypatch, capsys):
     assert out.splitlines()[1:] == ["BS  verdict    states  message", "no value has a verdict",
                                     "interrupted by SIGTERM: the values above are those finished before it; "
                                     "the sweep is incomplete"]
+
+
+def test_theorem_time_limit_on_the_command_line(tmp_path, capsys):
+    from serq.cli import main
+
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)
+    assert main(["explore", str(inst), "--theorem", "--time-limit", "0.5", "--no-timing"]) == 13
+    out = capsys.readouterr().out
+    assert out.startswith("no violation within the bound: the theorem's conclusion could not be checked fully\n")
+    assert "unknown  `s` alone: the time limit (0.5 s) came after" in out
+    assert "bound: the time limit (0.5 s) came while checking the hypotheses; nothing explored yet" in out
