@@ -236,7 +236,15 @@ def main() -> int:
     ap.add_argument("--no-run", action="store_true", help="compile, validate and fmt only")
     ap.add_argument("--show", type=int, default=5, help="reproducers printed per kind")
     ap.add_argument("--every", type=int, default=1000, help="print the counts so far every N mutants")
+    ap.add_argument("--address-space", type=float, default=4, metavar="GIB",
+                    help="cap this process's address space (default 4 GiB; 0: none), so that a mutant "
+                         "that allocates without bound is a MemoryError crash, not a machine swapping")
     args = ap.parse_args()
+    if args.address_space > 0:
+        import resource
+
+        cap = int(args.address_space * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     total_crashes = 0
     for kind in args.kinds.split(","):
         gen = GENERATORS[kind]
