@@ -13,7 +13,7 @@ COMMAND_EXITS: dict[str, tuple[str, ...]] = {
     "run": ("pass", "input_error", "violation", "interrupted"),
     "check": ("pass", "input_error", "deadlock", "violation", "bound", "interrupted"),
     "explore": ("pass", "input_error", "deadlock", "livelock", "violation", "bound", "theorem",
-                "nondeterministic", "interrupted", "failed"),
+                "nondeterministic", "interrupted", "inconclusive", "failed"),
     "sweep": ("pass", "input_error", "interrupted"),
     "ui": ("pass", "input_error"),
 }
@@ -31,6 +31,8 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("check", "bound"): "--max-steps was hit before the run ended: no violation within it, never ok",
     ("check", "interrupted"): "SIGINT or SIGTERM: no violation before it, never ok",
     ("explore", "pass"): "every reachable state explored; nothing selected was found",
+    ("explore", "failed"): "a worker died or raised (named, with the statistics so far), or with --ray a "
+                           "partition's worker was lost (the last checkpoint named)",
     ("explore", "theorem"): "--theorem: every hypothesis holds, yet a counterexample was found",
     ("sweep", "pass"): "the table was printed (each value's own verdict is in it)",
     ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",

@@ -1,5 +1,5 @@
 """A worker process killed with SIGKILL during `serq explore --workers 2`:
-the verdict "failed" (exit 17) names the worker and its cause, the
+the verdict "failed" (exit 18) names the worker and its cause, the
 statistics so far are printed, and no child process remains. (Raising and
 hung workers: tests/explorer/test_explorer_parallel.py.)"""
 
@@ -71,7 +71,7 @@ def test_sigkill_of_a_worker_is_reported_with_the_statistics(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 17, (out, err)
+    assert p.returncode == 18, (out, err)
     assert "Traceback" not in err
     lines = out.splitlines()
     m = re.fullmatch(r"failed: worker ([01]) died \(killed by SIGKILL\); stopped after (\d+) distinct states, "

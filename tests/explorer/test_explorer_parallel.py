@@ -42,7 +42,7 @@ def test_plain_model_works_in_parallel():
 
 def test_a_raising_worker_is_a_failed_verdict_naming_it():
     r = check(ModelFactory(_broken), workers=2)
-    assert r.verdict == "failed" and r.exit_code == 17
+    assert r.verdict == "failed" and r.exit_code == 18
     assert re.match(r"worker [01] raised IndexError: .*; stopped after \d+ distinct states, none of them a "
                     r"violation; exploration incomplete", r.message), r.message
     assert r.bound_reason in ("worker 0", "worker 1")
@@ -142,5 +142,5 @@ class _ThreadsRaise:
 
 def test_a_raising_array_worker_thread_is_named():
     r = check(_ThreadsRaise(), workers=2)
-    assert r.verdict == "failed" and r.exit_code == 17
+    assert r.verdict == "failed" and r.exit_code == 18
     assert re.match(r"worker [01] raised ValueError: no row for you; stopped after \d+ distinct states", r.message)
