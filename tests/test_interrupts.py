@@ -105,6 +105,7 @@ def test_explore_interrupted_json(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
+    assert out.strip(), f"no JSON on stdout (exit {p.returncode}); stderr:\n{err}"
     d = json.loads(out)
     assert p.returncode == 16 and d["verdict"] == "interrupted" and d["exit_code"] == 16
     assert d["bound_reason"] == "SIGINT" and d["stats"]["distinct"] > 0
