@@ -34,6 +34,11 @@ def fat(o, f):
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def rank_of(w, T, u, x):
+    if u <= 32:  # a few values: count those below x (no branch to mispredict)
+        r = 0
+        for i in range(u):
+            r += 1 if w[T + i] < x else 0
+        return r if r < u and w[T + r] == x else -1
     lo = 0
     hi = u - 1
     while lo <= hi:  # T[0:u] is sorted and unique
@@ -107,12 +112,19 @@ def canon(K, w, out, sym, keep_pos):
         if u == 0 or w[T + i] != w[T + u - 1]:
             w[T + u] = w[T + i]
             u += 1
-    # records (in `out`, temporarily, at its end: the form is written at its
-    # front and never reaches them, `out` being three rows long)
-    base = out.shape[0] - n * RW
+    # records: with symmetry in `out` temporarily, at its end (the form is
+    # written at its front and never reaches them, `out` being three rows
+    # long); without, sessions keep their order and their records are
+    # written where the form puts them
+    if sym:
+        base = out.shape[0] - n * RW
+        stride = RW
+    else:
+        base = 6
+        stride = RW + 1
     for sid in range(n):
         sb = sbase(K, sid)
-        o = base + sid * RW
+        o = base + sid * stride
         j = 0
         for f in range(SF):
             if f == F_PARENT:
@@ -122,7 +134,7 @@ def canon(K, w, out, sym, keep_pos):
     # fields in the record (the parent removed shifts those after it)
     for sid in range(n):
         sb = sbase(K, sid)
-        o = base + sid * RW
+        o = base + sid * stride
         if is_end(K, w, sid):
             for f in range(SF):
                 if f != F_PROG and f != F_PC and f != F_PARENT and f != F_LIVE and f != F_STUCK:
@@ -173,9 +185,10 @@ def canon(K, w, out, sym, keep_pos):
     o += 6
     for pos in range(n):
         old = w[PM + pos]
-        r = base + old * RW
-        for i in range(RW):
-            out[o + i] = out[r + i]
+        if sym:
+            r = base + old * RW
+            for i in range(RW):
+                out[o + i] = out[r + i]
         pa = w[sbase(K, old) + F_PARENT]
         out[o + RW] = w[NW + pa] if pa >= 0 else -1
         o += RW + 1
