@@ -11,7 +11,9 @@ two copies of the whole table). No action and no row is stored: the path
 to a state is its chain of parents, and its actions and rows are re-derived
 by expanding each state of the chain again (`_Store.chain`). Rows are kept
 only for the current and the next BFS level, packed by column
-(`arrays_narrow.Packed`).
+(`arrays_narrow.Packed`), or kept as they are while a level holds less
+than RAW_LEVEL bytes of them (`arrays_narrow.Raw`: packing and unpacking
+would cost more than they save).
 
 A level is walked chunk by chunk: the model's successors of a chunk of
 frontier rows (one call), then `_walk` (numba) over them in (parent,
@@ -40,7 +42,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .arrays_narrow import Packed, pack_rows
+from .arrays_narrow import Packed, Raw, pack_rows
 from .memory import MemoryGuard, mib
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
@@ -52,6 +54,7 @@ ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
 # counters in S
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
 CHUNK = 1024
+RAW_LEVEL = 32 << 20  # bytes of a level's rows kept unpacked (a small level is not worth packing)
 TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
@@ -470,9 +473,11 @@ class _Expanded:
         _offsets(parent, pdone.shape[0], self.pofs)
 
 
-def _pack_new(x: _Expanded, newidx: np.ndarray):
-    """The block of the next level made of the new successors of a chunk."""
-    rows, done = pack_rows(x.succ, newidx), (x.flags[newidx] & DONE).astype(np.int8)
+def _pack_new(x: _Expanded, newidx: np.ndarray, raw: bool = False):
+    """The block of the next level made of the new successors of a chunk
+    (kept as they are when `raw`)."""
+    rows = Raw(x.succ, newidx) if raw else pack_rows(x.succ, newidx)
+    done = (x.flags[newidx] & DONE).astype(np.int8)
     return rows, done
 
 
@@ -524,17 +529,17 @@ def _threaded(m, workers, memory, *args) -> Result:
             yield meta, rows, x
             submit()
 
-    def packed(x, newidx):
+    def packed(x, newidx, raw):
         try:
-            return _pack_new(x, newidx)
+            return _pack_new(x, newidx, raw)
         finally:
             free.put(x.slot)
 
-    def pack(x, newidx):
+    def pack(x, newidx, raw=False):
         if newidx is None:
             free.put(x.slot)
             return None
-        return pool.submit(packed, x, newidx.copy())
+        return pool.submit(packed, x, newidx.copy(), raw)
 
     gc_was = gc.isenabled()
     gc.disable()
@@ -556,8 +561,8 @@ def _local(m):
     return expand
 
 
-def _local_pack(x, newidx):
-    return None if newidx is None else _pack_new(x, newidx)
+def _local_pack(x, newidx, raw=False):
+    return None if newidx is None else _pack_new(x, newidx, raw)
 
 
 def _procs(pool):
@@ -671,6 +676,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
             nxt: list = []
             nlevel = sum((b.result() if hasattr(b, "result") else b)[0].n for b in level)
             next_count = 0
+            raw_room = RAW_LEVEL  # bytes of the next level's rows that may stay unpacked
             for (pos, nrows), chunk, x in expand(_chunks(level)):
                 queue_now = nlevel - pos + next_count
                 now = time.perf_counter()
@@ -715,7 +721,10 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                         return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
                 nnew = int(S[S_NEW])
                 if nnew:
-                    nxt.append(pack(x, newidx[:nnew]))
+                    raw = nnew * x.succ.shape[1] * 8 <= raw_room
+                    if raw:
+                        raw_room -= nnew * x.succ.shape[1] * 8
+                    nxt.append(pack(x, newidx[:nnew], raw))
                 else:
                     pack(x, None)
                 next_count += nnew

@@ -73,6 +73,24 @@ def pack_rows(rows: np.ndarray, idx: np.ndarray) -> "Packed":
     return Packed(rows, idx)
 
 
+class Raw:
+    """A block of rows kept as they are (int64): for a level small enough
+    that packing it and unpacking it again would cost more than it saves."""
+
+    __slots__ = ("n", "width", "data")
+
+    def __init__(self, rows: np.ndarray, idx: np.ndarray) -> None:
+        self.data = rows[idx]
+        self.n, self.width = self.data.shape
+
+    @property
+    def nbytes(self) -> int:
+        return self.data.nbytes
+
+    def rows(self, a: int, b: int) -> np.ndarray:
+        return self.data[a:b]
+
+
 class Packed:
     """A block of rows (2-D) packed by column; `rows(a, b)` unpacks rows
     a..b as int64."""
