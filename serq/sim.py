@@ -201,6 +201,10 @@ class SimConfig:
     max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts 1)
     progress: Callable[[int, int, int], None] | None = None  # (now, ended, sessions)
     trace: Callable | None = None  # (tick, what, events, model, state) per action taken
+    # the schedule (serq/schedule.py): (stage, tick, events, state after) per iteration taken,
+    # (block, tick, state before) per coalesced block
+    iteration: Callable | None = None
+    block: Callable | None = None
 
 
 @dataclass
@@ -398,6 +402,8 @@ class Simulator:
         self._push(end, END, "end", si)
         if cfg.trace is not None:
             cfg.trace(tick, f"iterate {m.stages[si].name} until {end / 1e6:.6f} ms", events, m, nxt)
+        if cfg.iteration is not None:
+            cfg.iteration(si, tick, events, nxt)
         return self._commit(nxt, events[:cut], tick) or True
 
     def _others_quiet(self, si: int) -> bool:
@@ -424,6 +430,8 @@ class Simulator:
             self.cfg.trace(tick, f"{blk.k} iterations of {self.m.stages[si].name} coalesced, until {t / 1e6:.6f} ms",
                            [("serve", sid, n * blk.k, "decode" if d else "prefill", None, None)
                             for sid, n, d in blk.served], self.m, blk.state)
+        if self.cfg.block is not None:
+            self.cfg.block(blk, tick, self.state)
         self.state = blk.state
         self.busy[si] = True
         self._push(t, END, "end", si)

@@ -49,6 +49,9 @@ def register(sub) -> None:
     _common(r)
     r.add_argument("--json", action="store_true", help="print the report as JSON")
     r.add_argument("--trace", action="store_true", help="print every action with its tick before the report")
+    r.add_argument("--schedule", metavar="FILE",
+                   help="also write every iteration (served, admitted, preempted, hits, finished, pool levels) "
+                        "as JSON lines (docs/simulator.md)")
     r.add_argument("--html", metavar="FILE",
                    help="also write plots of the run (pool levels, queues, busy time, latencies) as a page")
     r.set_defaults(func=cmd_run)
@@ -78,6 +81,18 @@ def _simulate(args, *, check: bool, trace=None):
         from serq.view.simplots import attach
 
         attach(sim)  # the report's statistics plus the series the plots need
+    if getattr(args, "schedule", None):
+        from serq.schedule import open_schedule
+
+        writer = open_schedule(args.schedule, sim)
+        try:
+            return _run(sim, cfg, args)
+        finally:
+            writer.close()
+    return _run(sim, cfg, args)
+
+
+def _run(sim, cfg, args):
     if args.no_progress or not sys.stdout.isatty():
         return sim.run()
     return _with_progress(sim, cfg)
