@@ -74,9 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands():
-    """Commands that live in their own modules (run, check, explore, sweep, ui)."""
+    """Commands that live in their own modules (run, check, explore, sweep, ui, oracle)."""
     out = []
-    for mod in ("serq.sim_cli", "serq.explore_cli", "serq.sweep_cli", "serq.view.ui"):
+    for mod in ("serq.sim_cli", "serq.explore_cli", "serq.sweep_cli", "serq.view.ui", "serq.oracle_cli"):
         try:
             m = __import__(mod, fromlist=["register"])
         except ModuleNotFoundError as e:

@@ -1,0 +1,143 @@
+"""Step-by-step agreement of a recorded vLLM trace with serq's schedule.
+
+`agree(sc, trace_lines, coalesce=...)` converts the scenario, runs serq on it
+with a schedule, and compares every step: the tokens per request in serve
+order, admissions (in order), preemptions (in order), prefix hits of the
+admitted requests, finished requests, and free and cached blocks. One serq
+tick is one vLLM step (each iteration costs 1 tick, arrivals are at their
+step's tick), so a vLLM step is compared with serq's iteration at the same
+tick. vLLM steps that do nothing (idle, or a `schedule()` with no token, no
+preemption) have no serq iteration. docs/vllm.md says what is compared.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from dataclasses import dataclass
+
+from serq.oracle.convert import convert
+
+FIELDS = ("served", "admitted", "preempted", "hits", "finished", "free_blocks")
+# compared and reported, not required: which free blocks still hold a cached
+# prefix. serq's growth takes blocks token by token and may evict cached
+# blocks for a chunk whose growth then fails (a self-preemption); vLLM's
+# allocation of a chunk is all or nothing and evicts nothing when it fails.
+# The schedule is the same; the split of the free blocks can differ.
+SPLIT = "cached_blocks"
+
+
+@dataclass
+class Agreement:
+    steps: int  # vLLM steps compared (those that did something)
+    agree: int  # of them, steps on which serq agrees in every field (up to the first difference)
+    first: str | None  # the first differing step, side by side; None when every step agrees
+    needs: list[str]  # behaviours the language cannot say yet (converter)
+    split: int | None = None  # the first step whose cached/free split of the free blocks differs
+
+    @property
+    def ok(self) -> bool:
+        return self.first is None
+
+
+def read_trace(text: str) -> tuple[dict, list[dict]]:
+    """(header, steps) of a trace written by the driver."""
+    lines = [json.loads(x) for x in text.splitlines() if x.strip()]
+    if not lines or lines[0].get("format") != "vllm-trace":
+        raise ValueError("not a vLLM trace of `serq oracle trace`")
+    return lines[0], lines[1:]
+
+
+def _vllm_view(rec: dict, labels: dict, bs: int) -> dict:
+    lab = lambda rid: labels[rid]  # noqa: E731
+    return {
+        "served": [[lab(r), n] for r, n in rec["scheduled"]],
+        "admitted": [lab(r) for r in rec["admitted"]],
+        "preempted": [lab(r) for r in rec["preempted"]],
+        "hits": {lab(r): rec["prefix_hit_tokens"].get(r, 0) for r in rec["admitted"]},
+        "finished": sorted(lab(r) for r in rec["finished"]),
+        "free_blocks": rec["free_blocks"],
+        "cached_blocks": rec["cached_blocks"],
+    }
+
+
+def _serq_view(rec: dict | None, bs: int) -> dict | None:
+    if rec is None:
+        return None
+    kv = rec["pools"]["kv"]
+    return {
+        "served": rec["served"],
+        "admitted": rec["admitted"],
+        "preempted": rec["preempted"],
+        "hits": {s: rec["hits"].get(s, {}).get("kv", 0) for s in rec["admitted"]},
+        "finished": sorted(rec["finished"]),
+        # vLLM counts evictable cached blocks as free
+        "free_blocks": (kv["free"] + kv["cached"]) // bs,
+        "cached_blocks": kv["cached"] // bs,
+    }
+
+
+def _active(rec: dict) -> bool:
+    return bool(rec["scheduled"] or rec["preempted"] or rec["admitted"] or rec["finished"])
+
+
+def side_by_side(step: int, v: dict | None, s: dict | None, field: str | None) -> str:
+    lines = [f"first difference at step {step}" + (f" ({field})" if field else "") + ":",
+             f"  {'':14} {'vLLM':40} serq"]
+    for f in FIELDS + (SPLIT,):
+        a = "-" if v is None else json.dumps(v[f])
+        b = "(no iteration)" if s is None else json.dumps(s[f])
+        mark = "≠" if (v is None or s is None or v[f] != s[f]) else " "
+        lines.append(f"{mark} {f:14} {a:40} {b}")
+    return "\n".join(lines)
+
+
+def schedule_of(text: str, *, coalesce: bool = True, max_steps: int = 200_000) -> tuple[list[dict], str]:
+    """serq's schedule (iterations) of an instance text, and how its run stopped."""
+    from serq.load import load_text
+    from serq.schedule import ScheduleWriter
+    from serq.sim import SimConfig, Simulator
+
+    loaded = load_text(text, "<converted scenario>")
+    sim = Simulator(loaded.program, SimConfig(coalesce=coalesce, max_steps=max_steps))
+    buf = io.StringIO()
+    ScheduleWriter(buf).attach(sim)
+    result = sim.run()
+    recs = [json.loads(x) for x in buf.getvalue().splitlines()[1:]]
+    return recs, result.stopped
+
+
+def agree(sc: dict, trace_text: str, *, coalesce: bool = True, name: str = "scenario") -> Agreement:
+    conv = convert(sc, name)
+    _, steps = read_trace(trace_text)
+    bs = int(sc["block_size"])
+    recs, stopped = schedule_of(conv.text, coalesce=coalesce)
+    by_tick: dict[int, dict] = {}
+    for r in recs:
+        if r["tick"] in by_tick:
+            raise AssertionError(f"two serq iterations at tick {r['tick']}")
+        by_tick[r["tick"]] = r
+    compared = 0
+    agreed = 0
+    split = None
+    seen = set()
+    for rec in steps:
+        if not _active(rec):
+            continue
+        compared += 1
+        t = rec["step"]
+        seen.add(t)
+        v = _vllm_view(rec, conv.labels, bs)
+        s = _serq_view(by_tick.get(t), bs)
+        diff = next((f for f in FIELDS if s is None or v[f] != s[f]), None)
+        if diff is not None or s is None:
+            return Agreement(compared, agreed, side_by_side(t, v, s, diff), conv.needs, split)
+        if split is None and v[SPLIT] != s[SPLIT]:
+            split = t
+        agreed += 1
+    extra = sorted(t for t in by_tick if t not in seen)
+    if extra:
+        t = extra[0]
+        return Agreement(compared, agreed, side_by_side(t, None, _serq_view(by_tick[t], bs), None)
+                         + f"\n  (vLLM did nothing at step {t}; serq's run stopped: {stopped})", conv.needs, split)
+    return Agreement(compared, agreed, None, conv.needs, split)

@@ -1,0 +1,134 @@
+"""`serq oracle`: scenarios, the converter, the comparison, the command.
+Only the last test needs vLLM's environment (`serq oracle setup`); the
+others run without it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from serq.cli import main
+from serq.load import load_text
+from serq.oracle import venv as oracle_venv
+from serq.oracle.compare import agree
+from serq.oracle.convert import NEEDS_SHARED_PREFIX, convert
+from serq.oracle.driver import ScenarioError, check_scenario, prompt_ids
+
+DIR = Path(__file__).parent / "vllm"
+
+
+def sc(**kw):
+    base = {"block_size": 4, "num_gpu_blocks": 10, "max_num_batched_tokens": 16, "max_num_seqs": 4,
+            "requests": [{"id": "r0", "arrival_step": 0, "prompt_len": 6, "max_tokens": 3}]}
+    base.update(kw)
+    return base
+
+
+def test_follow_up_prompt_is_the_conversation_so_far():
+    s = check_scenario(sc(requests=[
+        {"id": "a", "arrival_step": 0, "prompt_len": 3, "max_tokens": 2},
+        {"id": "b", "follows": "a", "think_steps": 1, "prompt_len": 2, "max_tokens": 1}]))
+    assert prompt_ids(s, "a") == [10000, 101, 102]
+    assert prompt_ids(s, "b") == [10000, 101, 102, 7, 7, 10001, 101]
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ({"requests": []}, "'requests' must be a non-empty list"),
+    ({"block_sz": 4}, "unknown key 'block_sz'"),
+    ({"max_num_batched_tokens": 2}, "max_num_batched_tokens >= max_num_seqs"),
+    ({"policy": "lifo"}, "'policy' must be"),
+    ({"requests": [{"id": "r0", "arrival_step": 0, "max_tokens": 3}]}, "exactly one of 'prompt' or 'prompt_len'"),
+    ({"requests": [{"id": "r0", "follows": "x", "prompt_len": 2, "max_tokens": 3}]}, "not a request listed before"),
+    ({"requests": [{"id": "r0", "arrival_step": 0, "prompt_len": 2, "max_tokens": 0}]}, "'max_tokens' must be"),
+])
+def test_bad_scenarios_say_what_is_wrong(bad, msg):
+    with pytest.raises(ScenarioError, match=msg.replace("(", r"\(").replace(")", r"\)")):
+        check_scenario(sc(**bad))
+
+
+def test_converted_instance_loads_and_names_every_request():
+    for p in sorted(DIR.glob("*.json")):
+        s = check_scenario(json.loads(p.read_text()), p.stem)
+        conv = convert(s, p.stem)
+        loaded = load_text(conv.text, p.stem + ".sq")
+        assert not [d for d in loaded.warnings if d.is_error]
+        assert set(conv.labels) == {r["id"] for r in s["requests"]}
+
+
+def test_shared_prompts_are_reported_as_not_exact():
+    s = sc(requests=[{"id": "a", "arrival_step": 0, "prompt": [1, 2, 3, 4, 5], "max_tokens": 2},
+                     {"id": "b", "arrival_step": 3, "prompt": [1, 2, 3, 4, 9], "max_tokens": 2}])
+    assert convert(s).needs == [NEEDS_SHARED_PREFIX]
+    # a common prefix shorter than a block shares nothing
+    s["requests"][1]["prompt"] = [1, 2, 3, 9, 9]
+    assert convert(s).needs == []
+
+
+def test_a_difference_prints_the_first_differing_step_side_by_side():
+    name = "04_decode_preemption_and_resume"
+    s = json.loads((DIR / f"{name}.json").read_text())
+    lines = (DIR / f"{name}.trace.jsonl").read_text().splitlines()
+    assert agree(s, "\n".join(lines)).ok
+    rec = json.loads(lines[6])
+    rec["free_blocks"] += 1
+    lines[6] = json.dumps(rec)
+    a = agree(s, "\n".join(lines), coalesce=False)
+    assert not a.ok and a.agree == a.steps - 1
+    assert a.first.splitlines()[0] == f"first difference at step {rec['step']} (free_blocks):"
+    assert any(x.startswith("≠ free_blocks") for x in a.first.splitlines())
+
+
+def test_cli_convert_compare(tmp_path, capsys):
+    name = "12_multiturn_reuse"
+    out = tmp_path / "x.sq"
+    assert main(["oracle", "convert", str(DIR / f"{name}.json"), "-o", str(out)]) == 0
+    assert main(["run", str(out), "--no-progress", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["stopped"] == "done"
+    assert main(["oracle", "compare", str(DIR / f"{name}.json"), str(DIR / f"{name}.trace.jsonl")]) == 0
+    assert "agree on all 7 steps" in capsys.readouterr().out
+    other = DIR / "04_decode_preemption_and_resume.trace.jsonl"
+    assert main(["oracle", "compare", str(DIR / f"{name}.json"), str(other)]) == 1
+    assert "first difference at step 0" in capsys.readouterr().out
+
+
+def test_cli_bad_input(tmp_path, capsys):
+    p = tmp_path / "s.json"
+    p.write_text('{"block_size": 4,\n "num_gpu_blocks": }\n')
+    assert main(["oracle", "convert", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert f"{p}:2:20: error[E020]: not a scenario: Expecting value" in err and "Traceback" not in err
+    p.write_text(json.dumps(sc(watermark=2)))
+    assert main(["oracle", "convert", str(p)]) == 2
+    assert "error[E020]: 'watermark' must be a number in [0, 1), got 2" in capsys.readouterr().err
+    p.write_text(json.dumps(sc()))
+    assert main(["oracle", "trace", str(p), "--venv", str(tmp_path / "none")]) == 2
+    err = capsys.readouterr().err
+    assert f"error[E021]: no oracle environment at {tmp_path / 'none'}" in err
+    assert "serq oracle setup" in err
+
+
+def test_setup_installs_vllm_without_its_dependencies(tmp_path):
+    steps = oracle_venv.steps(tmp_path / "v")
+    argvs = [a for _, a in steps]
+    assert argvs[0][1:] == ["-m", "venv", str(tmp_path / "v")]
+    assert argvs[1][-2:] == ["--no-deps", "vllm==0.33.0"]
+    assert "torch==2.13.0" in argvs[2] and "-c" in argvs[2]
+    assert "einops" in argvs[3]
+    assert (Path(oracle_venv.HERE) / "tiny_model" / "config.json").exists()
+
+
+VENV = Path(os.environ.get("SERQ_ORACLE_VENV", oracle_venv.default_venv()))
+
+
+@pytest.mark.skipif(not oracle_venv.python_of(VENV).exists(),
+                    reason="vLLM's environment is not built here (`serq oracle setup`); the recorded traces "
+                           "are checked without it by test_vllm_agreement.py")
+@pytest.mark.parametrize("name", ["03_self_preemption_during_prefill", "13_multiturn_three_turns_think"])
+def test_vllm_reproduces_the_recorded_trace(name, tmp_path):
+    out = tmp_path / "t.jsonl"
+    p = oracle_venv.run_driver(VENV, str(DIR / f"{name}.json"), str(out))
+    assert p.returncode == 0, p.stderr
+    assert out.read_text() == (DIR / f"{name}.trace.jsonl").read_text()
