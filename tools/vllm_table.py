@@ -18,8 +18,8 @@ from test_vllm_agreement import DOC, table  # noqa: E402
 
 def main() -> int:
     text = DOC.read_text()
-    new, n = re.subn(r"(<!-- agreement table: begin -->\n).*?(\n<!-- agreement table: end -->)",
-                     lambda m: m.group(1) + table() + m.group(2), text, flags=re.S)
+    new, n = re.subn(r"(<!-- agreement table: begin -->\n)(?:.*?\n)?(<!-- agreement table: end -->)",
+                     lambda m: m.group(1) + table() + "\n" + m.group(2), text, flags=re.S)
     if n != 1:
         print(f"{DOC}: no agreement table markers", file=sys.stderr)
         return 1

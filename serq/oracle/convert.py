@@ -93,13 +93,22 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
         w(f"// NOT EXACT: vLLM's behaviour needs {n}.")
     w("")
     w(f"const BS = {bs};")
-    queue = " queue (pri, arrived); requeue order;" if priority else ""
-    victim = "preempt (desc pri, desc arrived);" if priority else "preempt lifo;"
+    # a hold waits in its first pool's queue (seqs); a preempted one re-enters it as the
+    # pool whose growth preempted it (kv) says
+    queue = " queue (pri, arrived);" if priority else ""
+    victim = "preempt (desc pri, desc arrived); requeue order;" if priority else "preempt lifo;"
     evict = " evict lru;" if apc else ""
-    w(f"pool seqs {{ cap {seqs}; admit via gpu;{queue} }}")
-    w(f"pool kv {{ cap {usable} * BS; block BS; admit via gpu; {victim}{evict} }}")
     chunk = f" chunk {threshold};" if threshold > 0 else ""
-    w(f"stage gpu {{ budget {budget};{chunk} serve (admitted); }}")
+    for head, opts in (("pool seqs", f"cap {seqs}; admit via gpu;{queue}"),
+                       ("pool kv", f"cap {usable} * BS; block BS; admit via gpu; {victim}{evict}"),
+                       ("stage gpu", f"budget {budget};{chunk} serve (admitted);")):
+        one = f"{head} {{ {opts} }}"
+        if len(one) <= 100:  # `serq fmt`'s layout: one line if it fits, else one option per line
+            w(one)
+        else:
+            w(f"{head} {{")
+            out.extend(f"  {o.strip()};" for o in opts.split(";") if o.strip())
+            w("}")
     w("")
     # one hold per request: prompt n, answer o; g = answer tokens produced so far
     # (vLLM's num_output_tokens), which survive a preemption: a resumed request
@@ -111,9 +120,11 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
         p = " " * indent
         if apc:
             need = f"need (n + g - {c}) take 0" if gate else "need 0"
-            return [f"{p}hold seqs 1, kv reuse {c} {need}",
-                    f"{p}     at admission ({c} = min(cached(kv), floor((n + g - 1) / BS) * BS)) {{",
-                    f"{p}  prefill (n + g - {c}) growing kv;", f"{p}  set g = g + 1;",
+            hold = f"{p}hold seqs 1, kv reuse {c} {need}"
+            adm = f"at admission ({c} = min(cached(kv), floor((n + g - 1) / BS) * BS)) {{"
+            # `serq fmt`'s layout: one line up to 100 columns, else the binding under the first pool
+            head = [f"{hold} {adm}"] if len(hold) + 1 + len(adm) <= 100 else [hold, f"{p}     {adm}"]
+            return head + [f"{p}  prefill (n + g - {c}) growing kv;", f"{p}  set g = g + 1;",
                     f"{p}  decode (o - g) growing kv progress g;", f"{p}}} keep (kv full);"]
         need = "need (n + g) take 0" if gate else "need 0"
         return [f"{p}hold seqs 1, kv {need} {{", f"{p}  prefill (n + g) growing kv;", f"{p}  set g = g + 1;",
@@ -151,15 +162,19 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
         w("}")
         w("")
     w("workload {")
+    lines = []
     for sid, chain in enumerate(chains, 1):
         r = chain[0]
         prog = convs.get(r["id"], "req")
         args = f"n={len(prompt_ids(sc, r['id']))}, o={int(r['max_tokens'])}"
         if priority:
             args += f", pri={int(r.get('priority', 0))}"
-        w(f"  1 x {prog}({args}) at {int(r['arrival_step'])}ns;  // {r['id']}")
+        lines.append((f"  1 x {prog}({args}) at {int(r['arrival_step'])}ns;", r["id"]))
         for q in chain:
             labels[q["id"]] = f"{prog}#{sid}"
+    width = max(len(x) for x, _ in lines)
+    for x, rid in lines:  # the request ids as trailing comments, aligned as `serq fmt` aligns them
+        w(f"{x.ljust(width)}  // {rid}")
     w("}")
     return Converted("\n".join(out) + "\n", labels, needs)
 

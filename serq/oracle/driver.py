@@ -340,7 +340,7 @@ def build_scheduler(sc: dict):
     return scheduler, block_hasher, effective
 
 
-def make_request(sc: dict, index: int, step: int, block_hasher):
+def make_request(sc: dict, index: int, step: int, order: int, block_hasher):
     from vllm.sampling_params import SamplingParams
     from vllm.v1.request import Request
 
@@ -351,9 +351,10 @@ def make_request(sc: dict, index: int, step: int, block_hasher):
         prompt_token_ids=prompt_ids(sc, req["id"]),
         sampling_params=params,
         pooling_params=None,
-        # Deterministic, arrival-ordered timestamps (only the priority
-        # policy looks at them; FCFS uses queue order).
-        arrival_time=float(step) + index * 1e-6,
+        # Deterministic timestamps in the order requests are added (only the
+        # priority policy reads them, to order equal priorities; FCFS uses
+        # queue order): the step, plus the request's rank among all added.
+        arrival_time=float(step) + order * 1e-6,
         priority=int(req.get("priority", 0)),
         block_hasher=block_hasher,
     )
@@ -409,7 +410,7 @@ def run(sc: dict, max_steps: int, out, full: bool = False) -> dict:
     while True:
         arrived = []
         for i in arrivals.get(step, []) + followups.pop(step, []):
-            req = make_request(sc, i, step, block_hasher)
+            req = make_request(sc, i, step, len(known), block_hasher)
             scheduler.add_request(req)
             known[req.request_id] = req
             arrived.append(req.request_id)
