@@ -123,6 +123,7 @@ def test_setup_installs_vllm_without_its_dependencies(tmp_path):
     assert "torch==2.13.0" in argvs[2] and "-c" in argvs[2]
     assert "einops" in argvs[3]
     assert (Path(oracle_venv.HERE) / "tiny_model" / "config.json").exists()
+    check_scenario(dict(oracle_venv.SMOKE))  # the smoke test's scenario is one vLLM accepts
 
 
 VENV = Path(os.environ.get("SERQ_ORACLE_VENV", oracle_venv.default_venv()))

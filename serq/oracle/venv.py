@@ -24,7 +24,7 @@ PURE = ["numpy", "packaging", "pydantic", "regex", "cbor2", "psutil", "pyzmq", "
         "aiohttp", "requests", "openai-harmony", "openai", "pillow", "pybase64", "cachetools", "msgspec",
         "cloudpickle", "uvloop", "py-cpuinfo", "prometheus_client", "xgrammar", "fastapi",
         "partial_json_parser", "llguidance", "einops"]
-SMOKE = {"block_size": 4, "num_gpu_blocks": 8, "max_num_batched_tokens": 8,
+SMOKE = {"block_size": 4, "num_gpu_blocks": 8, "max_num_batched_tokens": 8, "max_num_seqs": 4,
          "requests": [{"id": "r0", "arrival_step": 0, "prompt_len": 6, "max_tokens": 2}]}
 
 
