@@ -54,7 +54,7 @@ def _err(file: str, code: str, msg: str, line: int = 0, col: int = 0, source: st
 
 
 def load_scenario(path: str) -> dict:
-    """A scenario file, checked; bad input is a located E020."""
+    """A scenario file, checked; bad input is a located E023."""
     from serq.oracle.driver import ScenarioError, check_scenario
 
     try:
@@ -64,13 +64,13 @@ def load_scenario(path: str) -> dict:
     try:
         sc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise _err(path, "E020", f"not a scenario: {e.msg}", e.lineno, e.colno, text) from None
+        raise _err(path, "E023", f"not a scenario: {e.msg}", e.lineno, e.colno, text) from None
     try:
         return check_scenario(sc, path)
     except ScenarioError as e:
         msg = str(e)
         prefix = f"{path}: "
-        raise _err(path, "E020", msg[len(prefix):] if msg.startswith(prefix) else msg) from None
+        raise _err(path, "E023", msg[len(prefix):] if msg.startswith(prefix) else msg) from None
 
 
 def _venv(arg) -> Path:
@@ -78,7 +78,7 @@ def _venv(arg) -> Path:
 
     venv = Path(arg) if arg else default_venv()
     if not python_of(venv).exists():
-        raise _err("serq oracle", "E021", f"no oracle environment at {venv}",
+        raise _err("serq oracle", "E024", f"no oracle environment at {venv}",
                    notes=("build it with `serq oracle setup` (about 2 minutes; vLLM is not an ordinary "
                           "dependency of serq)",))
     return venv
@@ -163,7 +163,7 @@ def cmd_compare(args) -> int:
     try:
         a = agree(sc, text, coalesce=not args.no_coalesce, name=Path(args.scenario).stem)
     except (ValueError, KeyError) as e:
-        raise _err(args.trace, "E022", f"not a trace of this scenario: {e}") from None
+        raise _err(args.trace, "E025", f"not a trace of this scenario: {e}") from None
     for n in a.needs:
         print(f"{args.scenario}: not exact: vLLM's behaviour needs {n}")
     if a.ok:

@@ -104,14 +104,18 @@ def test_cli_bad_input(tmp_path, capsys):
     p.write_text('{"block_size": 4,\n "num_gpu_blocks": }\n')
     assert main(["oracle", "convert", str(p)]) == 2
     err = capsys.readouterr().err
-    assert f"{p}:2:20: error[E020]: not a scenario: Expecting value" in err and "Traceback" not in err
+    assert f"{p}:2:20: error[E023]: not a scenario: Expecting value" in err and "Traceback" not in err
     p.write_text(json.dumps(sc(watermark=2)))
     assert main(["oracle", "convert", str(p)]) == 2
-    assert "error[E020]: 'watermark' must be a number in [0, 1), got 2" in capsys.readouterr().err
+    assert "error[E023]: 'watermark' must be a number in [0, 1), got 2" in capsys.readouterr().err
     p.write_text(json.dumps(sc()))
+    t = tmp_path / "t.jsonl"
+    t.write_text('{"step": 0}\n')
+    assert main(["oracle", "compare", str(p), str(t)]) == 2
+    assert "error[E025]: not a trace of this scenario: not a vLLM trace of `serq oracle trace`" in capsys.readouterr().err
     assert main(["oracle", "trace", str(p), "--venv", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
-    assert f"error[E021]: no oracle environment at {tmp_path / 'none'}" in err
+    assert f"error[E024]: no oracle environment at {tmp_path / 'none'}" in err
     assert "serq oracle setup" in err
 
 
