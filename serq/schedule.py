@@ -14,7 +14,7 @@ then one line per stage iteration, in the order the iterations start:
      "preempted": [SESSION, ...],             # in preemption order
      "hits": {SESSION: {POOL: UNITS}},        # cache units reused at admission
      "finished": [SESSION, ...],              # reached `turn` or `end`
-     "pools": {POOL: {"free": F, "cached": C, "allocated": A}}}
+     "pools": {POOL: {"free": F, "cached": C, "evictable": E, "allocated": A}}}
 
 A session is named by its label, `PROGRAM#N` (N: its number in workload
 order, from 1). Pool levels are the state after the iteration; an infinite
@@ -85,10 +85,12 @@ class ScheduleWriter:
         m = self.m
         view = StateView(m.engine, state)
         alloc = allocated if allocated is not None else m.engine.levels(state)
+        evict = m.engine.evictable(state)
         out = {}
         for p, pool in enumerate(m.pools):
             free, cache, _ = view.pools[p]
-            out[pool.name] = {"free": free, "cached": sum(e[1] for e in cache), "allocated": int(alloc[p])}
+            out[pool.name] = {"free": free, "cached": sum(e[1] for e in cache), "evictable": evict[p],
+                              "allocated": int(alloc[p])}
         return out
 
     # -- one iteration ----------------------------------------------------
@@ -133,6 +135,7 @@ class ScheduleWriter:
             raise AssertionError("a coalesced block serves other tokens than its first iteration")
         v0 = StateView(m.engine, before)
         a0 = m.engine.levels(before)
+        e0 = m.engine.evictable(before)
         t = tick
         for j, (cost, lv) in enumerate(zip(blk.costs, blk.levels)):
             pools = {}
@@ -141,12 +144,13 @@ class ScheduleWriter:
                 cached0 = sum(e[1] for e in cache0)
                 grown = lv[p] - a0[p]
                 if free0 is None:
-                    free, cached = None, cached0
+                    free, cached, evict = None, cached0, e0[p]
                 else:
                     from_free = min(grown, free0 // pool.block * pool.block)
                     free = free0 - from_free
-                    cached = cached0 - (grown - from_free)
-                pools[pool.name] = {"free": free, "cached": cached, "allocated": int(lv[p])}
+                    cached = cached0 - (grown - from_free)  # growth evicts only evictable units
+                    evict = e0[p] - (grown - from_free)
+                pools[pool.name] = {"free": free, "cached": cached, "evictable": evict, "allocated": int(lv[p])}
             served = [[self._label(before, sid), per[sid]] for sid in order]
             self._record(si, t, served, [], [], {}, [], pools)
             t += cost

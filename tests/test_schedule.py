@@ -51,16 +51,43 @@ def test_exact_schedule_of_a_decode_preemption():
     got = [(r["tick"], r["served"], r["admitted"], r["preempted"], r["hits"], r["finished"],
             tuple(r["pools"]["kv"].values())) for r in recs]
     assert got == [
-        (0, [["chat#1", 3], ["chat#2", 3]], ["chat#1", "chat#2"], [], {}, [], (0, 0, 8)),
-        (1, [["chat#1", 1], ["chat#2", 1]], [], [], {}, [], (0, 0, 8)),
+        (0, [["chat#1", 3], ["chat#2", 3]], ["chat#1", "chat#2"], [], {}, [], (0, 0, 0, 8)),
+        (1, [["chat#1", 1], ["chat#2", 1]], [], [], {}, [], (0, 0, 0, 8)),
         # chat#1 grows: chat#2 is preempted, keeps its 2 full blocks, one is evicted at once
-        (2, [["chat#1", 1]], [], ["chat#2"], {}, [], (0, 2, 6)),
-        (3, [["chat#1", 1]], [], [], {}, ["chat#1"], (0, 8, 0)),
+        (2, [["chat#1", 1]], [], ["chat#2"], {}, [], (0, 2, 2, 6)),
+        (3, [["chat#1", 1]], [], [], {}, ["chat#1"], (0, 8, 8, 0)),
         # chat#2 resumes: 3 prompt + 2 answer tokens, 2 of them a hit; its prefill gives answer token 3
-        (4, [["chat#2", 3]], ["chat#2"], [], {"chat#2": {"kv": 2}}, [], (0, 2, 6)),
-        (5, [["chat#2", 1]], [], [], {}, ["chat#2"], (0, 8, 0)),
+        (4, [["chat#2", 3]], ["chat#2"], [], {"chat#2": {"kv": 2}}, [], (0, 2, 2, 6)),
+        (5, [["chat#2", 1]], [], [], {}, ["chat#2"], (0, 8, 8, 0)),
     ]
     assert [r["iteration"] for r in recs] == list(range(len(recs)))
+
+
+SHARED = """
+prefix SYS = 4;
+pool kv { cap 16; block 2; admit via gpu; evict lru; }
+stage gpu { budget 16; }
+session s {
+  hold kv prefix SYS reuse c need (6 - c) take 0 at admission (c = min(cached(kv), 4)) {
+    prefill (6 - c) growing kv;
+    decode 2 growing kv;
+  } keep (kv full);
+}
+workload { 1 x s; 1 x s at 1ns; }
+"""
+
+
+def test_a_shared_prefix_in_use_is_cached_but_not_evictable():
+    _, recs, _ = schedule(load_text(SHARED, "sh.sq").program)
+    got = [(r["tick"], r["served"], r["hits"], r["finished"], r["pools"]["kv"]) for r in recs]
+    assert got == [
+        # s#1 computes SYS's 2 blocks (owned by the cache, pinned while s#1 uses them) and its own
+        (0, [["s#1", 6]], {}, [], {"free": 10, "cached": 4, "evictable": 0, "allocated": 2}),
+        (1, [["s#1", 1], ["s#2", 2]], {"s#2": {"kv": 4}}, [], {"free": 6, "cached": 4, "evictable": 0, "allocated": 6}),
+        # s#1's own full blocks are kept under its key, evictable; SYS is still pinned by s#2
+        (2, [["s#1", 1], ["s#2", 1]], {}, ["s#1"], {"free": 4, "cached": 8, "evictable": 4, "allocated": 4}),
+        (3, [["s#2", 1]], {}, ["s#2"], {"free": 4, "cached": 12, "evictable": 12, "allocated": 0}),
+    ]
 
 
 LONG_DECODES = """

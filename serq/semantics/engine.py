@@ -252,6 +252,14 @@ class Engine:
         _kernel().levels(self.K, self.w, out)
         return tuple(out[: self.low.NP].tolist())
 
+    def evictable(self, state) -> tuple[int, ...]:
+        """Each pool's evictable cached units in a state: those no hold uses
+        (a shared prefix's blocks are pinned while a hold uses them)."""
+        from serq.semantics.kernel.core import evictable_sum
+
+        self.load(state)
+        return tuple(int(evictable_sum(self.K, self.w, p)) for p in range(len(self.program.pools)))
+
     def pc_of_state(self, state, sid: int) -> tuple[int, int]:
         if isinstance(state, RowState) and state.cap == self.cap:
             b = RHDR + sid * self.SF
