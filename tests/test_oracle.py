@@ -15,7 +15,7 @@ from serq.fmt import format_path
 from serq.load import load_text
 from serq.oracle import venv as oracle_venv
 from serq.oracle.compare import agree
-from serq.oracle.convert import NEEDS_SHARED_PREFIX, convert
+from serq.oracle.convert import NEEDS_SHARED_PREFIX, NEEDS_WATERMARK, convert
 from serq.oracle.driver import ScenarioError, check_scenario, prompt_ids
 
 DIR = Path(__file__).parent / "vllm"
@@ -63,13 +63,43 @@ def test_converted_instance_loads_names_every_request_and_is_canonical(tmp_path)
         assert format_path(str(f)) == conv.text, p.stem
 
 
-def test_shared_prompts_are_reported_as_not_exact():
-    s = sc(requests=[{"id": "a", "arrival_step": 0, "prompt": [1, 2, 3, 4, 5], "max_tokens": 2},
-                     {"id": "b", "arrival_step": 3, "prompt": [1, 2, 3, 4, 9], "max_tokens": 2}])
+def test_shared_prompts_become_prefix_declarations_chained_as_vllm_hashes_blocks():
+    s = sc(requests=[{"id": "a", "arrival_step": 0, "prompt": [1, 2, 3, 4, 5, 6, 7, 8, 9], "max_tokens": 2},
+                     {"id": "b", "arrival_step": 3, "prompt": [1, 2, 3, 4, 5, 6, 7, 8, 1], "max_tokens": 2},
+                     {"id": "c", "arrival_step": 3, "prompt": [1, 2, 3, 4, 9, 9], "max_tokens": 2},
+                     {"id": "d", "arrival_step": 3, "prompt": [1, 2, 3, 9, 9], "max_tokens": 2}])
+    conv = convert(s)
+    assert conv.needs == []
+    assert "prefix P1 = 4;\nprefix P2 = P1 + 4;\n" in conv.text
+    prog = load_text(conv.text, "t.sq").program
+    assert [(p.name, p.length, p.parent) for p in prog.prefixes] == [("P1", 4, None), ("P2", 8, "P1")]
+    # a, b share two blocks; c only the first; d (a common run shorter than a block) shares nothing
+    assert [conv.labels[r] for r in "abcd"] == ["req_p2#1", "req_p2#2", "req_p1#3", "req#4"]
+    assert "hold seqs 1, kv prefix P2 reuse c" in conv.text and "hold seqs 1, kv reuse c" in conv.text
+    # without prefix caching nothing is shared
+    assert "prefix" not in convert(dict(s, enable_prefix_caching=False)).text
+
+
+def test_blocks_shared_past_the_prompts_are_reported_as_not_exact():
+    # same prompt, same sampled token: the blocks of their output tokens are the same blocks
+    s = sc(requests=[{"id": "a", "arrival_step": 0, "prompt": [1, 2, 3, 4], "max_tokens": 6},
+                     {"id": "b", "arrival_step": 3, "prompt": [1, 2, 3, 4], "max_tokens": 6}])
     assert convert(s).needs == [NEEDS_SHARED_PREFIX]
-    # a common prefix shorter than a block shares nothing
-    s["requests"][1]["prompt"] = [1, 2, 3, 9, 9]
+    s["requests"][1]["max_tokens"] = 4
     assert convert(s).needs == []
+
+
+def test_threshold_watermark_and_priority_are_written_in_the_language():
+    text = convert(sc(long_prefill_token_threshold=4)).text
+    assert "chunk if holders(seqs) + waiting(seqs) > 1 then 4 else 16;" in text
+    assert "chunk" not in convert(sc(long_prefill_token_threshold=16)).text  # not below the budget: no cap
+    text = convert(sc(watermark=0.2)).text
+    assert "const WM = 2;" in text and "need (n + g - c + (if holders(kv) > 0 then WM * BS else 0))" in text
+    assert "WM" not in convert(sc(watermark=0.05)).text  # int(0.05 * 10) = 0 blocks
+    assert convert(sc(watermark=0.2, scheduler_reserve_full_isl=False)).needs == [NEEDS_WATERMARK]
+    text = " ".join(convert(sc(policy="priority")).text.split())
+    assert "queue (pri, arrived);" in text and "preempt (desc pri, desc arrived); requeue order;" in text
+    assert "self_preempt continue;" in text
 
 
 def test_a_difference_prints_the_first_differing_step_side_by_side():

@@ -5,9 +5,9 @@ Each scenario in tests/vllm/ has a trace recorded with vLLM 0.33.0
 serq instance, run with a schedule (coalescing on and off), and compared
 with the trace on every step: tokens per request in serve order,
 admissions, preemptions, prefix hits, finished requests, free and cached
-blocks. A scenario whose vLLM behaviour the language cannot say yet is an
-expected failure naming the missing construct (strict: it must fail).
-docs/vllm.md's agreement table is checked against these results.
+blocks. Every recorded scenario converts exactly (the converter names
+nothing the language cannot say). docs/vllm.md's agreement table is
+checked against these results.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from serq.oracle.compare import agree, read_trace
-from serq.oracle.convert import NEEDS_PRIORITY, NEEDS_QUEUE_CHUNK, NEEDS_SHARED_PREFIX, NEEDS_WATERMARK, convert
+from serq.oracle.convert import convert
 from serq.oracle.driver import check_scenario
 
 HERE = Path(__file__).parent
@@ -40,37 +40,14 @@ def _result(name, coalesce):
     return RESULTS[key]
 
 
-# The recorded scenarios that exercise a behaviour the language cannot say
-# yet, with the construct each needs. The converter flags a configuration
-# that may need one (`needs`); whether a run exercises it shows only in the
-# run: a priority scenario agrees when vLLM never serves past a
-# self-preemption, a long-prefill threshold when no request prefills alone.
-PENDING = {
-    "05_prefix_cache_reuse": NEEDS_SHARED_PREFIX,
-    "30_shared_system_prompt": NEEDS_SHARED_PREFIX,
-    "31_partial_common_prefix": NEEDS_SHARED_PREFIX,
-    "70_random_shared_system_prompt": NEEDS_SHARED_PREFIX,
-    "32_long_prefill_threshold_one_request": NEEDS_QUEUE_CHUNK,
-    "33_long_prefill_threshold_several": NEEDS_QUEUE_CHUNK,
-    "71_random_long_prefill_threshold": NEEDS_QUEUE_CHUNK,
-    "34_watermark": NEEDS_WATERMARK,
-    "36_priority_self_preemption": NEEDS_PRIORITY,
-}
-
-
-def test_pending_scenarios_are_flagged_by_the_converter():
-    for name, construct in PENDING.items():
-        assert construct in convert(_scenario(name), name).needs, name
+def test_every_recorded_scenario_converts_exactly():
+    for name in NAMES:
+        assert convert(_scenario(name), name).needs == [], name
 
 
 def _params():
-    out = []
-    for name in NAMES:
-        for co in (True, False):
-            marks = [pytest.mark.xfail(strict=True, reason="the language cannot say yet: " + PENDING[name])] \
-                if name in PENDING else []
-            out.append(pytest.param(name, co, marks=marks, id=f"{name}-{'coalesce' if co else 'no-coalesce'}"))
-    return out
+    return [pytest.param(name, co, id=f"{name}-{'coalesce' if co else 'no-coalesce'}")
+            for name in NAMES for co in (True, False)]
 
 
 def test_enough_scenarios_with_traces():
@@ -104,16 +81,13 @@ def table() -> str:
         a, b = _result(name, True), _result(name, False)
         assert (a.steps, a.agree, a.ok, a.split) == (b.steps, b.agree, b.ok, b.split), \
             f"{name}: coalescing changes the agreement"
-        if name in PENDING:
-            verdict = "not yet: needs " + PENDING[name]
-        else:
-            verdict = "yes" if a.ok else "**NO**"
-            exact += 1
-            tot_steps += a.steps
-            tot_agree += a.agree
-        split = "-" if name in PENDING else "yes" if a.split is None else f"until step {a.split}"
+        verdict = "yes" if a.ok else "**NO**"
+        exact += 1
+        tot_steps += a.steps
+        tot_agree += a.agree
+        split = "yes" if a.split is None else f"until step {a.split}"
         rows.append(f"| {name} | {a.steps} | {a.agree} | {verdict} | {split} |")
-    rows.append(f"| **all {exact} scenarios the language can say** | **{tot_steps}** | **{tot_agree}** | | |")
+    rows.append(f"| **all {exact} scenarios** | **{tot_steps}** | **{tot_agree}** | | |")
     return "\n".join(rows)
 
 

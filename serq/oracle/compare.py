@@ -71,9 +71,9 @@ def _serq_view(rec: dict | None, bs: int) -> dict | None:
         "preempted": rec["preempted"],
         "hits": {s: rec["hits"].get(s, {}).get("kv", 0) for s in rec["admitted"]},
         "finished": sorted(rec["finished"]),
-        # vLLM counts evictable cached blocks as free
-        "free_blocks": (kv["free"] + kv["cached"]) // bs,
-        "cached_blocks": kv["cached"] // bs,
+        # vLLM counts evictable cached blocks as free (a shared prefix's blocks in use are not)
+        "free_blocks": (kv["free"] + kv["evictable"]) // bs,
+        "cached_blocks": kv["evictable"] // bs,
     }
 
 

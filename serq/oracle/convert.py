@@ -14,10 +14,8 @@ from dataclasses import dataclass, field
 from serq.oracle.driver import (DEFAULT_SAMPLED_TOKEN_ID, check_scenario, prompt_ids)
 
 # what an exact translation of each behaviour needs, in the language's words
-NEEDS_SHARED_PREFIX = "content-addressed shared prefixes (requests of different sessions share full blocks)"
-NEEDS_QUEUE_CHUNK = "a chunk that reads queue counts at @step (long_prefill_token_threshold)"
-NEEDS_WATERMARK = "admission headers that read free(kv) at @admit (watermark)"
-NEEDS_PRIORITY = "serving after a self-preemption (the priority policy)"
+NEEDS_SHARED_PREFIX = "a prefix past a prompt (requests of different sessions share blocks of output tokens)"
+NEEDS_WATERMARK = "an admission watermark with the gate off (scheduler_reserve_full_isl false)"
 
 
 @dataclass
@@ -43,20 +41,44 @@ def _chains(sc: dict) -> list[list[dict]]:
     return chains
 
 
-def _shared_blocks(sc: dict, chains) -> bool:
-    """Do requests of different conversations share a full block (by content,
-    chained as vLLM hashes it)? Only then does a hit cross sessions."""
+def _tokens(sc: dict, r: dict) -> list[int]:
+    """The tokens request `r` computes: its prompt and its output tokens but the last."""
+    sampled = int(sc.get("sampled_token_id", DEFAULT_SAMPLED_TOKEN_ID))
+    return prompt_ids(sc, r["id"]) + [sampled] * (int(r["max_tokens"]) - 1)
+
+
+def _prefixes(sc: dict, chains) -> tuple[list[tuple[str, int, str | None]], dict[str, str], bool]:
+    """The shared prefixes of a scenario, as vLLM's cache shares them: a full
+    block (hashed with every token before it) that requests of different
+    conversations compute. Returns the declarations (name, length in tokens,
+    parent), the prefix each request's hold names (its longest one, within
+    its prompt's full blocks), and whether some requests share more than
+    that (output tokens: no prefix can say it)."""
     bs = int(sc["block_size"])
-    owner: dict[tuple, int] = {}
+    users: dict[tuple, set[int]] = {}
     for ci, chain in enumerate(chains):
         for r in chain:
-            toks = prompt_ids(sc, r["id"]) + [int(sc.get("sampled_token_id", DEFAULT_SAMPLED_TOKEN_ID))] * (
-                int(r["max_tokens"]) - 1)
-            for k in range(len(toks) // bs):
-                key = tuple(toks[: (k + 1) * bs])
-                if owner.setdefault(key, ci) != ci:
-                    return True
-    return False
+            toks = _tokens(sc, r)
+            for k in range(1, len(toks) // bs + 1):
+                users.setdefault(tuple(toks[: k * bs]), set()).add(ci)
+    depth: dict[str, int] = {}  # request id -> full blocks of its prefix
+    beyond = False
+    for chain in chains:
+        for r in chain:
+            toks, prompt = _tokens(sc, r), prompt_ids(sc, r["id"])
+            shared = [k for k in range(1, len(toks) // bs + 1) if len(users[tuple(toks[: k * bs])]) > 1]
+            d = max((k for k in shared if k <= len(prompt) // bs), default=0)
+            beyond |= bool(shared) and max(shared) > d
+            if d:
+                depth[r["id"]] = d
+    keys = sorted({tuple(prompt_ids(sc, rid)[: d * bs]) for rid, d in depth.items()}, key=lambda k: (len(k), k))
+    names = {k: f"P{i}" for i, k in enumerate(keys, 1)}
+    decls = []
+    for k in keys:
+        parent = max((q for q in keys if len(q) < len(k) and k[: len(q)] == q), key=len, default=None)
+        decls.append((names[k], len(k), names[parent] if parent else None))
+    of = {rid: names[tuple(prompt_ids(sc, rid)[: d * bs])] for rid, d in depth.items()}
+    return decls, of, beyond
 
 
 def convert(sc: dict, name: str = "scenario") -> Converted:
@@ -72,15 +94,14 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     priority = sc.get("policy", "fcfs") == "priority"
     chains = _chains(sc)
 
+    # vLLM keeps int(watermark * num_gpu_blocks) blocks free when it admits while others run
+    wm = int(float(sc.get("watermark", 0.0)) * int(sc["num_gpu_blocks"]))
+    decls, prefix_of, beyond = _prefixes(sc, chains) if apc else ([], {}, False)
     needs = []
-    if apc and _shared_blocks(sc, chains):
+    if beyond:
         needs.append(NEEDS_SHARED_PREFIX)
-    if threshold > 0:
-        needs.append(NEEDS_QUEUE_CHUNK)
-    if float(sc.get("watermark", 0.0)) > 0:
+    if wm > 0 and not gate:
         needs.append(NEEDS_WATERMARK)
-    if priority:
-        needs.append(NEEDS_PRIORITY)
 
     out = []
     w = out.append
@@ -92,16 +113,25 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     for n in needs:
         w(f"// NOT EXACT: vLLM's behaviour needs {n}.")
     w("")
+    length_of = {pname: length for pname, length, _ in decls}
+    for pname, length, parent in decls:  # shared token prefixes (full blocks only)
+        w(f"prefix {pname} = {parent} + {length - length_of[parent]};" if parent else f"prefix {pname} = {length};")
     w(f"const BS = {bs};")
+    if wm > 0 and gate:
+        w(f"const WM = {wm};  // watermark blocks")
     # a hold waits in its first pool's queue (seqs); a preempted one re-enters it as the
     # pool whose growth preempted it (kv) says
     queue = " queue (pri, arrived);" if priority else ""
     victim = "preempt (desc pri, desc arrived); requeue order;" if priority else "preempt lifo;"
     evict = " evict lru;" if apc else ""
-    chunk = f" chunk {threshold};" if threshold > 0 else ""
+    # long_prefill_token_threshold caps a prefill while running + waiting > 1 (at the
+    # iteration's start): a hold waits in its first pool's queue (seqs)
+    chunk = f" chunk if holders(seqs) + waiting(seqs) > 1 then {threshold} else {budget};" \
+        if 0 < threshold < budget else ""
+    selfp = " self_preempt continue;" if priority else ""
     for head, opts in (("pool seqs", f"cap {seqs}; admit via gpu;{queue}"),
                        ("pool kv", f"cap {usable} * BS; block BS; admit via gpu; {victim}{evict}"),
-                       ("stage gpu", f"budget {budget};{chunk} serve (admitted);")):
+                       ("stage gpu", f"budget {budget};{chunk} serve (admitted);{selfp}")):
         one = f"{head} {{ {opts} }}"
         if len(one) <= 100:  # `serq fmt`'s layout: one line if it fits, else one option per line
             w(one)
@@ -114,29 +144,38 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     # (vLLM's num_output_tokens), which survive a preemption: a resumed request
     # recomputes n + g tokens (less its cache hit), its last prefill chunk gives
     # one more answer token, and it decodes only what is left.
-    def request(indent, turn=0):
+    mark = " + (if holders(kv) > 0 then WM * BS else 0)" if wm > 0 and gate else ""
+
+    def request(indent, turn=0, rid=None):
         # a binding is declared once per session: the cache hit of turn k is c, c2, c3, ...
         c = "c" if turn == 0 else f"c{turn + 1}"
         p = " " * indent
         if apc:
-            need = f"need (n + g - {c}) take 0" if gate else "need 0"
-            hold = f"{p}hold seqs 1, kv reuse {c} {need}"
+            need = f"need (n + g - {c}{mark}) take 0" if gate else "need 0"
+            pre = f"prefix {prefix_of[rid]} " if rid in prefix_of else ""
+            hold = f"{p}hold seqs 1, kv {pre}reuse {c} {need}"
             adm = f"at admission ({c} = min(cached(kv), floor((n + g - 1) / BS) * BS)) {{"
             # `serq fmt`'s layout: one line up to 100 columns, else the binding under the first pool
             head = [f"{hold} {adm}"] if len(hold) + 1 + len(adm) <= 100 else [hold, f"{p}     {adm}"]
             return head + [f"{p}  prefill (n + g - {c}) growing kv;", f"{p}  set g = g + 1;",
                     f"{p}  decode (o - g) growing kv progress g;", f"{p}}} keep (kv full);"]
-        need = "need (n + g) take 0" if gate else "need 0"
+        need = f"need (n + g{mark}) take 0" if gate else "need 0"
         return [f"{p}hold seqs 1, kv {need} {{", f"{p}  prefill (n + g) growing kv;", f"{p}  set g = g + 1;",
                 f"{p}  decode (o - g) growing kv progress g;", f"{p}}}"]
 
     params = "n, o, pri" if priority else "n, o"
     labels: dict[str, str] = {}
-    singles = any(len(c) == 1 for c in chains)
-    if singles:
-        w(f"session req({params}) {{")
+    # one program for the single requests of each prefix (none: `req`)
+    single_prog = {}
+    for chain in chains:
+        if len(chain) == 1:
+            pre = prefix_of.get(chain[0]["id"])
+            single_prog[chain[0]["id"]] = f"req_{pre.lower()}" if pre else "req"
+    for prog in sorted(set(single_prog.values())):
+        rid = next(r for r, q in single_prog.items() if q == prog)
+        w(f"session {prog}({params}) {{")
         w("  let g = 0;")
-        out.extend(request(2))
+        out.extend(request(2, 0, rid))
         w("  end;")
         w("}")
         w("")
@@ -157,7 +196,7 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
                 if priority:
                     w(f"  set pri = {int(r.get('priority', 0))};")
                 w("  set g = 0;")
-            out.extend(request(2, k))
+            out.extend(request(2, k, r["id"]))
         w("  end;")
         w("}")
         w("")
@@ -165,7 +204,7 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     lines = []
     for sid, chain in enumerate(chains, 1):
         r = chain[0]
-        prog = convs.get(r["id"], "req")
+        prog = convs.get(r["id"]) or single_prog[r["id"]]
         args = f"n={len(prompt_ids(sc, r['id']))}, o={int(r['max_tokens'])}"
         if priority:
             args += f", pri={int(r.get('priority', 0))}"
