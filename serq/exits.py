@@ -16,6 +16,7 @@ COMMAND_EXITS: dict[str, tuple[str, ...]] = {
                 "nondeterministic", "interrupted", "inconclusive", "failed"),
     "sweep": ("pass", "input_error", "interrupted"),
     "ui": ("pass", "input_error"),
+    "oracle": ("pass", "input_error", "violation", "bound"),
 }
 
 # what a code means for a command, where it says more than the table's line
@@ -37,6 +38,11 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("sweep", "pass"): "the table was printed (each value's own verdict is in it)",
     ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",
     ("ui", "pass"): "the server was stopped (Ctrl-C or SIGTERM: its normal end)",
+    ("oracle", "pass"): "done; compare: serq agrees with the trace on every step",
+    ("oracle", "input_error"): "bad input: a scenario (E023), no oracle environment (E024), a trace that does "
+                               "not fit the scenario (E025), or a failed setup or driver",
+    ("oracle", "violation"): "compare: a step differs (the first one is printed side by side)",
+    ("oracle", "bound"): "trace: vLLM reached --max-steps before every request finished",
 }
 
 

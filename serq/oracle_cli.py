@@ -17,13 +17,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from explorer.verdict import EXIT_CODES
 from serq.diagnostics import Diagnostic, SerqError
+from serq.exits import add_parser
 
-EXIT_DIFF, EXIT_INPUT, EXIT_CAP = 1, 2, 3
+# rows of the one exit-code table (serq/exits.py): a differing step is a violation, the step cap a bound
+EXIT_DIFF, EXIT_INPUT, EXIT_CAP = EXIT_CODES["violation"], EXIT_CODES["input_error"], EXIT_CODES["bound"]
 
 
 def register(sub) -> None:
-    o = sub.add_parser("oracle", help="vLLM's own scheduler as an oracle: set up, trace, convert, compare")
+    o = add_parser(sub, "oracle", help="vLLM's own scheduler as an oracle: set up, trace, convert, compare")
     osub = o.add_subparsers(dest="oracle_command", required=True, metavar="ACTION")
     s = osub.add_parser("setup", help="build the oracle's Python environment (about 2 minutes)")
     s.add_argument("venv", nargs="?", help="where (default $SERQ_ORACLE_VENV or ~/.cache/serq/vllm-oracle)")
