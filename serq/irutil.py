@@ -184,24 +184,31 @@ def pool_order_text(o: ir.Order | None) -> str:
     return "none" if o is None else _order(o)
 
 
+def children(e) -> tuple:
+    """The direct sub-expressions of an IR expression, left to right."""
+    if isinstance(e, ir.Bin):
+        return (e.l, e.r)
+    if isinstance(e, ir.Un):
+        return (e.e,)
+    if isinstance(e, ir.Cond):
+        return (e.c, e.t, e.f)
+    if isinstance(e, ir.Call):
+        return e.args
+    return ()
+
+
+def walk_expr(e: ir.Expr | None):
+    """Every sub-expression of `e` (itself first), in source order. The IR's
+    one expression walker: iterative, so depth costs no stack."""
+    if e is None:
+        return
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(reversed(children(x)))
+
+
 def expr_names(e: ir.Expr | None) -> set[str]:
     """Attribute names an expression reads."""
-    out: set[str] = set()
-
-    def walk(x):
-        if x is None:
-            return
-        if isinstance(x, ir.Name):
-            out.add(x.name)
-        elif isinstance(x, ir.Bin):
-            walk(x.l), walk(x.r)
-        elif isinstance(x, ir.Un):
-            walk(x.e)
-        elif isinstance(x, ir.Cond):
-            walk(x.c), walk(x.t), walk(x.f)
-        elif isinstance(x, ir.Call):
-            for a in x.args:
-                walk(a)
-
-    walk(e)
-    return out
+    return {x.name for x in walk_expr(e) if isinstance(x, ir.Name)}

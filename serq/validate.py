@@ -1,157 +1,17 @@
-"""`Program.validate`: names, arity, types and the moment table.
-
-The position of an expression fixes its moment (seed note section 1):
-a statement is @session, a hold's admission header @admit(P), a stage's
-budget/chunk/cost/serve @step(S), an evict key @evict(P), an invariant
-@check. `MOMENTS` says what each may read. Hidden attributes are readable
-at @session only: the scheduler may not peek at the answer.
-"""
+"""`validate(program)`: names, arity, types and moments (serq.moments)
+of every expression of a compiled or loaded IR program. The automaton's
+structure is checked first (serq.irshape): nothing else can be checked,
+or run, on a broken one."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from serq import ir
 from serq.expr import EvalError, NotConstant, const_eval, const_fault
 from serq.vocab import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
 from serq.diagnostics import Diagnostic, Sink
-from serq.irutil import enclosing_pools, expr_names
-
-
-@dataclass(frozen=True)
-class Moment:
-    label: str
-    attrs: str | None  # "all" | "visible" | None (no session attributes)
-    ctx: frozenset = frozenset()
-    poolfns: frozenset = frozenset()
-    scheduler: bool = True  # a scheduler moment (hidden attributes forbidden)
-
-
-def M(label, attrs, ctx=(), poolfns=(), scheduler=True):
-    return Moment(label, attrs, frozenset(ctx), frozenset(poolfns), scheduler)
-
-
-# The moment table. `now` is the simulator's clock; the explorer rejects it.
-def moment(kind: str, where: str = "") -> Moment:
-    return {
-        "session": M("@session", "all", ("now",), ("cached",), scheduler=False),
-        "admit": M(f"@admit({where})", "visible", ("budget_left", "now"),
-                   ("cached", "free", "allocated", "evictable", "waiting", "holders")),
-        "queue": M(f"@admit({where}) queue key", "visible", ("arrived", "now")),
-        "victim": M(f"@admit({where}) victim key", "visible", ("arrived", "admitted", "now")),
-        "evict": M(f"@evict({where})", None, ("age", "size", "last", "released", "now")),
-        "budget": M(f"@step({where}) budget", None, ("nreq", "ndec", "kvb", "now"), POOL_FUNCS),
-        "chunk": M(f"@step({where}) chunk", None, ("nreq", "ndec", "kvb", "budget_left", "now"), POOL_FUNCS),
-        "cost": M(f"@step({where}) cost", None, ("ntok", "ndec", "nreq", "kvb", "now")),
-        "serve": M(f"@step({where}) serve key", "visible", ("arrived", "admitted", "now")),
-        "check": M("@check", None, (), POOL_FUNCS),
-        "const": M("a constant position", None),
-    }[kind]
-
-
-MOMENT_TABLE_ROWS = [  # for docs and `serq explain`-style listings
-    ("session", ""), ("admit", "P"), ("queue", "P"), ("victim", "P"), ("evict", "P"),
-    ("budget", "S"), ("chunk", "S"), ("cost", "S"), ("serve", "S"), ("check", ""),
-]
-
-_EXPLORER_BANNED = ("now", "age")
-EXPLORER_MAX_DOMAIN = 4096  # values one draw may take in the explorer
-
-
-def walk_expr(e: ir.Expr | None):
-    if e is None:
-        return
-    yield e
-    for child in (getattr(e, "l", None), getattr(e, "r", None), getattr(e, "e", None),
-                  getattr(e, "c", None), getattr(e, "t", None), getattr(e, "f", None)):
-        if isinstance(child, (ir.Num, ir.BoolLit, ir.Name, ir.Ctx, ir.Bin, ir.Un, ir.Cond, ir.Call, ir.PoolRef)):
-            yield from walk_expr(child)
-    if isinstance(e, ir.Call):
-        for a in e.args:
-            yield from walk_expr(a)
-
-
-def infer_type(e: ir.Expr | None, types: dict[str, str], report=None) -> str:
-    """'int' | 'real' | 'bool' | '?' (unknown, already reported)."""
-
-    def bad(at, msg):
-        if report:
-            report(at, msg)
-        return "?"
-
-    def t(x) -> str:
-        if isinstance(x, ir.Num):
-            return "real" if isinstance(x.v, float) else "int"
-        if isinstance(x, ir.BoolLit):
-            return "bool"
-        if isinstance(x, ir.Name):
-            return types.get(x.name, "?")
-        if isinstance(x, (ir.Ctx, ir.PoolRef)):
-            return "int"
-        if isinstance(x, ir.Un):
-            inner = t(x.e)
-            if x.op == "not":
-                if inner not in ("bool", "?"):
-                    return bad(x.at, f"`not` needs a condition, got {_article(inner)}")
-                return "bool"
-            if inner == "bool":
-                return bad(x.at, "cannot negate a condition; use `not`")
-            return inner
-        if isinstance(x, ir.Cond):
-            c, a, b = t(x.c), t(x.t), t(x.f)
-            if c not in ("bool", "?"):
-                bad(x.c.at or x.at, f"the test of `if ... then ... else` must be a condition, got {_article(c)}")
-            if "?" in (a, b):
-                return "?"
-            if a == b:
-                return a
-            if {a, b} == {"int", "real"}:
-                return "real"
-            return bad(x.at, f"the branches of `if ... then ... else` have different types ({_article(a)} and {_article(b)})")
-        if isinstance(x, ir.Bin):
-            l, r = t(x.l), t(x.r)
-            if x.op in ("and", "or"):
-                for side, ty in ((x.l, l), (x.r, r)):
-                    if ty not in ("bool", "?"):
-                        bad(side.at or x.at, f"`{x.op}` needs conditions on both sides, got {_article(ty)}")
-                return "bool"
-            if x.op in ("==", "!="):
-                if "?" not in (l, r) and (l == "bool") != (r == "bool"):
-                    bad(x.at, f"cannot compare {_article(l)} with {_article(r)}")
-                return "bool"
-            for side, ty in ((x.l, l), (x.r, r)):
-                if ty == "bool":
-                    return bad(side.at or x.at, f"`{x.op}` needs numbers, got a condition")
-            if x.op in ("<", "<=", ">", ">="):
-                return "bool"
-            if "?" in (l, r):
-                return "?"
-            if x.op == "/":
-                return "real"
-            return "int" if (l, r) == ("int", "int") else "real"
-        if isinstance(x, ir.Call):
-            args = [t(a) for a in x.args]
-            if any(a == "bool" for a in args):
-                return bad(x.at, f"`{x.fn}` needs numbers, got a condition")
-            if x.fn in ("floor", "ceil"):
-                return "int"
-            if "?" in args:
-                return "?"
-            return "real" if "real" in args else "int"
-        return "?"
-
-    return t(e)
-
-
-@dataclass
-class _Ctx:
-    prog: ir.Program
-    sink: Sink
-    explorer: bool
-    theorem: bool
-    pools: dict = field(default_factory=dict)
-    stages: dict = field(default_factory=dict)
-    sessions: dict = field(default_factory=dict)
+from serq.exprtype import article, infer_type
+from serq.irutil import enclosing_pools, expr_names, walk_expr
+from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MOMENT_TABLE_ROWS, Moment, moment
 
 
 class Validator:
@@ -204,7 +64,7 @@ class Validator:
                     where = ", ".join(moment(k, w).label for k, w in MOMENT_TABLE_ROWS if x.name in moment(k, w).ctx)
                     self.sink.error(at, "E300", f"context variable `{x.name}` cannot be read at {m.label}",
                                     *([f"it is readable at {where}"] if legal else []))
-                elif self.explorer and x.name in _EXPLORER_BANNED:
+                elif self.explorer and x.name in EXPLORER_BANNED:
                     self.sink.error(at, "E600", f"`{x.name}` reads the clock; the explorer has no clock and cannot treat it finitely")
             elif isinstance(x, ir.PoolRef):
                 if x.pool not in self.pools:
@@ -229,7 +89,7 @@ class Validator:
         if want and ty != "?":
             ok = ty == want or (want == "real" and ty == "int") or (want == "number" and ty in ("int", "real"))
             if not ok:
-                self.sink.error(e.at, "E200", f"{what} must be {_article(want)}, got {_article(ty)}")
+                self.sink.error(e.at, "E200", f"{what} must be {article(want)}, got {article(ty)}")
         return ty
 
     @staticmethod
@@ -439,7 +299,7 @@ class Validator:
                     ty = self.expr(st.e, S, session=s)
                     want = types[st.attr]
                     if ty != "?" and not (ty == want or (want == "real" and ty == "int")):
-                        self.sink.error(st.e.at or at, "E200", f"`{st.attr}` is {_article(want)}; cannot assign {_article(ty)}")
+                        self.sink.error(st.e.at or at, "E200", f"`{st.attr}` is {article(want)}; cannot assign {article(ty)}")
             elif isinstance(st, ir.SBranch):
                 self.expr(st.cond, S, session=s, want="bool", what="the test of `if` or `while`")
             elif isinstance(st, (ir.SDraw, ir.SChoose)):
@@ -619,10 +479,6 @@ class Validator:
                 elif nxt not in color:
                     color[nxt] = 1
                     stack.append((nxt, iter(succ[nxt])))
-
-
-def _article(ty: str) -> str:
-    return {"int": "an integer", "real": "a number", "bool": "a condition", "number": "a number", "?": "unknown"}.get(ty, ty)
 
 
 def validate(prog: ir.Program, *, theorem: bool = False, explorer: bool = False) -> list[Diagnostic]:

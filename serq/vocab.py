@@ -1,6 +1,16 @@
 """The language's fixed names, in one place: the front end (compiler,
 validator) and the evaluator read them from here, so no module of the
-front end has to import another for its vocabulary."""
+front end has to import another for its vocabulary.
+
+The moment table: the position of an expression fixes its moment (a
+statement is @session, a hold's admission header @admit(P), a stage's
+budget/chunk/cost/serve @step(S), an evict key @evict(P), an invariant
+@check); `moment()` says what each may read. Hidden attributes are
+readable at @session only: the scheduler may not peek at the answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
 
 # Context variables (each legal only at some moments, see serq.validate).
 CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last", "now",
@@ -10,3 +20,42 @@ FUNCS = {"min": (2, None), "max": (2, None), "floor": (1, 1), "ceil": (1, 1), "a
 POOL_FUNCS = ("cached", "allocated", "free", "waiting", "holders", "evictable")
 DIST_NAMES = ("uniform", "geometric", "poisson", "weights")
 UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+@dataclass(frozen=True)
+class Moment:
+    label: str
+    attrs: str | None  # "all" | "visible" | None (no session attributes)
+    ctx: frozenset = frozenset()
+    poolfns: frozenset = frozenset()
+    scheduler: bool = True  # a scheduler moment (hidden attributes forbidden)
+
+
+def M(label, attrs, ctx=(), poolfns=(), scheduler=True):
+    return Moment(label, attrs, frozenset(ctx), frozenset(poolfns), scheduler)
+
+
+# The moment table. `now` is the simulator's clock; the explorer rejects it.
+def moment(kind: str, where: str = "") -> Moment:
+    return {
+        "session": M("@session", "all", ("now",), ("cached",), scheduler=False),
+        "admit": M(f"@admit({where})", "visible", ("budget_left", "now"), ("cached",)),
+        "queue": M(f"@admit({where}) queue key", "visible", ("arrived", "now")),
+        "victim": M(f"@admit({where}) victim key", "visible", ("arrived", "admitted", "now")),
+        "evict": M(f"@evict({where})", None, ("age", "size", "last", "released", "now")),
+        "budget": M(f"@step({where}) budget", None, ("nreq", "ndec", "kvb", "now")),
+        "chunk": M(f"@step({where}) chunk", None, ("nreq", "ndec", "kvb", "budget_left", "now")),
+        "cost": M(f"@step({where}) cost", None, ("ntok", "ndec", "nreq", "kvb", "now")),
+        "serve": M(f"@step({where}) serve key", "visible", ("arrived", "admitted", "now")),
+        "check": M("@check", None, (), POOL_FUNCS),
+        "const": M("a constant position", None),
+    }[kind]
+
+
+MOMENT_TABLE_ROWS = [  # for docs and `serq explain`-style listings
+    ("session", ""), ("admit", "P"), ("queue", "P"), ("victim", "P"), ("evict", "P"),
+    ("budget", "S"), ("chunk", "S"), ("cost", "S"), ("serve", "S"), ("check", ""),
+]
+
+EXPLORER_BANNED = ("now", "age")
+EXPLORER_MAX_DOMAIN = 4096  # values one draw may take in the explorer
