@@ -20,11 +20,12 @@ def _print_warnings(loaded) -> None:
 
 
 def cmd_compile(args) -> int:
+    from serq.irload import ir_text
     from serq.load import load_path
 
     loaded = load_path(args.instance)
     _print_warnings(loaded)
-    text = loaded.program.to_json()
+    text = ir_text(loaded.program, args.output)  # `source` relative to where the IR goes
     if args.output:
         try:
             Path(args.output).write_text(text)

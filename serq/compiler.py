@@ -16,9 +16,8 @@ from serq.automaton import SessionBuilder
 from serq.diagnostics import Sink
 from serq.expr import EvalError, NotConstant, const_eval
 from serq.exprbuild import ExprBuilder, pos
-from serq.vocab import CTX_NAMES, SEQ_EVENTS, UNIT_NS
+from serq.vocab import CTX_NAMES, MAX_INT, MAX_WORKLOAD, SEQ_EVENTS, UNIT_NS
 
-MAX_WORKLOAD = 1_000_000  # sessions on one workload line
 
 
 class Compiler:

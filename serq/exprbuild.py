@@ -14,9 +14,7 @@ from lark import Token, Tree, Transformer_NonRecursive, v_args
 
 from serq import ir
 from serq.diagnostics import Sink
-from serq.vocab import CTX_NAMES, POOL_FUNCS, UNIT_NS
-
-MAX_INT = 2**62  # numbers of the semantics are 64-bit integers: ticks, tokens, counts
+from serq.vocab import CTX_NAMES, MAX_INT, POOL_FUNCS, UNIT_NS
 
 
 def pos(node) -> tuple[int, int] | None:

@@ -41,9 +41,10 @@ import lark
 from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
 
+from serq import exprtext
 from serq.diagnostics import Diagnostic, SerqError
 from serq.irutil import strip_positions  # noqa: F401  (re-exported for callers of serq.fmt)
-from serq.parser import make_parser, syntax_diagnostic
+from serq.parser import check_depth, make_parser, syntax_diagnostic
 
 WIDTH = 100
 INDENT = "  "
@@ -60,6 +61,7 @@ def _parser() -> lark.Lark:
 
 
 def parse_with_comments(text: str, file: str) -> tuple[Tree, list[Token]]:
+    text = text.removeprefix("\ufeff")
     parser = _parser()
     with _lock:
         _comments.clear()
@@ -67,62 +69,21 @@ def parse_with_comments(text: str, file: str) -> tuple[Tree, list[Token]]:
             tree = parser.parse(text)
         except UnexpectedInput as e:
             raise SerqError([syntax_diagnostic(parser, e, text, file)], text) from None
-        except RecursionError:
-            raise SerqError([Diagnostic(1, 1, "E001", "input nested too deeply", file=file)], text) from None
         comments = list(_comments)
         _comments.clear()
+    check_depth(tree, text, file)
     return tree, comments
 
 
 # ------------------------------------------------------------------ expressions
 
-# Precedence levels; a child position states the least level it accepts
-# without parentheses. `if ... then ... else` (level 0) extends as far right
-# as it can, so it is parenthesised wherever an operator surrounds it.
-ATOM = 8
-_LEVEL = {"or_": 1, "and_": 2, "not_": 3, "cmp": 4, "neg": 7, "cond": 0,
-          "number": ATOM, "duration": ATOM, "true": ATOM, "false": ATOM, "name": ATOM, "call": ATOM}
-
-
-def _level(t: Tree) -> int:
-    if t.data == "binop":
-        return 5 if str(t.children[1]) in ("+", "-") else 6
-    return _LEVEL[t.data]
+ATOM = exprtext.ATOM
 
 
 def expr(t: Tree, least: int = 0) -> str:
-    """Print an expression; parenthesise it if its level is below `least`."""
-    s = _expr(t)
-    return f"({s})" if _level(t) < least else s
-
-
-def _expr(t: Tree) -> str:
-    d, c = t.data, t.children
-    if d in ("number", "duration", "name"):
-        return str(c[0])
-    if d == "true":
-        return "true"
-    if d == "false":
-        return "false"
-    if d == "call":
-        return f"{c[0]}({', '.join(expr(a) for a in c[1:] if a is not None)})"
-    if d == "binop":
-        lv = _level(t)
-        return f"{expr(c[0], lv)} {c[1]} {expr(c[2], lv + 1)}"
-    if d == "cmp":
-        return f"{expr(c[0], 5)} {c[1]} {expr(c[2], 5)}"
-    if d == "and_":
-        return f"{expr(c[0], 2)} and {expr(c[1], 3)}"
-    if d == "or_":
-        return f"{expr(c[0], 1)} or {expr(c[1], 2)}"
-    if d == "not_":
-        return f"not {expr(c[0], 3)}"
-    if d == "neg":
-        inner = expr(c[0], 7)
-        return f"- {inner}" if inner.startswith("-") else f"-{inner}"
-    if d == "cond":
-        return f"if {expr(c[0], 1)} then {expr(c[1], 1)} else {expr(c[2], 0)}"
-    raise AssertionError(f"unknown expression node {d}")
+    """Print an expression (the one printer, serq.exprtext); parenthesise it
+    if its level is below `least`."""
+    return exprtext.tree_text(t, least)
 
 
 def wrapped(t: Tree) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from serq import ir
+from serq.exprtext import expr_text  # noqa: F401  (the one printer; re-exported)
 
 
 def _strip(x: Any) -> Any:
@@ -36,55 +37,6 @@ def strip_positions(program: ir.Program) -> ir.Program:
     """The same program with every `at` set to None, so that two programs
     compiled from differently laid out sources compare equal."""
     return ir.Program.model_validate(_strip(program.model_dump(mode="json")))
-
-
-# ------------------------------------------------------------------ expressions as text
-
-_PREC = {"or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4,
-         "+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6}
-
-
-def _level(e: ir.Expr) -> int:
-    if isinstance(e, ir.Bin):
-        return _PREC[e.op]
-    if isinstance(e, ir.Un):
-        return 3 if e.op == "not" else 7
-    if isinstance(e, ir.Cond):
-        return 0
-    return 8
-
-
-def expr_text(e: ir.Expr | None, least: int = 0) -> str:
-    """An IR expression in source syntax (constants appear folded)."""
-    if e is None:
-        return ""
-    s = _text(e)
-    return f"({s})" if _level(e) < least else s
-
-
-def _text(e: ir.Expr) -> str:
-    if isinstance(e, ir.Num):
-        return repr(e.v)
-    if isinstance(e, ir.BoolLit):
-        return "true" if e.v else "false"
-    if isinstance(e, (ir.Name, ir.Ctx)):
-        return e.name
-    if isinstance(e, ir.PoolRef):
-        return f"{e.fn}({e.pool})"
-    if isinstance(e, ir.Call):
-        return f"{e.fn}({', '.join(expr_text(a) for a in e.args)})"
-    if isinstance(e, ir.Un):
-        if e.op == "not":
-            return f"not {expr_text(e.e, 3)}"
-        return f"-{expr_text(e.e, 7)}"
-    if isinstance(e, ir.Cond):
-        return f"if {expr_text(e.c, 1)} then {expr_text(e.t, 1)} else {expr_text(e.f)}"
-    if isinstance(e, ir.Bin):
-        lv = _PREC[e.op]
-        if lv == 4:
-            return f"{expr_text(e.l, 5)} {e.op} {expr_text(e.r, 5)}"
-        return f"{expr_text(e.l, lv)} {e.op} {expr_text(e.r, lv + 1)}"
-    raise TypeError(e)
 
 
 def _domain(d: ir.Domain) -> str:

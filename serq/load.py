@@ -6,11 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from serq import ir
 from serq.compiler import Compiler
 from serq.diagnostics import Diagnostic, SerqError, Sink
+from serq.irload import read_ir, read_source
 from serq.parser import parse_tree
 from serq.validate import validate
 
@@ -25,12 +24,10 @@ class Loaded:
 def compile_source(text: str, file: str = "<input>", consts: dict | None = None) -> tuple[ir.Program, list[Diagnostic]]:
     """Parse and compile, without validation. Raises on syntax or structure
     errors. `consts` gives declared constants other values (`serq sweep`)."""
+    text = text.removeprefix("\ufeff")  # a byte order mark: not part of the text
     tree = parse_tree(text, file)
     sink = Sink(file)
-    try:
-        prog = Compiler(file, sink, consts).compile(tree)
-    except RecursionError:
-        raise _too_deep(text, file) from None
+    prog = Compiler(file, sink, consts).compile(tree)
     if sink.errors:
         raise SerqError(sink.items, text)
     return prog, sink.items
@@ -38,36 +35,20 @@ def compile_source(text: str, file: str = "<input>", consts: dict | None = None)
 
 def load_text(text: str, file: str = "<input>", *, theorem: bool = False, explorer: bool = False,
               consts: dict | None = None) -> Loaded:
+    text = text.removeprefix("\ufeff")
     prog, early = compile_source(text, file, consts)
-    try:
-        diags = early + validate(prog, theorem=theorem, explorer=explorer)
-    except RecursionError:
-        raise _too_deep(text, file) from None
+    diags = early + validate(prog, theorem=theorem, explorer=explorer)
     if any(d.is_error for d in diags):
         raise SerqError(diags, text)
     return Loaded(prog, text, sorted(diags))
 
 
-def _too_deep(text: str, file: str) -> SerqError:
-    return SerqError([Diagnostic(1, 1, "E001", "input nested too deeply", file=file)], text)
-
-
 def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = False) -> Loaded:
-    try:
-        prog = ir.Program.from_json(text)
-    except ValidationError as e:
-        first = e.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ()))
-        where = f" at `{where}`" if where else ""
-        raise SerqError([Diagnostic(1, 1, "E010", f"not a serq IR file: {first.get('msg')}{where}",
-                                    file=file, notes=(f"{len(e.errors())} problem(s) in all",))], None) from None
-    src_text = None
-    src = Path(prog.source)
-    if src.is_file():
-        try:
-            src_text = src.read_text()
-        except OSError:
-            src_text = None
+    """An `.ir.json`'s text: read strictly (serq.irload, errors located in
+    the JSON), then validated like a compiled source (errors located in
+    the source the IR names, quoted when it can be read)."""
+    prog = read_ir(text, file)
+    src_text = read_source(prog.source)
     diags = validate(prog, theorem=theorem, explorer=explorer)
     if any(d.is_error for d in diags):
         raise SerqError(diags, src_text)
@@ -77,7 +58,7 @@ def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = Fal
 def load_path(path: str | Path, *, theorem: bool = False, explorer: bool = False) -> Loaded:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as e:
         raise SerqError([Diagnostic(0, 0, "E011", f"cannot read {path}: {getattr(e, 'strerror', None) or e}", file=str(path))]) from None
     if path.name.endswith(".json"):

@@ -10,6 +10,7 @@ import lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from serq.diagnostics import Diagnostic, SerqError
+from serq.vocab import MAX_EXPR_DEPTH, MAX_STMT_DEPTH
 
 # Words for the terminals that are patterns; literal terminals print as `text`.
 _WORDS = {
@@ -96,13 +97,49 @@ def _join_words(words: list[str]) -> str:
 
 def parse_tree(text: str, file: str = "<input>") -> lark.Tree:
     """Parse or raise SerqError with one located syntax diagnostic."""
+    text = text.removeprefix("\ufeff")  # a byte order mark: not part of the text
     parser = grammar_parser()
     try:
-        return parser.parse(text)
+        tree = parser.parse(text)
     except UnexpectedInput as e:
         raise SerqError([syntax_diagnostic(parser, e, text, file)], text) from None
-    except RecursionError:
-        raise SerqError([Diagnostic(1, 1, "E001", "input nested too deeply", file=file)], text) from None
+    check_depth(tree, text, file)
+    return tree
+
+
+EXPR_RULES = frozenset({"number", "duration", "true", "false", "name", "call", "binop", "cmp",
+                        "and_", "or_", "not_", "neg", "cond"})
+
+
+def check_depth(tree: lark.Tree, text: str, file: str) -> None:
+    """E004 where the tree nests deeper than the limits, at the start of the
+    expression or of the statement too deep: one iterative pass, so any
+    depth costs no stack."""
+    stack = [(tree, 0, 0, None, tree.data)]
+    while stack:
+        t, ed, sd, top, parent = stack.pop()
+        if t.data in EXPR_RULES:
+            ed += 1
+            top = top if ed > 1 else t
+            if ed > MAX_EXPR_DEPTH:
+                raise SerqError([_deep(top, file, f"this expression nests more than {MAX_EXPR_DEPTH} operations",
+                                       "a chain such as `a + b + c + ...` nests one per operator",
+                                       "compute it in steps with `let`")], text)
+        elif t.data == "block" or (t.data == "if_stmt" and parent == "if_stmt"):  # a body, an `else if`
+            sd += 1
+            if sd > MAX_STMT_DEPTH:
+                raise SerqError([_deep(t, file, f"statements nested more than {MAX_STMT_DEPTH} deep",
+                                       "move the inner part into a session of its own and `spawn` it")], text)
+        else:
+            ed, top = 0, None
+        for c in t.children:
+            if isinstance(c, lark.Tree):
+                stack.append((c, ed, sd, top, t.data))
+
+
+def _deep(t: lark.Tree, file: str, message: str, *notes: str) -> Diagnostic:
+    line, col = (t.meta.line, t.meta.column) if not t.meta.empty else (1, 1)
+    return Diagnostic(line, col, "E004", message, file=file, notes=notes)
 
 
 def syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: str) -> Diagnostic:

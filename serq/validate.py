@@ -10,6 +10,7 @@ from serq.expr import EvalError, NotConstant, const_eval, const_fault
 from serq.vocab import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
 from serq.diagnostics import Diagnostic, Sink
 from serq.exprtype import article, infer_type
+from serq.irshape import shape_problems
 from serq.irutil import enclosing_pools, expr_names, walk_expr
 from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MOMENT_TABLE_ROWS, Moment, moment
 
@@ -17,7 +18,7 @@ from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MOMENT_TABLE_ROWS, 
 class Validator:
     def __init__(self, prog: ir.Program, theorem: bool, explorer: bool):
         self.p = prog
-        self.sink = Sink(prog.source)
+        self.sink = Sink(prog.source)  # a path valid from here (serq.irload resolves an IR file's)
         self.theorem = theorem
         self.explorer = explorer
         self.pools = {p.name: p for p in prog.pools}
@@ -103,8 +104,8 @@ class Validator:
     def run(self) -> list[Diagnostic]:
         # A hand-edited `.ir.json` can break the automaton itself; nothing
         # else can be checked (or run) on a broken one.
-        for s in self.p.sessions:
-            self.structure(s)
+        for path, code, msg in shape_problems(self.p):
+            self.sink.error(self._position(path), code, msg)
         if self.sink.errors:
             return sorted(self.sink.items)
         self.prefixes: dict[str, ir.Prefix] = {}
@@ -134,6 +135,17 @@ class Validator:
         if not self.p.workload:
             self.sink.warn((1, 1), "W502", "the instance has no workload: no session will run")
         return sorted(self.sink.items)
+
+    def _position(self, path: tuple):
+        """The source position nearest to a JSON path of the program."""
+        node, best = self.p, None
+        for step in path:
+            try:
+                node = node[step] if isinstance(step, int) else getattr(node, step)
+            except (AttributeError, IndexError, TypeError):
+                break
+            best = getattr(node, "at", None) or best
+        return best
 
     def _users(self, pred) -> list[ir.SessionProgram]:
         return [s for s in self.p.sessions if any(pred(st) for st in s.states)]
@@ -204,55 +216,6 @@ class Validator:
                 self.sink.error(at, "E107", f"{what}: `{program}` needs a value for parameter `{p.name}`")
 
     # ---------------------------------------------------------- sessions
-    def structure(self, s: ir.SessionProgram) -> None:
-        """State and scope references in range, attributes declared: what
-        the compiler guarantees and an edited IR may not (E407)."""
-        n, k = len(s.states), len(s.scopes)
-        names = [a.name for a in s.attrs]
-
-        def bad(at, what):
-            self.sink.error(at, "E407", f"session `{s.name}`: malformed automaton: {what}")
-
-        if len(set(names)) != len(names):
-            bad(s.at, "an attribute is declared twice")
-        if not 0 <= s.entry < n:
-            bad(s.at, f"entry {s.entry} is not a state")
-        if not s.scopes or s.scopes[0].parent is not None:
-            bad(s.at, "scope 0 must be the root scope")
-        for i, sc in enumerate(s.scopes):
-            if sc.id != i:
-                bad(s.at, f"scope {i} has id {sc.id}")
-            for field_ in ("acquire", "reentry", "exit"):
-                v = getattr(sc, field_)
-                if v is not None and not 0 <= v < n:
-                    bad(s.at, f"scope {i}: {field_} {v} is not a state")
-            if i and (sc.parent is None or not 0 <= sc.parent < i):
-                bad(s.at, f"scope {i}: parent {sc.parent} is not an enclosing scope")
-            for field_, kind in (("acquire", "acquire"), ("reentry", "acquire"), ("exit", "exit")):
-                v = getattr(sc, field_)
-                if i and v is not None and 0 <= v < n:
-                    st = s.states[v]
-                    if st.kind != kind or getattr(st, "opens" if kind == "acquire" else "closes", None) != i:
-                        bad(s.at, f"scope {i}: {field_} {v} is not the {kind} state of this scope")
-        for i, st in enumerate(s.states):
-            refs = {"next": getattr(st, "next", None), "alt": getattr(st, "alt", None)}
-            for field_, v in refs.items():
-                if v is not None and not 0 <= v < n:
-                    bad(st.at, f"state {i}: {field_} {v} is not a state")
-            for field_ in ("scope", "opens", "closes"):
-                v = getattr(st, field_, None)
-                if v is not None and not 0 <= v < k:
-                    bad(st.at, f"state {i}: {field_} {v} is not a scope")
-            attr = getattr(st, "attr", None)
-            if isinstance(st, (ir.SDraw, ir.SChoose)) and attr not in names:
-                bad(st.at, f"state {i}: `{attr}` is not an attribute")
-            if isinstance(st, ir.SAcquire):
-                if not st.hold.items:
-                    bad(st.at, f"state {i}: a hold without pools")
-                for b in st.hold.bindings:
-                    if b.attr not in names:
-                        bad(b.at or st.at, f"state {i}: `{b.attr}` is not an attribute")
-
     def session(self, s: ir.SessionProgram) -> None:
         S = moment("session")
         types = {a.name: a.type for a in s.attrs}

@@ -784,19 +784,20 @@ def test_cli_missing_file(tmp_path, capsys):
     assert capsys.readouterr().err == f"{f}: error[E011]: cannot read {f}: No such file or directory\n1 error\n"
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"version": 1, "pools": [', "not a serq IR file: Invalid JSON: EOF while parsing a list at line 1 column 25"),
-    ('{"version": 2}', "not a serq IR file: Input should be 1 at `version`"),
-    ('{"pools": [{"name": "kv", "cap": "lots"}]}',
-     "not a serq IR file: Input should be a valid integer, unable to parse string as an integer at `pools.0.cap`"),
-    ('[1, 2]', "not a serq IR file: Input should be an object"),
+@pytest.mark.parametrize("text, where, message", [
+    ('{"version": 1, "pools": [', "1:26", "not a serq IR file: invalid JSON: Expecting value"),
+    ('{"version": 2}', "1:13", "not a serq IR file: Input should be 1 at `version`"),
+    ('{"pools": [{"name": "kv", "cap": "lots", "queue": {"tie": {"event": "arrived"}}, "victim": null,\n'
+     ' "evict": {"tie": {"event": "released"}}}]}', "1:34",
+     "not a serq IR file: Input should be a valid integer at `pools.0.cap`"),
+    ('[1, 2]', "1:1", "not a serq IR file: Input should be an object"),
 ])
-def test_broken_ir_json_gives_a_clean_error(tmp_path, capsys, text, message):
+def test_broken_ir_json_gives_a_clean_error(tmp_path, capsys, text, where, message):
     f = tmp_path / "x.ir.json"
     f.write_text(text)
     assert main(["compile", str(f)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"{f}:1:1: error[E010]: {message}\n")
+    assert err.startswith(f"{f}:{where}: error[E010]: {message}\n"), err
     assert "Traceback" not in err
 
 

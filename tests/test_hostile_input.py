@@ -73,3 +73,33 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as e:
         main(["--version"])
     assert e.value.code == 0 and capsys.readouterr().out == "serq 0.1.0\n"
+
+
+@pytest.mark.parametrize("cmd", ["compile", "fmt"])
+@pytest.mark.parametrize("text,where,message", [
+    ("const A = " + " + ".join(["1"] * 200_000) + ";\n", "1:11",
+     "error[E004]: this expression nests more than 64 operations"),
+    ("const A = " + "(1 + " * 5000 + "1" + ")" * 5000 + ";\n", "1:12",
+     "error[E004]: this expression nests more than 64 operations"),
+    ("stage gpu { budget 2; }\nsession s {\n" + "if true {\n" * 500 + "end;\n" + "}\n" * 500 + "}\n", "102:9",
+     "error[E004]: statements nested more than 100 deep"),
+    ("stage gpu { budget 2; }\nsession s {\n" + "if true { end; } else " * 500 + "{ end; }\n}\n", "3:2201",
+     "error[E004]: statements nested more than 100 deep"),
+], ids=["flat_sum", "nested_sum", "nested_if", "else_if_chain"])
+def test_too_deep_is_located_and_says_what(tmp_path, capsys, cmd, text, where, message):
+    path = inst(tmp_path, text)
+    assert main([cmd, path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:{where}: {message}"), err[:300]
+    assert "Traceback" not in err and "RecursionError" not in err
+
+
+def test_as_deep_as_allowed_compiles_and_round_trips(tmp_path, capsys):
+    from serq import ir
+    from serq.load import load_text
+
+    text = ("stage gpu { budget 2; }\nsession s(n) { let y = " + " + ".join(["n"] * 64) + ";\n"
+            + "if true {\n" * 99 + "end;\n" + "}\n" * 99 + "}\nworkload { 1 x s(n=1); }\n")
+    prog = load_text(text).program
+    assert ir.Program.from_json(prog.to_json()) == prog
+    assert main(["explore", inst(tmp_path, text)]) == 0
