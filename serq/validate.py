@@ -367,6 +367,10 @@ class Validator:
             self.expr(v, S, session=s, want="int", what="a domain value")
         self.expr(d.lo, S, session=s, want="int", what="a range bound")
         self.expr(d.hi, S, session=s, want="int", what="a range bound")
+        lo, hi = _constant(d.lo), _constant(d.hi)
+        if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo > hi:
+            self.sink.error(d.at, "E409", f"the range {lo}..{hi} is empty: nothing to draw",
+                            f"write the smaller bound first: {hi}..{lo}")
         if self.explorer and d.lo is not None and d.hi is not None:
             try:
                 width = int(const_eval(d.hi)) - int(const_eval(d.lo)) + 1
@@ -382,6 +386,7 @@ class Validator:
         for p in dist.params:
             self.expr(p, S, session=s, want="number", what="a distribution parameter")
         want = {"uniform": 0, "geometric": 1, "poisson": 1}.get(dist.name)
+        self.dist_params(dist)
         if dist.name == "weights":
             # A weight belongs to a position of the domain; only constant
             # values say which positions are one value (their weights add up)
@@ -403,6 +408,26 @@ class Validator:
                 self.sink.error(dist.at, "E107", "`weights` needs one weight per domain value")
         elif want is not None and len(dist.params) != want:
             self.sink.error(dist.at, "E107", f"`{dist.name}` takes {want} parameter{'s' if want != 1 else ''}, got {len(dist.params)}")
+
+    def dist_params(self, dist: ir.Dist) -> None:
+        """Constant parameters in the range the distribution is defined on
+        (E409); parameters read from attributes are checked when drawn."""
+        vals = [_constant(p) for p in dist.params]
+        if dist.name in ("geometric", "poisson") and len(vals) == 1:
+            v, at = vals[0], dist.params[0].at or dist.at
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return
+            if dist.name == "geometric" and not 0 < v <= 1:
+                self.sink.error(at, "E409", f"`geometric(p)` needs a probability 0 < p <= 1, got {v}",
+                                "the weight of the k-th value is p(1-p)^k")
+            elif dist.name == "poisson" and not v > 0:
+                self.sink.error(at, "E409", f"`poisson(λ)` needs a positive mean λ, got {v}")
+        elif dist.name == "weights" and vals:
+            for v, p in zip(vals, dist.params):
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0:
+                    self.sink.error(p.at or dist.at, "E409", f"a weight cannot be negative, got {v}")
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in vals) and sum(vals) == 0:
+                self.sink.error(dist.at, "E409", "the weights are all 0: no value can be drawn")
 
     def busy_loops(self, s: ir.SessionProgram) -> None:
         """Warn about a cycle of internal states: a loop whose body never
@@ -442,6 +467,17 @@ class Validator:
                 elif nxt not in color:
                     color[nxt] = 1
                     stack.append((nxt, iter(succ[nxt])))
+
+
+def _constant(e: ir.Expr | None):
+    """The value of a constant expression, or None (not constant, or a
+    fault reported where the expression is checked)."""
+    if e is None:
+        return None
+    try:
+        return const_eval(e)
+    except (NotConstant, EvalError, ArithmeticError, TypeError, ValueError):
+        return None
 
 
 def validate(prog: ir.Program, *, theorem: bool = False, explorer: bool = False) -> list[Diagnostic]:

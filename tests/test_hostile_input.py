@@ -103,3 +103,21 @@ def test_as_deep_as_allowed_compiles_and_round_trips(tmp_path, capsys):
     prog = load_text(text).program
     assert ir.Program.from_json(prog.to_json()) == prog
     assert main(["explore", inst(tmp_path, text)]) == 0
+
+
+@pytest.mark.parametrize("draw,at,message", [
+    ("draw x in 1..4 ~ geometric(2);", "2)", "error[E409]: `geometric(p)` needs a probability 0 < p <= 1, got 2"),
+    ("draw x in 1..4 ~ geometric(0);", "0)", "error[E409]: `geometric(p)` needs a probability 0 < p <= 1, got 0"),
+    ("draw x in 1..4 ~ poisson(-1);", "-1)", "error[E409]: `poisson(λ)` needs a positive mean λ, got -1"),
+    ("draw x in {1, 2} ~ weights(0, 0);", "weights", "error[E409]: the weights are all 0: no value can be drawn"),
+    ("draw x in {1, 2} ~ weights(3, -1);", "-1)", "error[E409]: a weight cannot be negative, got -1"),
+    ("draw x in 5..1;", "5..1", "error[E409]: the range 5..1 is empty: nothing to draw"),
+], ids=["geometric_2", "geometric_0", "poisson_negative", "weights_zero", "weight_negative", "empty_range"])
+@pytest.mark.parametrize("cmd", ["compile", "run", "explore"])
+def test_distributions_and_domains_checked_at_compile_time(tmp_path, capsys, cmd, draw, at, message):
+    text = BASE.format(budget=2, n=2, arrivals="").replace("prefill n;", "prefill n; " + draw)
+    path = inst(tmp_path, text)
+    assert main([cmd, path]) == 2
+    err = capsys.readouterr().err
+    line = text.splitlines()[2]
+    assert err.startswith(f"{path}:3:{line.index(draw) + draw.index(at) + 1}: {message}"), err
