@@ -174,6 +174,8 @@ class SessionBuilder:
             self.patch(bd, b)
             return s, [(b, "alt")]
         if d == "turn_stmt":
+            if c[0] is not None:
+                self.c.bare_time(c[0], "turn think")
             return self.simple("turn", at, scope, think=E(c[0]) if c[0] is not None else None)
         if d == "hold_stmt":
             return self.hold(t, scope)

@@ -15,7 +15,7 @@ from serq import ir
 from serq.automaton import SessionBuilder
 from serq.diagnostics import Sink
 from serq.expr import EvalError, NotConstant, const_eval
-from serq.exprbuild import ExprBuilder, pos
+from serq.exprbuild import ExprBuilder, number_value, pos
 from serq.vocab import CTX_NAMES, MAX_INT, MAX_WORKLOAD, SEQ_EVENTS, UNIT_NS
 
 
@@ -33,6 +33,23 @@ class Compiler:
     # ------------------------------------------------------------ expressions
     def expr(self, t) -> ir.Expr:
         return self.exprs.transform(t)
+
+    def literal(self, tok: Token) -> int | float:
+        """A number token outside an expression, checked for range (E408)."""
+        try:
+            return number_value(str(tok))
+        except OverflowError as e:
+            self.sink.error(pos(tok), "E408", str(e), span=min(len(str(tok)), 40))
+            return 1
+
+    def bare_time(self, t, what: str) -> None:
+        """W505 for a time written as a plain number (nanoseconds, which is
+        rarely what was meant: `every 2` is 2 ns)."""
+        if isinstance(t, Tree) and t.data == "number" and float(str(t.children[0])) != 0:
+            n = str(t.children[0])
+            self.sink.warn(pos(t), "W505", f"`{what} {n}` is {n} ns: a time without a unit is in nanoseconds",
+                           f"write the unit: `{n}s`, `{n}ms`, `{n}us`, or `{n}ns` to keep nanoseconds",
+                           span=len(n))
 
     def const(self, t, what: str, *, integer: bool = True, minimum: int | None = None):
         e = self.expr(t)
@@ -229,6 +246,8 @@ class Compiler:
             elif word == "self_preempt":
                 f["self_preempt"] = str(a)
             else:
+                if word == "cost":
+                    self.bare_time(a, "cost")
                 f[word] = self.expr(a)
         return ir.Stage(**f)
 
@@ -277,6 +296,8 @@ class Compiler:
         prog = str(prog_t)
         arrival = None
         if arr_t is not None:
+            if arr_t.data in ("arrive_every", "arrive_at"):
+                self.bare_time(arr_t.children[0], arr_t.data.removeprefix("arrive_"))
             if arr_t.data == "arrive_every":
                 v = self.const(arr_t.children[0], "an arrival period", minimum=1)
                 arrival = ir.ArriveEvery(period=v) if v is not None else None
@@ -284,15 +305,15 @@ class Compiler:
                 v = self.const(arr_t.children[0], "an arrival time", minimum=0)
                 arrival = ir.ArriveAt(time=v) if v is not None else None
             elif arr_t.data == "arrive_poisson":
-                rate = float(arr_t.children[0])
+                rate = self.literal(arr_t.children[0])
                 unit = str(arr_t.children[1])
                 if unit not in UNIT_NS:
                     self.sink.error(pos(arr_t.children[1]), "E404", f"unknown time unit `{unit}`; expected `s`, `ms`, `us` or `ns`")
                     unit = "s"
                 if rate <= 0:
                     self.sink.error(pos(arr_t.children[0]), "E402", "a poisson rate must be positive")
-                seed = int(arr_t.children[2]) if arr_t.children[2] is not None else 0
-                arrival = ir.ArrivePoisson(rate=rate * UNIT_NS["s"] / UNIT_NS[unit], seed=seed)
+                seed = self.literal(arr_t.children[2]) if arr_t.children[2] is not None else 0
+                arrival = ir.ArrivePoisson(rate=float(rate) * UNIT_NS["s"] / UNIT_NS[unit], seed=seed)
             elif arr_t.data == "arrive_trace":
                 arrival = ir.ArriveTrace(path=str(arr_t.children[0])[1:-1])
         if count is None:

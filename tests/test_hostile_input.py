@@ -121,3 +121,34 @@ def test_distributions_and_domains_checked_at_compile_time(tmp_path, capsys, cmd
     err = capsys.readouterr().err
     line = text.splitlines()[2]
     assert err.startswith(f"{path}:3:{line.index(draw) + draw.index(at) + 1}: {message}"), err
+
+
+@pytest.mark.parametrize("arrivals,where,message", [
+    (" poisson 2/s seed " + "9" * 5000, "4:40", "error[E408]: the integer `99999999999999999999...` is too large"),
+    (" poisson " + "9" * 400 + ".5/s", "4:31", "error[E408]: the number `99999999999999999999...` is too large"),
+], ids=["huge_seed", "huge_rate"])
+def test_poisson_numbers_are_range_checked(tmp_path, capsys, arrivals, where, message):
+    path = inst(tmp_path, BASE.format(budget=2, n=2, arrivals=arrivals))
+    assert main(["compile", path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:{where}: {message}"), err[:300]
+
+
+@pytest.mark.parametrize("word,n,col", [("every", "2", 29), ("at", "5", 26)])
+def test_a_time_without_a_unit_is_a_warning(tmp_path, capsys, word, n, col):
+    text = BASE.format(budget=2, n=2, arrivals=f" {word} {n}")
+    path = inst(tmp_path, text)
+    assert main(["compile", path, "-o", str(tmp_path / "x.ir.json")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:4:{col}: warning[W505]: `{word} {n}` is {n} ns: a time "
+                          f"without a unit is in nanoseconds\n"), err
+    assert f"note: write the unit: `{n}s`, `{n}ms`, `{n}us`, or `{n}ns` to keep nanoseconds" in err
+
+
+def test_think_and_cost_without_a_unit_are_warnings(tmp_path, capsys):
+    text = BASE.format(budget=2, n=2, arrivals="").replace("budget 2;", "budget 2; cost 3;").replace(
+        "prefill n;", "prefill n; turn think 7;")
+    path = inst(tmp_path, text)
+    assert main(["compile", path, "-o", str(tmp_path / "x.ir.json")]) == 0
+    err = capsys.readouterr().err
+    assert "warning[W505]: `cost 3` is 3 ns" in err and "warning[W505]: `turn think 7` is 7 ns" in err
