@@ -3,6 +3,7 @@ diagnostics whose expected-token lists are in words."""
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from importlib import resources
 
@@ -143,6 +144,79 @@ def _deep(t: lark.Tree, file: str, message: str, *notes: str) -> Diagnostic:
 
 
 def syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: str) -> Diagnostic:
+    d = _syntax_diagnostic(parser, e, text, file)
+    hints = slip_hints(e, text, d.line, d.col)
+    if not hints:
+        return d
+    # a named slip explains the error better than a guess about a missing `;`
+    notes = tuple(n for n in d.notes if n != _SEMI_NOTE) + hints
+    return Diagnostic(d.line, d.col, d.code, d.message, file=d.file, notes=notes, span=d.span)
+
+
+_SEMI_NOTE = "is a `;` missing before it?"
+_EXPONENT = re.compile(r"[eE][+-]?\d+")
+
+
+def slip_hints(e: UnexpectedInput, text: str, line: int, col: int) -> tuple[str, ...]:
+    """Notes for the common slips: `=` for `==`, `&&`/`||`/`!` for
+    `and`/`or`/`not`, `1e3` for 1000, and a `//` that started a comment
+    (there is no floor division operator)."""
+    lines = text.splitlines() or [""]
+    here = lines[line - 1] if 0 < line <= len(lines) else ""
+    rest = here[col - 1:]
+    out: list[str] = []
+    if isinstance(e, UnexpectedToken) and e.token.type != "$END":
+        tok = str(e.token.value)
+        if tok == "=" and "CMP" in (e.accepts or e.expected or ()):
+            out.append("to compare, write `==`; a single `=` gives a value (`let`, `set`, `const`, arguments)")
+        before = here[: col - 1]
+        m = _EXPONENT.match(rest)
+        if m and tok[:1] in "eE" and before[-1:].isdigit():
+            num, exp = re.search(r"[\d.]+$", before).group(), m.group()
+            full = _expand(num, exp)
+            out.append(f"numbers have no exponent: write `{num}{exp}` out in full" + (f" (`{full}`)" if full else ""))
+    if isinstance(e, UnexpectedCharacters):
+        if rest.startswith("&&"):
+            out.append("write `and` for `&&`")
+        elif rest.startswith("||"):
+            out.append("write `or` for `||`")
+        elif rest.startswith("&") or rest.startswith("|"):
+            out.append("there are no bit operators: write `and` or `or` for conditions")
+        elif rest.startswith("!"):
+            out.append("write `not` for `!` (`!=` compares)")
+    for ln in range(line, max(line - 3, 0), -1):  # this line or the two before
+        src = lines[ln - 1] if ln <= len(lines) else ""
+        cut = _comment_start(src)
+        if cut is None:
+            continue
+        code = src[:cut].rstrip()
+        if code and code[-1] not in ";{}" and (ln < line or col > cut):
+            out.append(f"`//` at line {ln}, column {cut + 1} starts a comment: the rest of that line is not read; "
+                       "for floor division write `floor(a / b)`")
+        break
+    return tuple(out)
+
+
+def _expand(num: str, exp: str) -> str | None:
+    try:
+        v = float(num + exp)
+    except ValueError:
+        return None
+    return str(int(v)) if v.is_integer() and abs(v) < 1e19 else None
+
+
+def _comment_start(line: str) -> int | None:
+    """Index of a `//` that starts a comment (outside a string), or None."""
+    in_str = False
+    for i, c in enumerate(line):
+        if c == '"':
+            in_str = not in_str
+        elif not in_str and line.startswith("//", i):
+            return i
+    return None
+
+
+def _syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: str) -> Diagnostic:
     line = getattr(e, "line", None) or 1
     col = getattr(e, "column", None) or 1
     if line < 1:  # lark reports -1 at end of input
@@ -168,7 +242,7 @@ def syntax_diagnostic(parser: lark.Lark, e: UnexpectedInput, text: str, file: st
         words = expected_words(parser, set(e.accepts or e.expected or ()))
         notes = list(_unclosed(text)) if tok.type == "$END" else []
         if tok.type != "$END" and "SEMICOLON" in (e.accepts or ()):
-            notes.append("is a `;` missing before it?")
+            notes.append(_SEMI_NOTE)
         code = "E003" if tok.type == "$END" else "E001"
         return Diagnostic(line, col, code, f"unexpected {found}; expected {_join_words(words)}",
                           file=file, notes=tuple(notes), span=max(1, len(str(tok.value))) if tok.type != "$END" else 1)

@@ -922,3 +922,37 @@ def test_every_emitted_code_is_tested_and_documented_and_back():
     assert sorted(emitted - documented) == [], "emitted but not in docs/language.md's table"
     assert sorted(documented - emitted) == [], "documented but never emitted"
     assert sorted(emitted - triggered) == [], "emitted but no test triggers it"
+
+
+_SLIP_BASE = "stage gpu { budget 2; }\nsession s(n) { if COND { end; } end; }\nworkload { 1 x s(n=2); }\n"
+
+
+@pytest.mark.parametrize("src, note", [
+    (_SLIP_BASE.replace("COND", "n = 2"),
+     "to compare, write `==`; a single `=` gives a value (`let`, `set`, `const`, arguments)"),
+    (_SLIP_BASE.replace("COND", "n > 1 && n < 3"), "write `and` for `&&`"),
+    (_SLIP_BASE.replace("COND", "n > 1 || n < 3"), "write `or` for `||`"),
+    (_SLIP_BASE.replace("COND", "!(n > 1)"), "write `not` for `!` (`!=` compares)"),
+    (_SLIP_BASE.replace("budget 2;", "budget 1e3;"), "numbers have no exponent: write `1e3` out in full (`1000`)"),
+    (_SLIP_BASE.replace("budget 2;", "budget 2.5E+2;"),
+     "numbers have no exponent: write `2.5E+2` out in full (`250`)"),
+    (_SLIP_BASE.replace("budget 2;", "budget 8 // 2;"),
+     "`//` at line 1, column 22 starts a comment: the rest of that line is not read; "
+     "for floor division write `floor(a / b)`"),
+    (_SLIP_BASE.replace("COND", "n > floor(8 // 2)"),
+     "`//` at line 2, column 31 starts a comment: the rest of that line is not read; "
+     "for floor division write `floor(a / b)`"),
+], ids=["eq", "and", "or", "not", "exponent", "exponent_sign", "slash_slash", "slash_slash_same_line"])
+def test_common_slips_get_a_hint(src, note):
+    with pytest.raises(SerqError) as e:
+        load_text(src, "bad.sq")
+    (d,) = e.value.diagnostics
+    assert d.code in ("E001", "E002", "E003") and d.notes[-1] == note, d.render(src)
+    assert "is a `;` missing before it?" not in d.notes
+
+
+def test_no_hint_for_a_comment_after_a_complete_line():
+    src = "stage gpu { budget 2; } // fine\nsession s { end }\n"
+    with pytest.raises(SerqError) as e:
+        load_text(src, "bad.sq")
+    assert not any("`//`" in n for n in e.value.diagnostics[0].notes)
