@@ -6,7 +6,6 @@ IR itself, so a hand-edited `.ir.json` gets the same checks."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from lark import Token, Tree
@@ -58,11 +57,14 @@ class Compiler:
         except NotConstant as nc:
             self.sink.error(nc.at or pos(t), "E401", f"{what} must be a constant expression; {nc.what} is not a constant")
             return None
-        except (EvalError, ZeroDivisionError, OverflowError, ValueError, TypeError) as ex:
-            self.sink.error(pos(t), "E401", f"{what}: cannot evaluate this constant ({ex})")
+        except EvalError as ex:
+            if ex.overflow:
+                self.sink.error(pos(t), "E408", f"{what}: {ex}")
+            else:
+                self.sink.error(pos(t), "E401", f"{what}: cannot evaluate this constant ({ex})")
             return None
-        if isinstance(v, float) and not math.isfinite(v):
-            self.sink.error(pos(t), "E408", f"{what}: the value overflows (beyond the largest real)")
+        if isinstance(v, int) and not -MAX_INT < v < MAX_INT:
+            self.sink.error(pos(t), "E408", f"{what}: the value is beyond 2^62")
             return None
         if integer:
             if isinstance(v, bool) or (isinstance(v, float) and not v.is_integer()):

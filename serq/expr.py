@@ -17,9 +17,13 @@ from serq.vocab import FUNCS
 
 
 class EvalError(Exception):
-    def __init__(self, message: str, at=None):
+    def __init__(self, message: str, at=None, overflow: bool = False):
         super().__init__(message)
         self.at = at
+        self.overflow = overflow  # a real beyond the largest one (not a division by zero)
+
+
+_OVERFLOW = "the value overflows (beyond the largest real)"
 
 
 def _div(l, r):
@@ -143,40 +147,25 @@ class NotConstant(Exception):
         self.at, self.what = at, what
 
 
-def const_eval(e: ir.Expr) -> int | float | bool:
-    """Evaluate a constant expression (numbers, operators, min/max/...)."""
-    if isinstance(e, (ir.Num, ir.BoolLit)):
-        return e.v
-    if isinstance(e, ir.Bin):
-        l = const_eval(e.l)
-        # `and`/`or` short-circuit as in a session: `X != 0 and 10 / X > 1`
-        # is a constant even when X is 0
-        if e.op == "and" and not l or e.op == "or" and l:
-            return bool(l)
-        return apply_bin(e.op, l, const_eval(e.r))
-    if isinstance(e, ir.Un):
-        v = const_eval(e.e)
-        return (not v) if e.op == "not" else -v
-    if isinstance(e, ir.Cond):
-        return const_eval(e.t) if const_eval(e.c) else const_eval(e.f)
-    if isinstance(e, ir.Call) and e.fn in FUNCS:
-        return apply_call(e.fn, [const_eval(a) for a in e.args])
-    what = getattr(e, "name", None) or getattr(e, "fn", "expression")
-    raise NotConstant(e.at, f"`{what}`")
-
-
 _NC = object()  # not a constant
 
 
-def const_fault(e: ir.Expr | None) -> tuple[tuple[int, int] | None, str] | None:
-    """(position, message) of the innermost sub-expression whose operands
-    are all constant and which cannot be evaluated (a division by zero, a
-    real overflowing to inf), or None. Branches that a constant `and`,
-    `or` or `if` never evaluates are skipped, as at run time. One pass."""
-    found: list = []
+def fold(e: ir.Expr | None):
+    """The evaluator applied with no session: (value, fault, not_constant).
+    `value` is the expression's value, or `_NC` when it reads something
+    only a moment supplies (an attribute, a context variable, a pool);
+    `fault` is (position, message) of the innermost sub-expression whose
+    operands are all constant and which cannot be evaluated (a division by
+    zero, a real overflowing to inf); `not_constant` (position, what) the
+    first leaf that is not a constant. The operators are the ones
+    `compile_expr` generates code for (`_BIN`, `apply_call`), and branches
+    that a constant `and`, `or` or `if` never evaluates are skipped, as at
+    run time: `X != 0 and 10 / X > 1` is a constant when X is 0. One pass."""
+    faults: list = []
+    leaves: list = []
 
     def fail(x, msg):
-        found.append((x.at, msg))
+        faults.append((x.at, msg))
         return _NC
 
     def go(x):
@@ -187,7 +176,7 @@ def const_fault(e: ir.Expr | None) -> tuple[tuple[int, int] | None, str] | None:
             if l is not _NC and (x.op == "and" and not l or x.op == "or" and l):
                 return bool(l)
             r = go(x.r)
-            if l is _NC or r is _NC or found:
+            if l is _NC or r is _NC or faults:
                 return _NC
             try:
                 v = apply_bin(x.op, l, r)
@@ -196,7 +185,7 @@ def const_fault(e: ir.Expr | None) -> tuple[tuple[int, int] | None, str] | None:
             except (ArithmeticError, ValueError, TypeError) as err:
                 return fail(x, f"cannot evaluate: {err}")
             if isinstance(v, float) and not math.isfinite(v):
-                return fail(x, "the value overflows (beyond the largest real)")
+                return fail(x, _OVERFLOW)
             return v
         if isinstance(x, ir.Un):
             v = go(x.e)
@@ -210,7 +199,10 @@ def const_fault(e: ir.Expr | None) -> tuple[tuple[int, int] | None, str] | None:
             return go(x.t) if c else go(x.f)
         if isinstance(x, ir.Call):
             args = [go(a) for a in x.args]
-            if x.fn not in FUNCS or any(a is _NC for a in args) or found:
+            if x.fn not in FUNCS:
+                leaves.append((x.at, f"`{x.fn}`"))
+                return _NC
+            if any(a is _NC for a in args) or faults:
                 return _NC
             try:
                 return apply_call(x.fn, args)
@@ -218,8 +210,26 @@ def const_fault(e: ir.Expr | None) -> tuple[tuple[int, int] | None, str] | None:
                 return fail(x, str(err))
             except (ArithmeticError, ValueError, TypeError) as err:
                 return fail(x, f"cannot evaluate: {err}")
+        leaves.append((x.at, f"`{getattr(x, 'name', None) or getattr(x, 'fn', 'expression')}`"))
         return _NC
 
-    if e is not None:
-        go(e)
-    return found[0] if found else None
+    v = go(e) if e is not None else _NC
+    return v, (faults[0] if faults else None), (leaves[0] if leaves else None)
+
+
+def const_eval(e: ir.Expr) -> int | float | bool:
+    """The value of a constant expression (numbers, operators,
+    min/max/...); NotConstant or EvalError otherwise."""
+    v, fault, leaf = fold(e)
+    if v is not _NC:
+        return v
+    if leaf is not None:
+        raise NotConstant(*leaf)
+    at, msg = fault
+    raise EvalError(msg, at, overflow=msg == _OVERFLOW)
+
+
+def const_fault(e: ir.Expr | None) -> tuple[tuple[int, int] | None, str] | None:
+    """(position, message) of the first constant sub-expression that cannot
+    be evaluated (see `fold`), or None."""
+    return fold(e)[1] if e is not None else None

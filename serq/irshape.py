@@ -33,7 +33,7 @@ def shape_problems(prog: ir.Program) -> list[Problem]:
         out.append((tuple(path), code, msg))
 
     def at(node, path):
-        a = getattr(node, "at", None)
+        a = _get(node, "at")
         if a is not None and not (1 <= a[0] <= MAX_POS and 1 <= a[1] <= MAX_POS):
             bad(path + ("at",), "E010", f"`at` must be a (line, column) pair from 1, got {list(a)}")
 
@@ -175,12 +175,12 @@ def _session(s: ir.SessionProgram, path: tuple, bad, at, expr) -> None:
         if st.kind == "arrive" and i != 0:
             mal(stp + ("kind",), f"state {i}: a second arrive state")
         for f in ("next", "alt"):
-            v = getattr(st, f, None)
+            v = _get(st, f)
             if v is not None and not 0 <= v < n:
                 mal(stp + (f,), f"state {i}: {f} {v} is not a state")
                 scopes_ok = False
         for f in ("scope", "opens", "closes"):
-            v = getattr(st, f, None)
+            v = _get(st, f)
             if v is not None and not 0 <= v < k:
                 mal(stp + (f,), f"state {i}: {f} {v} is not a scope")
                 scopes_ok = False
@@ -220,7 +220,7 @@ def _session(s: ir.SessionProgram, path: tuple, bad, at, expr) -> None:
             expr(st.hold.admit_if, stp + ("hold", "admit_if"))
         else:
             for f in ("e", "cond", "think", "amount", "count"):
-                expr(getattr(st, f, None), stp + (f,))
+                expr(_get(st, f), stp + (f,))
             for j, (_, e) in enumerate(getattr(st, "args", ())):
                 expr(e, stp + ("args", j, 1))
     if arrives == 0 and s.states:
@@ -248,7 +248,7 @@ def _edges(s: ir.SessionProgram, path: tuple, mal) -> None:
     for i, st in enumerate(s.states):
         inside = st.opens if isinstance(st, ir.SAcquire) else st.scope
         for f in ("next", "alt"):
-            j = getattr(st, f, None)
+            j = _get(st, f)
             if j is None:
                 continue
             to = s.states[j]
@@ -259,6 +259,12 @@ def _edges(s: ir.SessionProgram, path: tuple, mal) -> None:
             mal(path + ("states", i, f), f"state {i}: {f} {j} jumps from scope {inside} into scope {to.scope} "
                                          "(a hold's body is entered through its acquire state and left through "
                                          "its exit state)")
+
+
+def _get(node, name: str):
+    """A field of a model, or None if it has none (without pydantic's slow
+    path for a missing attribute)."""
+    return node.__dict__.get(name)
 
 
 def _short(v) -> str:

@@ -49,7 +49,7 @@ def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = Fal
     the source the IR names, quoted when it can be read)."""
     prog = read_ir(text, file)
     src_text = read_source(prog.source)
-    diags = validate(prog, theorem=theorem, explorer=explorer)
+    diags = validate(prog, theorem=theorem, explorer=explorer, shape_checked=True)
     if any(d.is_error for d in diags):
         raise SerqError(diags, src_text)
     return Loaded(prog, src_text, diags)

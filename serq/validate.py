@@ -24,6 +24,14 @@ class Validator:
         self.pools = {p.name: p for p in prog.pools}
         self.stages = {s.name: s for s in prog.stages}
         self.sessions = {s.name: s for s in prog.sessions}
+        # Computed once for the whole program: validation stays linear in its size.
+        self.attr_names = {a.name for s in prog.sessions for a in s.attrs}
+        # Pools a preemption can take back: finite, grown by some run, with a
+        # victim order. A preempted session re-enters its hold and runs the
+        # body again: a spawn, draw, choose or turn in it happens again.
+        grown = {st.growing for sp in prog.sessions for st in sp.states if isinstance(st, ir.SRun) and st.growing}
+        self.preemptible = {n for n, pl in self.pools.items()
+                            if pl.cap is not None and pl.victim is not None and n in grown}
 
     # ---------------------------------------------------------- expressions
     def expr(self, e: ir.Expr | None, m: Moment, session: ir.SessionProgram | None = None,
@@ -39,7 +47,7 @@ class Validator:
             at = x.at or e.at
             if isinstance(x, ir.Name):
                 if m.attrs is None:
-                    if not progs and x.name not in {a.name for s in self.p.sessions for a in s.attrs}:
+                    if not progs and x.name not in self.attr_names:
                         self.sink.error(at, "E100", f"unknown name `{x.name}`")
                     else:
                         self.sink.error(at, "E302", f"`{x.name}` is a session attribute; {m.label} reads no session attribute")
@@ -101,10 +109,10 @@ class Validator:
         return m[0] if m else None
 
     # ---------------------------------------------------------- top level
-    def run(self) -> list[Diagnostic]:
+    def run(self, shape_checked: bool = False) -> list[Diagnostic]:
         # A hand-edited `.ir.json` can break the automaton itself; nothing
         # else can be checked (or run) on a broken one.
-        for path, code, msg in shape_problems(self.p):
+        for path, code, msg in (() if shape_checked else shape_problems(self.p)):
             self.sink.error(self._position(path), code, msg)
         if self.sink.errors:
             return sorted(self.sink.items)
@@ -233,13 +241,7 @@ class Validator:
         def finite_holds(scope_id: int) -> list[str]:
             return sorted(p for p in held(scope_id) if self.pools.get(p) and self.pools[p].cap is not None)
 
-        # Pools a preemption can take back: finite, grown by some run, with a
-        # victim order. A preempted session re-enters its hold and runs the
-        # body again: a spawn, draw, choose or turn in it happens again.
-        grown = {st.growing for sp in self.p.sessions for st in sp.states
-                 if isinstance(st, ir.SRun) and st.growing}
-        preemptible = {n for n, pl in self.pools.items()
-                       if pl.cap is not None and pl.victim is not None and n in grown}
+        preemptible = self.preemptible
         for st in s.states:
             if isinstance(st, (ir.SSpawn, ir.SDraw, ir.SChoose, ir.STurn)):
                 pools = sorted(held(st.scope) & preemptible)
@@ -480,5 +482,8 @@ def _constant(e: ir.Expr | None):
         return None
 
 
-def validate(prog: ir.Program, *, theorem: bool = False, explorer: bool = False) -> list[Diagnostic]:
-    return Validator(prog, theorem, explorer).run()
+def validate(prog: ir.Program, *, theorem: bool = False, explorer: bool = False,
+             shape_checked: bool = False) -> list[Diagnostic]:
+    """Every diagnostic of `prog`, sorted. `shape_checked`: the caller has
+    already checked its shape (serq.irload does, located in the JSON)."""
+    return Validator(prog, theorem, explorer).run(shape_checked)

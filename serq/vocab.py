@@ -11,6 +11,7 @@ readable at @session only: the scheduler may not peek at the answer."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 # Context variables (each legal only at some moments, see serq.validate).
 CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last", "now",
@@ -44,6 +45,7 @@ def M(label, attrs, ctx=(), poolfns=(), scheduler=True):
 
 
 # The moment table. `now` is the simulator's clock; the explorer rejects it.
+@lru_cache(maxsize=None)
 def moment(kind: str, where: str = "") -> Moment:
     return {
         "session": M("@session", "all", ("now",), ("cached",), scheduler=False),

@@ -152,3 +152,38 @@ def test_think_and_cost_without_a_unit_are_warnings(tmp_path, capsys):
     assert main(["compile", path, "-o", str(tmp_path / "x.ir.json")]) == 0
     err = capsys.readouterr().err
     assert "warning[W505]: `cost 3` is 3 ns" in err and "warning[W505]: `turn think 7` is 7 ns" in err
+
+
+def test_integer_constant_beyond_the_range(tmp_path, capsys):
+    path = inst(tmp_path, "const A = 4000000000000000000 * 4;\n" + BASE.format(budget=2, n=2, arrivals=""))
+    assert main(["compile", path]) == 2
+    assert capsys.readouterr().err.startswith(f"{path}:1:11: error[E408]: constant `A`: the value is beyond 2^62")
+
+
+@pytest.mark.parametrize("src", [
+    "1 + 2 * 3", "7 / 2", "7 % 3", "-7 % 3", "floor(7 / 2) + ceil(7 / 2)", "min(3, 1, 2) - max(1, 2)", "abs(-4)",
+    "0 != 0 and 10 / 0 > 1", "1 == 1 or 1 / 0 > 0", "if 1 > 2 then 1 / 0 else 5", "not (1 < 2)",
+    "1 / 0", "5 % 0", "2.0 * 1" + "0" * 300 + ".0 * 1" + "0" * 300 + ".0", "floor(1 / 0)",
+    "if 1 < 2 then 3 else 1 / 0",
+])
+def test_constant_folding_is_the_evaluator_without_a_session(src):
+    """Folding a constant and running the compiled expression give the same
+    value, or both the same fault."""
+    from serq.expr import EvalError, compile_expr, const_eval
+    from serq.load import compile_source
+
+    prog, _ = compile_source(f"stage gpu {{ budget 2; }}\nsession s {{ let v = {src}; end; }}\n")
+    e = prog.sessions[0].states[1].e
+
+    def outcome(f):
+        try:
+            return ("value", f())
+        except EvalError as err:
+            return ("fault", str(err).removeprefix("cannot evaluate: "))
+
+    folded = outcome(lambda: const_eval(e))
+    run = outcome(lambda: compile_expr(e, {})(None, None))
+    if folded[0] == "fault" and "overflows" in folded[1]:
+        assert run == ("value", float("inf"))  # at run time a real saturates; a constant that does is E408
+    else:
+        assert folded == run
