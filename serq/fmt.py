@@ -471,12 +471,10 @@ def _align(out: list[tuple[str, str | None]]) -> str:
 def format_program_source(text: str, file: str = "<input>") -> str:
     """The canonical layout of an instance's source. Raises `SerqError` on a
     syntax error (formatting needs only the syntax, not a valid program)."""
-    tree, comments = parse_with_comments(text, file)
+    text = text.removeprefix("\ufeff")
+    tree, comments = parse_with_comments(text, file)  # nesting within the limits (E004)
     p = Printer()
-    try:
-        p.program(tree)
-    except RecursionError:
-        raise SerqError([Diagnostic(1, 1, "E001", "input nested too deeply", file=file)], text) from None
+    p.program(tree)
     return render(p.lines, comments, text)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from serq import ir
 from serq.expr import EvalError, NotConstant, const_eval, const_fault
-from serq.vocab import CTX_NAMES, DIST_NAMES, FUNCS, POOL_FUNCS
+from serq.vocab import CTX_NAMES, FUNCS, POOL_FUNCS
 from serq.diagnostics import Diagnostic, Sink
 from serq.exprtype import article, infer_type
 from serq.irshape import shape_problems

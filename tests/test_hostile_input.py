@@ -49,9 +49,21 @@ def test_located_error_no_traceback(tmp_path, capsys, cmd, text, where, message)
 
 def test_short_circuit_is_not_a_fault(tmp_path, capsys):
     # `and` never evaluates its right side when the left is false, as at run time
-    text = BASE.format(budget="(0 != 0 and 1 / 0 > 1) ? 1 : 2", n=2, arrivals="")
-    assert main(["check", inst(tmp_path, text)]) in (0, 2)
+    text = BASE.format(budget="(if 0 != 0 and 1 / 0 > 1 then 1 else 2)", n=2, arrivals="")
+    assert main(["compile", inst(tmp_path, text)]) == 0
     assert "E401" not in capsys.readouterr().err
+    assert "error[E401]" in diagnose_text(text.replace("0 != 0 and ", ""))
+
+
+def diagnose_text(text: str) -> str:
+    from serq.diagnostics import SerqError
+    from serq.load import load_text
+
+    try:
+        load_text(text, "x.sq")
+    except SerqError as e:
+        return e.render()
+    return ""
 
 
 def test_huge_arrival_time_in_a_trace(tmp_path, capsys):
