@@ -46,9 +46,9 @@ def shape_problems(prog: ir.Program) -> list[Problem]:
             bad(path, code_lo, f"{what} must be at least {lo}, got {v}")
 
     def expr(e, path):
-        if e is None:
+        if e is None or _expr_ok(e):
             return
-        stack = [(e, path, 1)]
+        stack = [(e, path, 1)]  # a problem: find it again, with its path
         while stack:
             x, p, depth = stack.pop()
             if depth > MAX_EXPR_DEPTH:
@@ -259,6 +259,31 @@ def _edges(s: ir.SessionProgram, path: tuple, mal) -> None:
             mal(path + ("states", i, f), f"state {i}: {f} {j} jumps from scope {inside} into scope {to.scope} "
                                          "(a hold's body is entered through its acquire state and left through "
                                          "its exit state)")
+
+
+_INNER = (ir.Bin, ir.Un, ir.Cond, ir.Call)
+
+
+def _expr_ok(e) -> bool:
+    """No problem in `e`: the fast pass, without paths."""
+    stack = [(e, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if depth > MAX_EXPR_DEPTH:
+            return False
+        a = x.__dict__["at"]
+        if a is not None and not (1 <= a[0] <= MAX_POS and 1 <= a[1] <= MAX_POS):
+            return False
+        if isinstance(x, _INNER):
+            stack.extend((c, depth + 1) for c in children(x))
+        elif isinstance(x, ir.Num):
+            v = x.v
+            if isinstance(v, float):
+                if not math.isfinite(v):
+                    return False
+            elif not -MAX_INT < v < MAX_INT:
+                return False
+    return True
 
 
 def _get(node, name: str):
