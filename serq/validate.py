@@ -26,6 +26,7 @@ class Validator:
         self.sessions = {s.name: s for s in prog.sessions}
         # Computed once for the whole program: validation stays linear in its size.
         self.attr_names = {a.name for s in prog.sessions for a in s.attrs}
+        self._types_of: dict[str, dict[str, str]] = {}
         # Pools a preemption can take back: finite, grown by some run, with a
         # victim order. A preempted session re-enters its hold and runs the
         # body again: a spawn, draw, choose or turn in it happens again.
@@ -39,6 +40,8 @@ class Validator:
         """Check names and the moment; return the type."""
         if e is None:
             return "?"
+        if isinstance(e, (ir.Num, ir.BoolLit)):  # a literal: no name, no fault
+            return self._want(e, infer_type(e, {}), want, what)
         progs = [session] if session is not None else list(programs or [])
         fault = const_fault(e)
         if fault is not None:  # would crash the run or the search: an error now
@@ -91,15 +94,25 @@ class Validator:
                     if n < lo or (hi is not None and n > hi):
                         want_n = f"{lo}" if lo == hi else f"at least {lo}"
                         self.sink.error(at, "E107", f"`{x.fn}` takes {want_n} argument{'s' if lo != 1 else ''}, got {n}")
-        types_by_prog = [{a.name: a.type for a in s.attrs} for s in progs] or [{}]
+        types_by_prog = [self._types(s) for s in progs] or [{}]
         ty = "?"
         for i, types in enumerate(types_by_prog):
             ty = infer_type(e, types, (lambda at, msg: self.sink.error(at, "E200", msg)) if i == 0 else None)
+        return self._want(e, ty, want, what)
+
+    def _want(self, e: ir.Expr, ty: str, want: str | None, what: str) -> str:
         if want and ty != "?":
             ok = ty == want or (want == "real" and ty == "int") or (want == "number" and ty in ("int", "real"))
             if not ok:
                 self.sink.error(e.at, "E200", f"{what} must be {article(want)}, got {article(ty)}")
         return ty
+
+    def _types(self, s: ir.SessionProgram) -> dict[str, str]:
+        """A session program's attribute types, built once."""
+        t = self._types_of.get(s.name)
+        if t is None:
+            t = self._types_of[s.name] = {a.name: a.type for a in s.attrs}
+        return t
 
     @staticmethod
     def _similar(name: str, options: list[str]) -> str | None:
