@@ -18,7 +18,6 @@ from serq.exprbuild import ExprBuilder, number_value, pos
 from serq.vocab import CTX_NAMES, MAX_INT, MAX_WORKLOAD, SEQ_EVENTS, UNIT_NS
 
 
-
 class Compiler:
     def __init__(self, file: str, sink: Sink, overrides: dict[str, int | float] | None = None):
         self.file = file
