@@ -245,7 +245,18 @@ def _edges(s: ir.SessionProgram, path: tuple, mal) -> None:
         if ex.scope != sc.parent:
             mal(path + ("states", sc.exit, "scope"), f"state {sc.exit}: the exit of scope {i} "
                                                      f"must be in its parent scope {sc.parent}")
+    root = s.scopes[0]
+    if root.pools or root.keep:
+        mal(path + ("scopes", 0), "scope 0, the session's own, holds no pools and keeps nothing")
     for i, st in enumerate(s.states):
+        if isinstance(st, ir.SAcquire) and s.scopes[st.opens].acquire != i:
+            mal(path + ("states", i, "opens"), f"state {i}: opens scope {st.opens}, whose acquire state is "
+                                               f"{s.scopes[st.opens].acquire}")
+        if isinstance(st, ir.SExit) and s.scopes[st.closes].exit != i:
+            mal(path + ("states", i, "closes"), f"state {i}: closes scope {st.closes}, whose exit state is "
+                                                f"{s.scopes[st.closes].exit}")
+        if isinstance(st, (ir.SAcquire, ir.SExit)) and (st.opens if isinstance(st, ir.SAcquire) else st.closes) == 0:
+            continue  # reported: scope 0 has no acquire or exit state
         inside = st.opens if isinstance(st, ir.SAcquire) else st.scope
         for f in ("next", "alt"):
             j = _get(st, f)

@@ -292,7 +292,7 @@ class Validator:
                 self.acquire(st, s)
             elif isinstance(st, ir.SRun):
                 self.expr(st.amount, S, session=s, want="int", what="a run length")
-                if st.stage not in self.stages and st.stage != "?":
+                if st.stage not in self.stages:
                     hint = self._similar(st.stage, list(self.stages))
                     self.sink.error(at, "E102", f"{st.run} on unknown stage `{st.stage}`",
                                     *([f"did you mean `{hint}`?"] if hint else []))

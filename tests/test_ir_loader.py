@@ -61,6 +61,10 @@ def _states(d):
     (lambda d: d["pools"].append(d["pools"][0]), ("pools", 1, "name"), "E105", "pool `kv` is declared twice"),
     (lambda d: _states(d)[2]["e"].update(v=2**62), ("sessions", 0, "states", 2, "e", "v"), "E408",
      "the integer 4611686018427387904 is out of range"),
+    (lambda d: d["sessions"][0]["scopes"][0].update(pools=["kv"]), ("sessions", 0, "scopes", 0), "E407",
+     "scope 0, the session's own, holds no pools and keeps nothing"),
+    (lambda d: _states(d).__setitem__(9, {"kind": "exit", "closes": 1, "next": 10, "scope": 0}),
+     ("sessions", 0, "states", 9, "closes"), "E407", "state 9: closes scope 1, whose exit state is 8"),
 ])
 @pytest.mark.parametrize("cmd", ["compile", "explore"])
 def test_a_bad_ir_is_a_located_error(tmp_path, capsys, cmd, edit, path, code, message):
@@ -152,3 +156,12 @@ def test_a_byte_order_mark_is_accepted(tmp_path, capsys):
     capsys.readouterr()
     assert main(["fmt", str(f)]) == 0
     assert capsys.readouterr().out == THEOREM.read_text()
+
+
+def test_a_run_on_a_stage_named_question_mark_is_unknown(tmp_path, capsys):
+    d = _compiled()
+    _states(d)[6].update(stage="?")
+    line, col = _states(d)[6]["at"]
+    f = _write(tmp_path, d)
+    assert main(["compile", str(f)]) == 2
+    assert f"{THEOREM}:{line}:{col}: error[E102]: prefill on unknown stage `?`" in capsys.readouterr().err
