@@ -15,7 +15,8 @@ from serq.automaton import SessionBuilder
 from serq.diagnostics import Sink
 from serq.expr import EvalError, NotConstant, const_eval
 from serq.exprbuild import ExprBuilder, number_value, pos
-from serq.vocab import CTX_NAMES, MAX_INT, MAX_WORKLOAD, SEQ_EVENTS, UNIT_NS
+from serq.irutil import walk_expr
+from serq.vocab import CTX_NAMES, FUNCS, MAX_INT, MAX_WORKLOAD, SEQ_EVENTS, UNIT_NS, arity_ok
 
 
 class Compiler:
@@ -51,6 +52,13 @@ class Compiler:
 
     def const(self, t, what: str, *, integer: bool = True, minimum: int | None = None):
         e = self.expr(t)
+        call = next((x for x in walk_expr(e) if isinstance(x, ir.Call) and x.fn in FUNCS
+                     and not arity_ok(x.fn, len(x.args))), None)
+        if call is not None:
+            lo, hi = FUNCS[call.fn]
+            self.sink.error(call.at or pos(t), "E107", f"`{call.fn}` takes {lo if lo == hi else f'at least {lo}'} "
+                                                       f"argument{'s' if lo != 1 else ''}, got {len(call.args)}")
+            return None
         try:
             v = const_eval(e)
         except NotConstant as nc:

@@ -13,7 +13,7 @@ import math
 from typing import Callable
 
 from serq import ir
-from serq.vocab import FUNCS
+from serq.vocab import FUNCS, arity_ok
 
 
 class EvalError(Exception):
@@ -202,8 +202,8 @@ def fold(e: ir.Expr | None):
             if x.fn not in FUNCS:
                 leaves.append((x.at, f"`{x.fn}`"))
                 return _NC
-            if any(a is _NC for a in args) or faults:
-                return _NC
+            if any(a is _NC for a in args) or faults or not arity_ok(x.fn, len(args)):
+                return _NC  # a wrong number of arguments is reported by the validator (E107)
             try:
                 return apply_call(x.fn, args)
             except EvalError as err:
@@ -225,6 +225,8 @@ def const_eval(e: ir.Expr) -> int | float | bool:
         return v
     if leaf is not None:
         raise NotConstant(*leaf)
+    if fault is None:  # a call with the wrong number of arguments
+        raise NotConstant(e.at, "a call with the wrong number of arguments")
     at, msg = fault
     raise EvalError(msg, at, overflow=msg == _OVERFLOW)
 

@@ -18,7 +18,13 @@ CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last"
              "arrived", "admitted", "released")
 SEQ_EVENTS = ("arrived", "admitted", "released")
 FUNCS = {"min": (2, None), "max": (2, None), "floor": (1, 1), "ceil": (1, 1), "abs": (1, 1)}  # (least, most) arguments
-POOL_FUNCS = ("cached", "allocated", "free", "waiting", "holders", "evictable")
+
+
+def arity_ok(fn: str, n: int) -> bool:
+    """`n` arguments suit the built-in function `fn`."""
+    lo, hi = FUNCS[fn]
+    return lo <= n and (hi is None or n <= hi)
+POOL_FUNCS = ("cached", "allocated", "free", "waiting", "holders")
 DIST_NAMES = ("uniform", "geometric", "poisson", "weights")
 UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 

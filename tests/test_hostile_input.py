@@ -199,3 +199,11 @@ def test_constant_folding_is_the_evaluator_without_a_session(src):
         assert run == ("value", float("inf"))  # at run time a real saturates; a constant that does is E408
     else:
         assert folded == run
+
+
+def test_a_constant_call_with_the_wrong_number_of_arguments(tmp_path, capsys):
+    path = inst(tmp_path, "const A = floor();\nconst B = min(1);\n" + BASE.format(budget=2, n=2, arrivals=""))
+    assert main(["compile", path]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{path}:1:11: error[E107]: `floor` takes 1 argument, got 0\n"), err
+    assert f"{path}:2:11: error[E107]: `min` takes at least 2 arguments, got 1\n" in err

@@ -165,3 +165,12 @@ def test_a_run_on_a_stage_named_question_mark_is_unknown(tmp_path, capsys):
     f = _write(tmp_path, d)
     assert main(["compile", str(f)]) == 2
     assert f"{THEOREM}:{line}:{col}: error[E102]: prefill on unknown stage `?`" in capsys.readouterr().err
+
+
+def test_a_call_without_its_arguments_in_an_ir(tmp_path, capsys):
+    d = _compiled()
+    d["stages"][0]["budget"] = {"k": "call", "fn": "floor", "args": [], "at": [1, 1]}
+    f = _write(tmp_path, d)
+    assert main(["compile", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "error[E107]: `floor` takes 1 argument, got 0" in err and "Traceback" not in err
