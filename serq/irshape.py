@@ -33,7 +33,7 @@ def shape_problems(prog: ir.Program) -> list[Problem]:
         out.append((tuple(path), code, msg))
 
     def at(node, path):
-        a = _get(node, "at")
+        a = node.__dict__.get("at")
         if a is not None and not (1 <= a[0] <= MAX_POS and 1 <= a[1] <= MAX_POS):
             bad(path + ("at",), "E010", f"`at` must be a (line, column) pair from 1, got {list(a)}")
 
@@ -170,41 +170,44 @@ def _session(s: ir.SessionProgram, path: tuple, bad, at, expr) -> None:
     arrives = 0
     for i, st in enumerate(s.states):
         stp = path + ("states", i)
+        d = st.__dict__  # fields without pydantic's slow path for missing ones
         at(st, stp)
-        arrives += st.kind == "arrive"
-        if st.kind == "arrive" and i != 0:
-            mal(stp + ("kind",), f"state {i}: a second arrive state")
+        kind = d["kind"]
+        if kind == "arrive":
+            arrives += 1
+            if i != 0:
+                mal(stp + ("kind",), f"state {i}: a second arrive state")
         for f in ("next", "alt"):
-            v = _get(st, f)
+            v = d.get(f)
             if v is not None and not 0 <= v < n:
                 mal(stp + (f,), f"state {i}: {f} {v} is not a state")
                 scopes_ok = False
         for f in ("scope", "opens", "closes"):
-            v = _get(st, f)
+            v = d.get(f)
             if v is not None and not 0 <= v < k:
                 mal(stp + (f,), f"state {i}: {f} {v} is not a scope")
                 scopes_ok = False
-        if isinstance(st, (ir.SDraw, ir.SChoose)):
+        if kind in ("draw", "choose"):
             if st.attr not in names:
                 mal(stp + ("attr",), f"state {i}: `{st.attr}` is not an attribute")
-            d = st.domain
+            dom = st.domain
             dp = stp + ("domain",)
-            at(d, dp)
-            if d.values and (d.lo is not None or d.hi is not None):
+            at(dom, dp)
+            if dom.values and (dom.lo is not None or dom.hi is not None):
                 mal(dp, f"state {i}: a domain is either `values` or `lo` and `hi`, not both")
-            elif not d.values and (d.lo is None or d.hi is None):
+            elif not dom.values and (dom.lo is None or dom.hi is None):
                 mal(dp, f"state {i}: a domain needs `values` or both `lo` and `hi`")
-            for j, v in enumerate(d.values):
+            for j, v in enumerate(dom.values):
                 expr(v, dp + ("values", j))
-            expr(d.lo, dp + ("lo",))
-            expr(d.hi, dp + ("hi",))
-            if isinstance(st, ir.SDraw) and st.dist is not None:
+            expr(dom.lo, dp + ("lo",))
+            expr(dom.hi, dp + ("hi",))
+            if kind == "draw" and st.dist is not None:
                 at(st.dist, stp + ("dist",))
                 for j, p in enumerate(st.dist.params):
                     expr(p, stp + ("dist", "params", j))
-            if isinstance(st, ir.SChoose):
+            if kind == "choose":
                 expr(st.key, stp + ("key",))
-        elif isinstance(st, ir.SAcquire):
+        elif kind == "acquire":
             if not st.hold.items:
                 mal(stp + ("hold", "items"), f"state {i}: a hold without pools")
             for j, b in enumerate(st.hold.bindings):
@@ -215,13 +218,16 @@ def _session(s: ir.SessionProgram, path: tuple, bad, at, expr) -> None:
             for j, it in enumerate(st.hold.items):
                 ip = stp + ("hold", "items", j)
                 at(it, ip)
-                for f in ("reuse", "need", "take"):
-                    expr(getattr(it, f), ip + (f,))
+                expr(it.reuse, ip + ("reuse",))
+                expr(it.need, ip + ("need",))
+                expr(it.take, ip + ("take",))
             expr(st.hold.admit_if, stp + ("hold", "admit_if"))
         else:
             for f in ("e", "cond", "think", "amount", "count"):
-                expr(_get(st, f), stp + (f,))
-            for j, (_, e) in enumerate(getattr(st, "args", ())):
+                e = d.get(f)
+                if e is not None:
+                    expr(e, stp + (f,))
+            for j, (_, e) in enumerate(d.get("args", ())):
                 expr(e, stp + ("args", j, 1))
     if arrives == 0 and s.states:
         mal(path + ("states",), "no arrive state")
