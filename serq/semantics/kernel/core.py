@@ -1,6 +1,6 @@
 """The kernel's ground floor: table access, writes (with the undo log),
-events, faults, the oracle's questions, pool queries and the expression
-interpreter.
+events, faults, the oracle's questions and pool queries (the expression
+interpreter is serq.semantics.kernel.evaluate).
 
 The working array `w` is the row (`K[H_W]` ints) followed by scratch; every
 write to the row goes through `put`, which logs the old value while a
@@ -12,23 +12,14 @@ import numpy as np
 from numba import njit
 
 from serq.semantics.kernel.abi import (
-    R_EVON,
-    R_HALT,
-    R_ULOG,
-    CE_OWNER, CE_UNITS, CW, EVW, F_ATTR, F_NH, FT_DIV0, FT_MOD0, FT_NOVALUE, FT_NOTINT, FT_OVERFLOW, H_CAP,
-    H_EVCAP, H_MAXQ, H_NA, H_PB, H_POOLT, H_PROGT, H_PW, H_SF, H_ULOGCAP, HALT_ASK, HALT_EVFULL, HALT_FAULT,
-    HALT_NONE, HALT_ULOG, HS_OWN, HS_POOL, HW, OP_BOOL, OP_CEIL, OP_CTX, OP_END, OP_FABS,
-    OP_FADD, OP_FATTR, OP_FCONST, OP_FDIV, OP_FEQ, OP_FFDIV, OP_FGE, OP_FGT, OP_FLE, OP_FLOOR, OP_FLT,
-    OP_FMAX, OP_FMIN, OP_FMOD, OP_FMUL, OP_FNE, OP_FNEG, OP_FSUB, OP_I2F, OP_IABS, OP_IADD, OP_IATTR,
-    OP_ICONST, OP_IEQ, OP_IFDIV, OP_IGE, OP_IGT, OP_ILE, OP_ILT, OP_IMAX, OP_IMIN, OP_IMOD, OP_IMUL,
-    OP_INE, OP_INEG, OP_ISUB, OP_JF, OP_JMP, OP_JT, OP_NOT, OP_POOL, P_CN, P_FREE, P_Q,
-    P_QN, PF_ALLOC, PF_CACHED, PF_FREE, PF_WAITING, POOL_W, PROG_W, R_FA0, R_FA1, R_FA2, R_FAULT, R_NSESS,
-    R_SEQ, RHDR, S_ARITY, S_CTX, S_CTXOK, S_EV, S_EVN, S_FBITS, S_NSCRIPT, S_QKIND, S_QN,
-    S_QPOS, S_SCRIPT, S_STACK, S_STOPNEW, S_ULOG, S_ULOGN, SCW_BASE, SW,
-    H_NP, H_NSEG, H_SEGT, HS_SCOPE, HS_USE, F_PROG, PF_EVICT, SCP, SEG_OWNER, S_PSNAP, S_PSNAPON, S_SEGCUR,
+    CE_OWNER, CE_UNITS, CW, EVW, FT_NOTINT, FT_OVERFLOW, F_ATTR, F_NH, F_PROG, HALT_ASK, HALT_EVFULL, HALT_FAULT,
+    HALT_NONE, HALT_ULOG, HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, H_CAP, H_EVCAP, H_MAXQ, H_NA, H_NP, H_NSEG, H_PB,
+    H_POOLT, H_PROGT, H_PW, H_SEGT, H_SF, H_ULOGCAP, PF_ALLOC, PF_CACHED, PF_EVICT, PF_FREE, PF_WAITING, POOL_W,
+    PROG_W, P_CN, P_FREE, P_Q, P_QN, RHDR, R_EVON, R_FA0, R_FA1, R_FA2, R_FAULT, R_HALT, R_NSESS, R_SEQ, R_ULOG,
+    SCP, SCW_BASE, SEG_OWNER, SW, S_ARITY, S_EV, S_EVN, S_FBITS, S_NSCRIPT, S_PSNAP, S_PSNAPON, S_QKIND, S_QN,
+    S_QPOS, S_SCRIPT, S_SEGCUR, S_STOPNEW, S_ULOG, S_ULOGN,
 )
 
-INT_MIN = -(1 << 63)
 
 # ---------------------------------------------------------------- table access
 
@@ -477,195 +468,3 @@ def to_int(K, w, raw, real, mode, code):
     if mode == 1:
         return np.int64(np.ceil(x))
     return np.int64(x)
-
-
-# ---------------------------------------------------------------- expressions
-
-
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def ev(K, pc, w, ab, sid):
-    """Evaluate the bytecode at K[pc]; attributes at w[ab + slot] (a session
-    record or the trial copy of an admission), pool queries for `sid` (-1:
-    none). Returns the raw int64 (an int, a bool as 0/1, or a real's bits)."""
-    start = pc
-    sp = K[S_STACK]
-    wf = w.view(np.float64)
-    CX = K[S_CTX]
-    while True:
-        op = K[pc]
-        if op == OP_END:
-            return w[sp - 1]
-        if op == OP_ICONST or op == OP_FCONST:
-            w[sp] = K[pc + 1]
-            sp += 1
-            pc += 2
-        elif op == OP_IATTR or op == OP_FATTR:
-            w[sp] = w[ab + K[pc + 1]]
-            sp += 1
-            pc += 2
-        elif op == OP_CTX:
-            c = K[pc + 1]
-            if (w[K[S_CTXOK]] >> c) & 1 == 0:
-                fault(K, w, FT_NOVALUE, start, c, 0)
-                return 0
-            w[sp] = w[CX + c]
-            sp += 1
-            pc += 2
-        elif op == OP_POOL:
-            w[sp] = pool_query(K, w, K[pc + 1], K[pc + 2], sid)
-            sp += 1
-            pc += 3
-        elif op == OP_JF:
-            sp -= 1
-            pc = K[pc + 1] if w[sp] == 0 else pc + 2
-        elif op == OP_JT:
-            sp -= 1
-            pc = K[pc + 1] if w[sp] != 0 else pc + 2
-        elif op == OP_JMP:
-            pc = K[pc + 1]
-        elif op == OP_I2F:
-            wf[sp - 1] = np.float64(w[sp - 1])
-            pc += 1
-        elif op == OP_INEG:
-            if w[sp - 1] == INT_MIN:
-                fault(K, w, FT_OVERFLOW, start, 0, 0)
-                return 0
-            w[sp - 1] = -w[sp - 1]
-            pc += 1
-        elif op == OP_FNEG:
-            wf[sp - 1] = -wf[sp - 1]
-            pc += 1
-        elif op == OP_NOT:
-            w[sp - 1] = 1 if w[sp - 1] == 0 else 0
-            pc += 1
-        elif op == OP_BOOL:
-            w[sp - 1] = 1 if w[sp - 1] != 0 else 0
-            pc += 1
-        elif op == OP_IABS:
-            w[sp - 1] = abs(w[sp - 1])
-            pc += 1
-        elif op == OP_FABS:
-            wf[sp - 1] = abs(wf[sp - 1])
-            pc += 1
-        elif op == OP_FLOOR or op == OP_CEIL:
-            x = wf[sp - 1]
-            if x != x or x > 9.2e18 or x < -9.2e18:
-                fault(K, w, FT_NOTINT, start, 0, 0)
-                return 0
-            w[sp - 1] = np.int64(np.floor(x)) if op == OP_FLOOR else np.int64(np.ceil(x))
-            pc += 1
-        elif op >= OP_FADD and op <= OP_FMOD or op >= OP_FEQ and op <= OP_FGE or op == OP_FMIN \
-                or op == OP_FMAX:
-            r = wf[sp - 1]
-            l = wf[sp - 2]
-            sp -= 1
-            if op == OP_FADD:
-                wf[sp - 1] = l + r
-            elif op == OP_FSUB:
-                wf[sp - 1] = l - r
-            elif op == OP_FMUL:
-                wf[sp - 1] = l * r
-            elif op == OP_FDIV or op == OP_FFDIV or op == OP_FMOD:
-                if r == 0.0:
-                    fault(K, w, FT_MOD0 if op == OP_FMOD else FT_DIV0, start, 0, 0)
-                    return 0
-                if op == OP_FDIV:
-                    wf[sp - 1] = l / r
-                elif op == OP_FFDIV:
-                    wf[sp - 1] = l // r
-                else:
-                    wf[sp - 1] = l % r
-            elif op == OP_FMIN:
-                wf[sp - 1] = l if l <= r else r
-            elif op == OP_FMAX:
-                wf[sp - 1] = l if l >= r else r
-            elif op == OP_FEQ:
-                w[sp - 1] = 1 if l == r else 0
-            elif op == OP_FNE:
-                w[sp - 1] = 1 if l != r else 0
-            elif op == OP_FLT:
-                w[sp - 1] = 1 if l < r else 0
-            elif op == OP_FLE:
-                w[sp - 1] = 1 if l <= r else 0
-            elif op == OP_FGT:
-                w[sp - 1] = 1 if l > r else 0
-            else:
-                w[sp - 1] = 1 if l >= r else 0
-            pc += 1
-        else:
-            r = w[sp - 1]
-            l = w[sp - 2]
-            sp -= 1
-            v = np.int64(0)
-            if op == OP_IADD:
-                v = l + r
-                if ((l ^ v) & (r ^ v)) < 0:
-                    fault(K, w, FT_OVERFLOW, start, 0, 0)
-                    return 0
-            elif op == OP_ISUB:
-                v = l - r
-                if ((l ^ r) & (l ^ v)) < 0:
-                    fault(K, w, FT_OVERFLOW, start, 0, 0)
-                    return 0
-            elif op == OP_IMUL:
-                if l == -1 or r == -1:
-                    o = r if l == -1 else l
-                    if o == INT_MIN:
-                        fault(K, w, FT_OVERFLOW, start, 0, 0)
-                        return 0
-                    v = -o
-                else:
-                    v = l * r
-                    if l != 0 and v // l != r:
-                        fault(K, w, FT_OVERFLOW, start, 0, 0)
-                        return 0
-            elif op == OP_IFDIV or op == OP_IMOD:
-                if r == 0:
-                    fault(K, w, FT_DIV0 if op == OP_IFDIV else FT_MOD0, start, 0, 0)
-                    return 0
-                if r == -1:  # the hardware traps on INT_MIN // -1
-                    if op == OP_IMOD:
-                        v = 0
-                    elif l == INT_MIN:
-                        fault(K, w, FT_OVERFLOW, start, 0, 0)
-                        return 0
-                    else:
-                        v = -l
-                else:
-                    v = l // r if op == OP_IFDIV else l % r
-            elif op == OP_IEQ:
-                v = 1 if l == r else 0
-            elif op == OP_INE:
-                v = 1 if l != r else 0
-            elif op == OP_ILT:
-                v = 1 if l < r else 0
-            elif op == OP_ILE:
-                v = 1 if l <= r else 0
-            elif op == OP_IGT:
-                v = 1 if l > r else 0
-            elif op == OP_IGE:
-                v = 1 if l >= r else 0
-            elif op == OP_IMIN:
-                v = l if l <= r else r
-            elif op == OP_IMAX:
-                v = l if l >= r else r
-            w[sp - 1] = v
-            pc += 1
-
-
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def ev_s(K, pc, w, sid):
-    """Evaluate for session sid (its own attributes)."""
-    return ev(K, pc, w, sbase(K, sid) + F_ATTR, sid)
-
-
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def set_ctx(K, w, c, v):
-    w[K[S_CTX] + c] = v
-    w[K[S_CTXOK]] |= 1 << c
-
-
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def clear_ctx(K, w, keep_now):
-    """Only `now` stays readable (every moment may read it)."""
-    w[K[S_CTXOK]] = (1 << 8) if keep_now else 0

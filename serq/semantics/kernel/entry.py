@@ -12,7 +12,8 @@ from serq.semantics.kernel.abi import (
     F_NH, HS_OWN, HS_POOL, HW, F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
     S_ULOGN, S_PSNAPON, S_SEGCUR,
 )
-from serq.semantics.kernel.core import allocated, ev, hbase, pbase, sbase, st_row
+from serq.semantics.kernel.core import allocated, hbase, pbase, sbase, st_row
+from serq.semantics.kernel.evaluate import ev
 from serq.semantics.kernel.iterate import step
 
 

@@ -15,9 +15,10 @@ from serq.semantics.kernel.abi import (
     S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON, H_NSEG,
 )
 from serq.semantics.kernel.core import (
-    add, allocated, cache_sum, event, ev, evictable_sum, fault, halted, hold_of, hold_ref, next_seq, pbase,
-    pool_row, put, sbase, scope_row, snapshot_pools, st_row, undo,
+    add, allocated, cache_sum, event, evictable_sum, fault, halted, hold_of, hold_ref, next_seq, pbase, pool_row,
+    put, sbase, scope_row, snapshot_pools, st_row, undo,
 )
+from serq.semantics.kernel.evaluate import ev
 from serq.semantics.kernel.pools import (
     enqueue, free_block, ordered, pick_victim, publish, q_has, q_remove, release_scope,
 )

@@ -17,9 +17,10 @@ from serq.semantics.kernel.abi import (
     REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER, H_NSEG,
 )
 from serq.semantics.kernel.core import (
-    add, ask, b2f, cbase, entry_evictable, ev, ev_s, event, f2b, halted, hbase, hold_of, hold_ref, hold_seg,
-    next_seq, pbase, pinned, pool_row, put, sbase, scope_row, seg_end, seg_entry, seg_parent, seg_start, to_int,
+    add, ask, b2f, cbase, entry_evictable, event, f2b, halted, hbase, hold_of, hold_ref, hold_seg, next_seq, pbase,
+    pinned, pool_row, put, sbase, scope_row, seg_end, seg_entry, seg_parent, seg_start, to_int,
 )
+from serq.semantics.kernel.evaluate import ev, ev_s
 
 # ---------------------------------------------------------------- queues
 

@@ -20,10 +20,10 @@ from serq.semantics.kernel.abi import (
     H_NP, HS_OWN, S_SEGCUR,
 )
 from serq.semantics.kernel.core import (
-    f2b,
-    add, ask, b2f, cached_for, cbase, ev, ev_s, event, evictable_sum, fault, halted, hbase, next_seq,
-    pbase, pool_row, put, reuse_evictable, sbase, seg_end, st_row, to_int,
+    f2b, add, ask, b2f, cached_for, cbase, event, evictable_sum, fault, halted, hbase, next_seq, pbase, pool_row,
+    put, reuse_evictable, sbase, seg_end, st_row, to_int,
 )
+from serq.semantics.kernel.evaluate import ev, ev_s
 from serq.semantics.kernel.pools import (
     cache_remove, drop, enqueue, free_block, hold_append, q_remove, release_scope,
 )
