@@ -38,6 +38,9 @@ class SessionBuilder:
         if name in self.c.consts:
             self.sink.error(at, "E106", f"`{name}` is a constant and cannot name an attribute")
             return
+        if name in self.c.prefixes:
+            self.sink.error(at, "E106", f"`{name}` is a prefix (a constant: its length) and cannot name an attribute")
+            return
         if name in self.attrs:
             first = self.attrs[name]["at"]
             self.sink.error(at, "E105", f"`{name}` is already declared in session `{self.name}`",
@@ -278,12 +281,16 @@ class SessionBuilder:
         at = pos(t.children[0])
         short = t.children[1]
         got: dict[str, ir.Expr] = {}
+        prefix = None
         if short is not None:
             got["reserve"] = self.c.expr(short)
         for cl in t.children[2:]:
             word = cl.data.removeprefix("clause_")
-            if word in got:
+            if word in got or (word == "prefix" and prefix is not None):
                 self.sink.error(pos(cl), "E403", f"`{word}` is given twice for pool `{pool}`")
+                continue
+            if word == "prefix":  # a name, checked by the validator (E110)
+                prefix = (str(cl.children[0]), pos(cl.children[0]))
                 continue
             got[word] = self.c.expr(cl.children[0])
         if "reserve" in got and ("need" in got or "take" in got):
@@ -291,4 +298,5 @@ class SessionBuilder:
                             "`P E` is short for `P reserve E`")
         need = got.get("reserve") or got.get("need") or got.get("take") or ir.Num(v=0)
         take = got.get("reserve") or got.get("take") or need
-        return ir.HoldItem(pool=pool, reuse=got.get("reuse"), need=need, take=take, at=at)
+        return ir.HoldItem(pool=pool, reuse=got.get("reuse"), need=need, take=take,
+                           prefix=prefix[0] if prefix else None, prefix_at=prefix[1] if prefix else None, at=at)

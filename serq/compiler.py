@@ -27,7 +27,9 @@ class Compiler:
         self.consts: dict[str, int | float] = {}
         self.signatures: dict[str, tuple[ir.Param, ...]] = {}
         self.stage_names: list[str] = []
-        self.exprs = ExprBuilder(sink, self.consts)  # sees each constant once it is declared
+        self.prefixes: dict[str, ir.Prefix] = {}
+        self.tick: str | None = None
+        self.exprs = ExprBuilder(sink, self.consts, self.prefixes)  # sees each constant and prefix once it is declared
 
     # ------------------------------------------------------------ expressions
     def expr(self, t) -> ir.Expr:

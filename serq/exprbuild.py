@@ -56,13 +56,14 @@ def number_value(text: str) -> int | float:
 
 @v_args(tree=True)
 class ExprBuilder(Transformer_NonRecursive):
-    """`ExprBuilder(sink, consts).transform(subtree)` → an `ir.Expr`.
+    """`ExprBuilder(sink, consts, prefixes).transform(subtree)` → an `ir.Expr`.
     Non-recursive: a long chain of operators costs no stack."""
 
-    def __init__(self, sink: Sink, consts: dict[str, int | float]):
+    def __init__(self, sink: Sink, consts: dict[str, int | float], prefixes: dict | None = None):
         super().__init__()
         self.sink = sink
         self.consts = consts
+        self.prefixes = prefixes if prefixes is not None else {}  # name → ir.Prefix, seen as it is declared
         self._spelled: dict[int, tuple] = {}  # id of a node made from a bare name → (node, name)
 
     def number(self, t):
@@ -89,6 +90,8 @@ class ExprBuilder(Transformer_NonRecursive):
         n, at = str(t.children[0]), pos(t)
         if n in self.consts:
             e = ir.Num(v=self.consts[n], at=at)
+        elif n in self.prefixes:  # a prefix name is a constant: its length
+            e = ir.Num(v=self.prefixes[n].length, at=at)
         elif n in CTX_NAMES:
             e = ir.Ctx(name=n, at=at)
         else:

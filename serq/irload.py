@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from serq import ir
 from serq.diagnostics import Diagnostic, SerqError
-from serq.irshape import shape_problems
+from serq.irshape import prefix_problems, shape_problems
 
 MAX_SOURCE_NAME = 4096  # characters in `source`
 _AT_LINE = re.compile(r" at line (\d+) column (\d+)$")
@@ -62,7 +62,7 @@ def read_ir(text: str, file: str) -> ir.Program:
             diags[-1] = Diagnostic(diags[-1].line, diags[-1].col, "E010", diags[-1].message, file=file,
                                    notes=(f"{len(errs)} problems in all",))
         raise SerqError(diags, text) from None
-    problems = shape_problems(prog)
+    problems = shape_problems(prog) + prefix_problems(prog)
     src = _source_problem(prog.source)
     if src:
         problems.append((("source",), "E010", src))

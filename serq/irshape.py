@@ -8,7 +8,8 @@ source position of the session for programs built in memory.
 Checked: state and scope references in range; the one `arrive` state is
 the entry, 0; every edge stays in its scope, enters a hold's body only
 through its acquire state and leaves it only through its exit state; a
-scope's pools are its hold's; names unique; domains either a value set
+scope's pools are its hold's; names unique; each shared prefix extends
+an earlier one and is longer, each hold's prefix is declared; domains either a value set
 or a whole range; numbers in range where the semantics reads them
 (64-bit integers below 2^62, finite reals); positions (line, column)
 from 1; expressions no deeper than the source allows. One linear pass."""
@@ -218,6 +219,9 @@ def _session(s: ir.SessionProgram, path: tuple, bad, at, expr) -> None:
             for j, it in enumerate(st.hold.items):
                 ip = stp + ("hold", "items", j)
                 at(it, ip)
+                pa = it.prefix_at
+                if pa is not None and not (1 <= pa[0] <= MAX_POS and 1 <= pa[1] <= MAX_POS):
+                    bad(ip + ("prefix_at",), "E010", f"`prefix_at` must be a (line, column) pair from 1, got {list(pa)}")
                 expr(it.reuse, ip + ("reuse",))
                 expr(it.need, ip + ("need",))
                 expr(it.take, ip + ("take",))
@@ -312,3 +316,39 @@ def _get(node, name: str):
 def _short(v) -> str:
     t = str(v)
     return t if len(t) <= 22 else t[:20] + "..."
+
+
+def prefix_problems(prog: ir.Program) -> list[Problem]:
+    """The shared prefixes of an IR file, at the offending value: each
+    extends one declared before it and is longer; a hold names a declared
+    one. (For a program built in memory the validator says the same at
+    the source position.)"""
+    out: list[Problem] = []
+
+    def bad(path, code, msg):
+        out.append((tuple(path), code, msg))
+
+    prefixes: dict[str, int] = {}
+    for i, pf in enumerate(prog.prefixes):
+        path = ("prefixes", i)
+        if pf.at is not None and not (1 <= pf.at[0] <= MAX_POS and 1 <= pf.at[1] <= MAX_POS):
+            bad(path + ("at",), "E010", f"`at` must be a (line, column) pair from 1, got {list(pf.at)}")
+        if pf.name in prefixes:
+            bad(path + ("name",), "E105", f"prefix `{pf.name}` is declared twice")
+        elif pf.parent is not None and pf.parent not in prefixes:
+            bad(path + ("parent",), "E110", f"prefix `{pf.name}` extends `{pf.parent}`, which is not declared before it")
+        elif not -MAX_INT < pf.length < MAX_INT:
+            bad(path + ("length",), "E408", f"prefix `{pf.name}`: `length` {_short(pf.length)} is out of range (at most 2^62)")
+        elif pf.length <= prefixes.get(pf.parent, 0):
+            bad(path + ("length",), "E402", f"prefix `{pf.name}` must be at least one token longer than "
+                f"{'`' + pf.parent + '`' if pf.parent else 'nothing'}, got {pf.length} in all")
+        else:
+            prefixes[pf.name] = pf.length
+    for i, s in enumerate(prog.sessions):
+        for k, st in enumerate(s.states):
+            hold = getattr(st, "hold", None)
+            for j, it in enumerate(hold.items if hold is not None else ()):
+                if it.prefix is not None and it.prefix not in prefixes:
+                    bad(("sessions", i, "states", k, "hold", "items", j, "prefix"), "E110",
+                        f"hold on unknown prefix `{it.prefix}`")
+    return out

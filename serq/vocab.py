@@ -24,7 +24,7 @@ def arity_ok(fn: str, n: int) -> bool:
     """`n` arguments suit the built-in function `fn`."""
     lo, hi = FUNCS[fn]
     return lo <= n and (hi is None or n <= hi)
-POOL_FUNCS = ("cached", "allocated", "free", "waiting", "holders")
+POOL_FUNCS = ("cached", "allocated", "free", "waiting", "holders", "evictable")
 DIST_NAMES = ("uniform", "geometric", "poisson", "weights")
 UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
@@ -55,12 +55,13 @@ def M(label, attrs, ctx=(), poolfns=(), scheduler=True):
 def moment(kind: str, where: str = "") -> Moment:
     return {
         "session": M("@session", "all", ("now",), ("cached",), scheduler=False),
-        "admit": M(f"@admit({where})", "visible", ("budget_left", "now"), ("cached",)),
+        "admit": M(f"@admit({where})", "visible", ("budget_left", "now"),
+                   ("cached", "free", "allocated", "evictable", "waiting", "holders")),
         "queue": M(f"@admit({where}) queue key", "visible", ("arrived", "now")),
         "victim": M(f"@admit({where}) victim key", "visible", ("arrived", "admitted", "now")),
         "evict": M(f"@evict({where})", None, ("age", "size", "last", "released", "now")),
-        "budget": M(f"@step({where}) budget", None, ("nreq", "ndec", "kvb", "now")),
-        "chunk": M(f"@step({where}) chunk", None, ("nreq", "ndec", "kvb", "budget_left", "now")),
+        "budget": M(f"@step({where}) budget", None, ("nreq", "ndec", "kvb", "now"), POOL_FUNCS),
+        "chunk": M(f"@step({where}) chunk", None, ("nreq", "ndec", "kvb", "budget_left", "now"), POOL_FUNCS),
         "cost": M(f"@step({where}) cost", None, ("ntok", "ndec", "nreq", "kvb", "now")),
         "serve": M(f"@step({where}) serve key", "visible", ("arrived", "admitted", "now")),
         "check": M("@check", None, (), POOL_FUNCS),

@@ -81,6 +81,66 @@ def test_a_bad_ir_is_a_located_error(tmp_path, capsys, cmd, edit, path, code, me
     assert "Traceback" not in err
 
 
+VLLM = ROOT / "tests" / "kernel_instances" / "vllm_constructs.sq"
+
+
+def _vllm() -> dict:
+    from serq.load import load_path
+
+    return json.loads(load_path(VLLM).program.to_json())
+
+
+def _prefixed_item(d):
+    """(path, item) of the first hold item naming a prefix."""
+    for i, s in enumerate(d["sessions"]):
+        for k, st in enumerate(s["states"]):
+            for j, it in enumerate((st.get("hold") or {}).get("items", ())):
+                if it.get("prefix"):
+                    return ("sessions", i, "states", k, "hold", "items", j), it
+    raise AssertionError("no hold with a prefix")
+
+
+@pytest.mark.parametrize("edit, path, code, message", [
+    (lambda d: d.update(tick="later"), ("tick",), "E010", "Input should be 'arrivals' or 'turns' at `tick`"),
+    (lambda d: d["stages"][0].update(self_preempt="maybe"), ("stages", 0, "self_preempt"), "E010",
+     "Input should be 'stop' or 'continue' at `stages.0.self_preempt`"),
+    (lambda d: d["prefixes"][0].update(length="4"), ("prefixes", 0, "length"), "E010",
+     "Input should be a valid integer at `prefixes.0.length`"),
+    (lambda d: d["prefixes"][1].update(parent="NOPE"), ("prefixes", 1, "parent"), "E110",
+     "prefix `TOOLS` extends `NOPE`, which is not declared before it"),
+    (lambda d: d["prefixes"][1].update(length=4), ("prefixes", 1, "length"), "E402",
+     "prefix `TOOLS` must be at least one token longer than `SYS`, got 4 in all"),
+    (lambda d: d["prefixes"][0].update(length=2**62), ("prefixes", 0, "length"), "E408",
+     "prefix `SYS`: `length` 4611686018427387904 is out of range"),
+    (lambda d: d["prefixes"].append(d["prefixes"][0]), ("prefixes", 2, "name"), "E105", "prefix `SYS` is declared twice"),
+    (lambda d: _prefixed_item(d)[1].update(prefix="SIS"), "hold-prefix", "E110", "hold on unknown prefix `SIS`"),
+])
+def test_the_vllm_fields_are_read_strictly(tmp_path, capsys, edit, path, code, message):
+    d = _vllm()
+    edit(d)
+    if path == "hold-prefix":
+        path = _prefixed_item(d)[0] + ("prefix",)
+    f = _write(tmp_path, d)
+    assert main(["compile", str(f)]) == 2
+    err = capsys.readouterr().err
+    line, col = locate(f.read_text(), path)
+    assert f"{f}:{line}:{col}: error[{code}]: " in err and message in err, err
+    assert "Traceback" not in err
+
+
+def test_the_vllm_fields_round_trip(tmp_path, capsys):
+    d = _vllm()
+    assert d["tick"] == "arrivals" and [p["name"] for p in d["prefixes"]] == ["SYS", "TOOLS"]
+    assert _prefixed_item(d)[1]["prefix"] == "TOOLS" and d["stages"][0]["self_preempt"] == "continue"
+    d["tick"] = "turns"
+    f = _write(tmp_path, d)
+    out = tmp_path / "again.ir.json"
+    assert main(["compile", str(f), "-o", str(out)]) == 0
+    again = json.loads(out.read_text())
+    assert again["tick"] == "turns" and again["prefixes"] == d["prefixes"]
+    assert _prefixed_item(again)[1] == _prefixed_item(d)[1]
+
+
 def test_the_locator_finds_the_value(tmp_path):
     f = _write(tmp_path, _compiled())
     text = f.read_text()
