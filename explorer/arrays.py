@@ -44,6 +44,7 @@ from numba import njit
 
 from .arrays_narrow import Packed, Raw, pack_rows
 from .memory import MemoryGuard, mib
+from .interrupt import interrupt_of
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
 
@@ -753,8 +754,8 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 stats = final(0)
                 return livelock_result(m, st.chain, int(st.fp[entry]), [int(st.fp[x]) for x in cycle], stats)
         return passed(final(0))
-    except KeyboardInterrupt as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
-        return interrupted(final(queue_now), e)
+    except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
+        return interrupted(final(queue_now), interrupt_of(e))
     except MemoryError:  # the tables could not grow: what was stored so far
         return bounded(final(queue_now), "memory", "MemoryError")
     except WorkerFailed as e:  # a worker died, raised or hung: what was stored so far

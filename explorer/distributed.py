@@ -53,6 +53,7 @@ from .flat_store import _find, _Store
 from .arrays_narrow import Packed
 from .memory import MemoryGuard, mib
 from .model import build_model
+from .interrupt import interrupt_of
 from .outcome import bounded, deadlock, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
 
@@ -626,8 +627,8 @@ class _Driver:
         b.call("start", lambda i: (self.factory, i, self.k, self.check_livelock, self.check_deadlock))
         try:
             return self._run()
-        except KeyboardInterrupt as e:
-            return interrupted(self.stats(self.queue), e)
+        except (KeyboardInterrupt, SystemError) as e:
+            return interrupted(self.stats(self.queue), interrupt_of(e))
         except MemoryError:
             return bounded(self.stats(self.queue), "memory", "MemoryError")
 

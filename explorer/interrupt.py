@@ -17,7 +17,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-__all__ = ["Interrupted", "signal_name", "interrupts", "worker_signals"]
+__all__ = ["Interrupted", "signal_name", "interrupt_of", "interrupts", "worker_signals"]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -31,6 +31,19 @@ class Interrupted(KeyboardInterrupt):
 def signal_name(exc: BaseException) -> str:
     """SIGINT for a plain KeyboardInterrupt (Python's own Ctrl-C handler)."""
     return getattr(exc, "signame", "SIGINT")
+
+
+def interrupt_of(e: BaseException) -> KeyboardInterrupt:
+    """The interrupt behind `e`, caught as `except (KeyboardInterrupt,
+    SystemError)`: `e` itself, or the signal whose handler ran while a
+    compiled function was returning its result (CPython then raises
+    `SystemError: ... returned a result with an exception set`, the
+    interrupt as its cause). Any other SystemError is raised again."""
+    if isinstance(e, KeyboardInterrupt):
+        return e
+    if isinstance(e.__cause__, KeyboardInterrupt):
+        return e.__cause__
+    raise e
 
 
 def _raise(signum, frame):

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator
 from .fingerprint import state_fingerprint
 from .memory import MemoryGuard, mib
 from .model import ModelFactory, build_model
-from .interrupt import worker_signals
+from .interrupt import interrupt_of, worker_signals
 from .outcome import WorkerFailed, poll_worker, bounded, deadlock, exit_cause, failed, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import chain_from
@@ -336,8 +336,8 @@ class _Coordinator:
     def run(self) -> Result:
         try:
             return self._run()
-        except KeyboardInterrupt as e:  # SIGINT/SIGTERM: the levels merged so far
-            return interrupted(self._final(self.stats.queue), e)
+        except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: the levels merged so far
+            return interrupted(self._final(self.stats.queue), interrupt_of(e))
         except WorkerFailed as e:  # died, raised or hung: the levels merged so far
             return failed(self._final(self.stats.queue), e)
         except MemoryError:

@@ -34,6 +34,7 @@ from typing import Any, Callable
 from .fingerprint import state_fingerprint
 from .memory import MemoryGuard, mib
 from .model import build_model
+from .interrupt import interrupt_of
 from .outcome import bounded, deadlock, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import Store
@@ -213,8 +214,8 @@ class _Search:
             return self._bfs() if self.strategy == "bfs" else self._dfs()
         except _Stop as stop:
             return stop.build()
-        except KeyboardInterrupt as e:
-            return interrupted(self._final(self.pending), e)
+        except (KeyboardInterrupt, SystemError) as e:
+            return interrupted(self._final(self.pending), interrupt_of(e))
         except MemoryError:
             return bounded(self._final(self.pending), "memory", "MemoryError")
 

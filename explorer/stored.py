@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .fingerprint import state_fingerprint
-from .interrupt import signal_name
+from .interrupt import interrupt_of, signal_name
 from .model import build_model
 
 __all__ = ["StateGraph", "build_graph"]
@@ -112,7 +112,8 @@ def build_graph(
 
     try:
         _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info)
-    except KeyboardInterrupt as e:  # SIGINT/SIGTERM: the graph so far, cut where the signal came
+    except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: the graph so far, cut where the signal came
+        e = interrupt_of(e)
         _trim(g)
         g.complete, g.bound_reason = False, signal_name(e)
     except MemoryError:  # the graph so far, cut where memory ran out

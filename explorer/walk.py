@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from .interrupt import signal_name
+from .interrupt import interrupt_of, signal_name
 
 __all__ = ["WalkEnd", "walk"]
 
@@ -73,5 +73,5 @@ def walk(initial: Iterable[Any], successors: Callable[[Any], Iterable[tuple]], *
                 if on_state is not None:
                     on_state(nxt)
         return WalkEnd(None, len(seen))
-    except KeyboardInterrupt as e:  # SIGINT/SIGTERM: what was visited so far
-        return WalkEnd(signal_name(e), len(seen))
+    except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: what was visited so far
+        return WalkEnd(signal_name(interrupt_of(e)), len(seen))

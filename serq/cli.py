@@ -89,7 +89,7 @@ def _extra_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
-    from explorer.interrupt import interrupts, signal_name
+    from explorer.interrupt import interrupt_of, interrupts, signal_name
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INPUT_ERROR
         except BrokenPipeError:
             return EXIT_PASS
-        except KeyboardInterrupt as e:
+        except (KeyboardInterrupt, SystemError) as e:
+            e = interrupt_of(e)
             print(f"serq {args.command}: interrupted by {signal_name(e)}", file=sys.stderr)
             return EXIT_INTERRUPTED
 

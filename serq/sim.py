@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from explorer.interrupt import signal_name
+from explorer.interrupt import interrupt_of, signal_name
 from serq import ir
 from serq.coalesce import licence, plan_block
 from serq.diagnostics import Diagnostic, SerqError
@@ -327,7 +327,8 @@ class Simulator:
                     cfg.progress(self.now, stats.ended_total, len(self.state[0]))
         except _Stop as s:
             stopped = s.why
-        except KeyboardInterrupt as e:
+        except (KeyboardInterrupt, SystemError) as e:
+            e = interrupt_of(e)
             # SIGINT/SIGTERM (explorer/interrupt.py): report the run so far. The
             # action under way when the signal came may be counted in part.
             stopped, self.signal = INTERRUPTED, signal_name(e)

@@ -23,7 +23,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from explorer.interrupt import Interrupted, signal_name
+from explorer.interrupt import Interrupted, interrupt_of, signal_name
 from serq.diagnostics import SerqError, flag_error
 
 MAX_VALUES = 10_000
@@ -187,7 +187,8 @@ def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int
                     results[row.value] = result
                 if row.verdict == "interrupted":  # a one-process sweep: the signal reached the search
                     raise Interrupted(row.message.split()[2] if row.message.startswith("stopped by") else "SIGINT")
-        except KeyboardInterrupt as e:
+        except (KeyboardInterrupt, SystemError) as e:
+            e = interrupt_of(e)
             sw.interrupted = signal_name(e)
             raise _Stop from None
 

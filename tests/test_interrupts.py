@@ -173,3 +173,37 @@ def test_check_interrupted_is_not_ok(monkeypatch, capsys, tmp_path):
     out = capsys.readouterr().out
     assert "interrupted by SIGINT: no violation in 0.000000 s simulated before it; not a pass" in out
     assert "ok" not in out.split(":")[1]
+
+
+def test_interrupt_inside_compiled_code_is_an_interrupt():
+    """A signal whose handler runs while a compiled function returns comes
+    out as CPython's `SystemError: ... returned a result with an exception
+    set`, the interrupt as its cause: the engines read it as the interrupt."""
+    from explorer.interrupt import interrupt_of
+
+    sig = Interrupted("SIGTERM")
+    try:
+        try:
+            raise sig
+        except Interrupted as cause:
+            raise SystemError("CPUDispatcher(<function f>) returned a result with an exception set") from cause
+    except SystemError as e:
+        assert interrupt_of(e) is sig
+    assert interrupt_of(sig) is sig
+    with pytest.raises(SystemError, match="other"):
+        interrupt_of(SystemError("other"))
+
+
+def test_simulator_reads_a_wrapped_interrupt_as_interrupted():
+    prog = load_text(FOREVER, "forever.sq").program
+    n = [0]
+
+    def trace(*a):
+        n[0] += 1
+        if n[0] == 50:
+            try:
+                raise Interrupted("SIGTERM")
+            except Interrupted as cause:
+                raise SystemError("returned a result with an exception set") from cause
+    r = Simulator(prog, SimConfig(trace=trace)).run()
+    assert r.stopped == INTERRUPTED and r.signal == "SIGTERM"
