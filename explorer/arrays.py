@@ -43,7 +43,8 @@ import numpy as np
 from numba import njit
 
 from .arrays_narrow import Packed, Raw, pack_rows
-from .memory import MemoryGuard, mib
+from .cycles import _acyclic_part, _cycle, _scc
+from .memory import MemoryGuard, _reserve, _trim, _zeros_aligned, mib
 from .interrupt import interrupt_of
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
@@ -60,7 +61,6 @@ TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
 SUB0 = 1 << 10  # the first size (and room) of a sub-table
-BIG = 1 << 27  # states reserved (address space only) once a run outgrows its first arrays
 
 
 class ArrayFallback(Exception):
@@ -183,209 +183,7 @@ def _offsets(parent, nrows, out):
         out[j] = i
 
 
-# ---------------------------------------------------------------- livelock
-
-
-@njit(cache=True, nogil=True)
-def _grow32(a, n):
-    b = np.empty(2 * a.shape[0], a.dtype)
-    b[:n] = a[:n]
-    return b
-
-
-DONE_NODE = np.int32(2**31 - 1)  # in rindex: a node on no cycle, removed by _acyclic_part
-
-
-@njit(cache=True, nogil=True)
-def _acyclic_part(n, ofs, dst):
-    """Kahn's peeling: the nodes whose predecessors all lead back to no
-    cycle are removed (DONE_NODE); the others get 0. Nothing is left when
-    the graph has no cycle, the usual case, which then needs no depth-first
-    search at all. One int32 a node, and a stack that holds only nodes
-    freed by an edge to a smaller id."""
-    deg = np.zeros(n, np.int32)
-    for e in range(ofs[n]):
-        deg[dst[e]] += 1
-    st = np.empty(1024, np.int32)
-    left = n
-    for v in range(n):
-        if deg[v] != 0:
-            continue
-        sp = 1
-        st[0] = v
-        while sp > 0:
-            sp -= 1
-            u = st[sp]
-            deg[u] = -1
-            left -= 1
-            for e in range(ofs[u], ofs[u + 1]):
-                w = dst[e]
-                deg[w] -= 1
-                if deg[w] == 0 and w < v:  # a larger id is met by the sweep
-                    if sp == st.shape[0]:
-                        st = _grow32(st, sp)
-                    st[sp] = w
-                    sp += 1
-    for v in range(n):
-        deg[v] = DONE_NODE if deg[v] < 0 else 0
-    return deg, left
-
-
-@njit(cache=True, nogil=True)
-def _scc(n, ofs, dst, rindex):
-    """Pearce's algorithm, iteratively, over the nodes whose rindex is 0
-    (the others count as done): rindex becomes the component of every such
-    node; returns the smallest node on a cycle (in a component of 2+ nodes
-    or with an edge to itself), -1 if none. One int32 a node (rindex), and
-    the stacks."""
-    fn = np.empty(1024, np.int32)  # the call stack: node, edge cursor, is-root
-    fe = np.empty(1024, np.int32)
-    fr = np.empty(1024, np.bool_)
-    st = np.empty(1024, np.int32)  # nodes of components not yet complete
-    sp = 0
-    index = 1
-    c = n - 1
-    best = -1
-    for r in range(n):
-        if rindex[r] != 0:
-            continue
-        d = 0
-        fn[0] = r
-        fe[0] = ofs[r]
-        fr[0] = True
-        rindex[r] = index
-        index += 1
-        while d >= 0:
-            v = fn[d]
-            e = fe[d]
-            if e < ofs[v + 1]:
-                w = dst[e]
-                if rindex[w] == 0:
-                    d += 1
-                    if d == fn.shape[0]:
-                        fn = _grow32(fn, d)
-                        fe = _grow32(fe, d)
-                        fr = _grow32(fr, d)
-                    fn[d] = w
-                    fe[d] = ofs[w]
-                    fr[d] = True
-                    rindex[w] = index
-                    index += 1
-                    continue
-                fe[d] = e + 1
-                if w == v and (best < 0 or v < best):
-                    best = v
-                if rindex[w] < rindex[v]:
-                    rindex[v] = rindex[w]
-                    fr[d] = False
-            else:
-                if fr[d]:
-                    index -= 1
-                    low = v
-                    many = False
-                    while sp > 0 and rindex[v] <= rindex[st[sp - 1]]:
-                        x = st[sp - 1]
-                        sp -= 1
-                        rindex[x] = c
-                        index -= 1
-                        many = True
-                        if x < low:
-                            low = x
-                    rindex[v] = c
-                    c -= 1
-                    if many and (best < 0 or low < best):
-                        best = low
-                else:
-                    if sp == st.shape[0]:
-                        st = _grow32(st, sp)
-                    st[sp] = v
-                    sp += 1
-                d -= 1
-    return best
-
-
-@njit(cache=True, nogil=True)
-def _cycle(n, ofs, dst, comp, entry):
-    """A shortest cycle entry -> ... -> entry inside entry's component,
-    successors scanned in recorded order: the ids after entry, ending with
-    entry."""
-    par = np.full(n, -1, np.int32)
-    seen = np.zeros(n, np.bool_)
-    q = np.empty(n, np.int32)
-    qh = 0
-    qt = 1
-    q[0] = entry
-    seen[entry] = True
-    while qh < qt:
-        u = q[qh]
-        qh += 1
-        for e in range(ofs[u], ofs[u + 1]):
-            v = dst[e]
-            if v == entry:
-                path = [entry]
-                while u != entry:
-                    path.append(u)
-                    u = par[u]
-                out = np.empty(len(path), np.int64)
-                for i in range(len(path)):
-                    out[i] = path[len(path) - 1 - i]
-                return out
-            if comp[v] == comp[entry] and not seen[v]:
-                seen[v] = True
-                par[v] = u
-                q[qt] = v
-                qt += 1
-    return np.empty(0, np.int64)
-
-
 # ---------------------------------------------------------------- the search
-
-
-def _trim() -> None:
-    """Freed heap memory (a level's blocks, a chunk's buffers) handed back
-    to the system, where the C library can (glibc)."""
-    global _TRIM
-    if _TRIM is None:
-        try:
-            import ctypes
-
-            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):
-            _TRIM = False
-    if _TRIM:
-        _TRIM(0)
-
-
-_TRIM = None
-
-
-HUGE = 2 << 20  # the system's large page
-
-
-def _zeros_aligned(n: int) -> np.ndarray:
-    """n int32 zeros starting on a large-page boundary: a region of the
-    table (a multiple of 2 MiB from 2^19 slots on) then never shares a page
-    with its neighbour, so a sub-table's pages are its own."""
-    buf = np.zeros(n + HUGE // 4, np.int32)
-    off = (-buf.ctypes.data % HUGE) // 4
-    return buf[off: off + n]
-
-
-def _reserve(a: np.ndarray, need: int, used: int) -> np.ndarray:
-    """`a` with room for `need` entries, its first `used` kept: the first
-    growth reserves BIG entries of address space (pages become resident only
-    when written, so nothing is copied again before BIG); past it, or when
-    the address space is limited, by doubling."""
-    if need <= a.shape[0]:
-        return a
-    size = max(BIG, need) if a.shape[0] < BIG else max(2 * a.shape[0], need)
-    try:
-        b = np.zeros(size, a.dtype)
-    except MemoryError:
-        size = max(2 * a.shape[0], need)
-        b = np.zeros(size, a.dtype)
-    b[:used] = a[:used]
-    return b
 
 
 class _Store:

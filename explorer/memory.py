@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
+
 __all__ = ["rss", "available", "default_limit", "MemoryGuard", "parse_size", "mib"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -108,3 +110,55 @@ class MemoryGuard:
             return False
         self._next = now + self.INTERVAL
         return rss() > self.limit
+
+
+# ---------------------------------------------------------------- the array engines' buffers
+
+BIG = 1 << 27  # states reserved (address space only) once a run outgrows its first arrays
+
+
+def _trim() -> None:
+    """Freed heap memory (a level's blocks, a chunk's buffers) handed back
+    to the system, where the C library can (glibc)."""
+    global _TRIM
+    if _TRIM is None:
+        try:
+            import ctypes
+
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _TRIM = False
+    if _TRIM:
+        _TRIM(0)
+
+
+_TRIM = None
+
+
+HUGE = 2 << 20  # the system's large page
+
+
+def _zeros_aligned(n: int) -> np.ndarray:
+    """n int32 zeros starting on a large-page boundary: a region of the
+    table (a multiple of 2 MiB from 2^19 slots on) then never shares a page
+    with its neighbour, so a sub-table's pages are its own."""
+    buf = np.zeros(n + HUGE // 4, np.int32)
+    off = (-buf.ctypes.data % HUGE) // 4
+    return buf[off: off + n]
+
+
+def _reserve(a: np.ndarray, need: int, used: int) -> np.ndarray:
+    """`a` with room for `need` entries, its first `used` kept: the first
+    growth reserves BIG entries of address space (pages become resident only
+    when written, so nothing is copied again before BIG); past it, or when
+    the address space is limited, by doubling."""
+    if need <= a.shape[0]:
+        return a
+    size = max(BIG, need) if a.shape[0] < BIG else max(2 * a.shape[0], need)
+    try:
+        b = np.zeros(size, a.dtype)
+    except MemoryError:
+        size = max(2 * a.shape[0], need)
+        b = np.zeros(size, a.dtype)
+    b[:used] = a[:used]
+    return b

@@ -1,0 +1,163 @@
+"""The livelock pass of the array engines: the non-progress edges as a
+compact graph (4 B per edge plus one offset per state), nodes on no cycle
+peeled off first (Kahn), then Pearce's strongly-connected-components
+search on what is left (4 B a state), and the lasso's cycle rebuilt from
+the component found. Used by `arrays.py` and `distributed.py`."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["DONE_NODE", "_acyclic_part", "_scc", "_cycle", "_grow32"]
+
+@njit(cache=True, nogil=True)
+def _grow32(a, n):
+    b = np.empty(2 * a.shape[0], a.dtype)
+    b[:n] = a[:n]
+    return b
+
+
+DONE_NODE = np.int32(2**31 - 1)  # in rindex: a node on no cycle, removed by _acyclic_part
+
+
+@njit(cache=True, nogil=True)
+def _acyclic_part(n, ofs, dst):
+    """Kahn's peeling: the nodes whose predecessors all lead back to no
+    cycle are removed (DONE_NODE); the others get 0. Nothing is left when
+    the graph has no cycle, the usual case, which then needs no depth-first
+    search at all. One int32 a node, and a stack that holds only nodes
+    freed by an edge to a smaller id."""
+    deg = np.zeros(n, np.int32)
+    for e in range(ofs[n]):
+        deg[dst[e]] += 1
+    st = np.empty(1024, np.int32)
+    left = n
+    for v in range(n):
+        if deg[v] != 0:
+            continue
+        sp = 1
+        st[0] = v
+        while sp > 0:
+            sp -= 1
+            u = st[sp]
+            deg[u] = -1
+            left -= 1
+            for e in range(ofs[u], ofs[u + 1]):
+                w = dst[e]
+                deg[w] -= 1
+                if deg[w] == 0 and w < v:  # a larger id is met by the sweep
+                    if sp == st.shape[0]:
+                        st = _grow32(st, sp)
+                    st[sp] = w
+                    sp += 1
+    for v in range(n):
+        deg[v] = DONE_NODE if deg[v] < 0 else 0
+    return deg, left
+
+
+@njit(cache=True, nogil=True)
+def _scc(n, ofs, dst, rindex):
+    """Pearce's algorithm, iteratively, over the nodes whose rindex is 0
+    (the others count as done): rindex becomes the component of every such
+    node; returns the smallest node on a cycle (in a component of 2+ nodes
+    or with an edge to itself), -1 if none. One int32 a node (rindex), and
+    the stacks."""
+    fn = np.empty(1024, np.int32)  # the call stack: node, edge cursor, is-root
+    fe = np.empty(1024, np.int32)
+    fr = np.empty(1024, np.bool_)
+    st = np.empty(1024, np.int32)  # nodes of components not yet complete
+    sp = 0
+    index = 1
+    c = n - 1
+    best = -1
+    for r in range(n):
+        if rindex[r] != 0:
+            continue
+        d = 0
+        fn[0] = r
+        fe[0] = ofs[r]
+        fr[0] = True
+        rindex[r] = index
+        index += 1
+        while d >= 0:
+            v = fn[d]
+            e = fe[d]
+            if e < ofs[v + 1]:
+                w = dst[e]
+                if rindex[w] == 0:
+                    d += 1
+                    if d == fn.shape[0]:
+                        fn = _grow32(fn, d)
+                        fe = _grow32(fe, d)
+                        fr = _grow32(fr, d)
+                    fn[d] = w
+                    fe[d] = ofs[w]
+                    fr[d] = True
+                    rindex[w] = index
+                    index += 1
+                    continue
+                fe[d] = e + 1
+                if w == v and (best < 0 or v < best):
+                    best = v
+                if rindex[w] < rindex[v]:
+                    rindex[v] = rindex[w]
+                    fr[d] = False
+            else:
+                if fr[d]:
+                    index -= 1
+                    low = v
+                    many = False
+                    while sp > 0 and rindex[v] <= rindex[st[sp - 1]]:
+                        x = st[sp - 1]
+                        sp -= 1
+                        rindex[x] = c
+                        index -= 1
+                        many = True
+                        if x < low:
+                            low = x
+                    rindex[v] = c
+                    c -= 1
+                    if many and (best < 0 or low < best):
+                        best = low
+                else:
+                    if sp == st.shape[0]:
+                        st = _grow32(st, sp)
+                    st[sp] = v
+                    sp += 1
+                d -= 1
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _cycle(n, ofs, dst, comp, entry):
+    """A shortest cycle entry -> ... -> entry inside entry's component,
+    successors scanned in recorded order: the ids after entry, ending with
+    entry."""
+    par = np.full(n, -1, np.int32)
+    seen = np.zeros(n, np.bool_)
+    q = np.empty(n, np.int32)
+    qh = 0
+    qt = 1
+    q[0] = entry
+    seen[entry] = True
+    while qh < qt:
+        u = q[qh]
+        qh += 1
+        for e in range(ofs[u], ofs[u + 1]):
+            v = dst[e]
+            if v == entry:
+                path = [entry]
+                while u != entry:
+                    path.append(u)
+                    u = par[u]
+                out = np.empty(len(path), np.int64)
+                for i in range(len(path)):
+                    out[i] = path[len(path) - 1 - i]
+                return out
+            if comp[v] == comp[entry] and not seen[v]:
+                seen[v] = True
+                par[v] = u
+                q[qt] = v
+                qt += 1
+    return np.empty(0, np.int64)

@@ -1,0 +1,344 @@
+"""One hash partition of a partitioned exploration (`distributed.py`):
+its part of the fingerprint table, of the frontier and of the
+non-progress edges, the order keys of successors, and the walk that
+stores a level's first occurrences. The same class runs in this process
+and as a Ray actor."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from .arrays import CHECK, DONE, PROGRESS
+from .flat_store import _find, _Store
+from .arrays_narrow import Packed
+
+__all__ = ["Partition", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of", "SH", "CHUNK"]
+
+SH = 24  # bits of a successor's rank in its order key
+CHUNK = 4096
+
+
+class WorkerLost(RuntimeError):
+    """A partition's worker died or its node left: the run cannot go on."""
+
+
+class RayUnavailable(RuntimeError):
+    """Ray is not installed (it is an optional dependency)."""
+
+
+class PartitionError(RuntimeError):
+    """The partitioned engine cannot run this model (e.g. rows must grow)."""
+
+
+def owner_of(fps: np.ndarray, k: int) -> np.ndarray:
+    """The partition of each fingerprint: its high word modulo k (the table
+    probes from the low bits, which stay spread within a partition)."""
+    return ((fps >> np.uint64(32)) % np.uint64(k)).astype(np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _merge_walk(order, keys, fps, flags, acts, tab, fparr, parents, actions, n0, cut_level, livelock,
+                e_key, e_dst, out_new):
+    """Walk received successors in key order against the table: returns
+    (stored, edges, cut, new)."""
+    n = n0
+    ne = 0
+    ncut = 0
+    nn = 0
+    for t in range(order.shape[0]):
+        p = order[t]
+        fp = fps[p]
+        sid, slot = _find(tab, fparr, fp)
+        if sid >= 0:
+            if livelock and (flags[p] & PROGRESS) == 0:
+                e_key[ne] = keys[p]
+                e_dst[ne] = sid
+                ne += 1
+            continue
+        if cut_level:
+            ncut += 1
+            continue
+        fparr[n] = fp
+        tab[slot] = n
+        parents[n] = keys[p] >> SH
+        actions[n] = acts[p]
+        out_new[nn] = p
+        nn += 1
+        if livelock and (flags[p] & PROGRESS) == 0:
+            e_key[ne] = keys[p]
+            e_dst[ne] = n
+            ne += 1
+        n += 1
+    return n, ne, ncut, nn
+
+
+# ---------------------------------------------------------------- a partition
+
+
+class Partition:
+    """One hash partition: its part of the table, of the frontier and of the
+    non-progress edges. The same class runs in this process and as a Ray
+    actor; `start` sets it up for a run (an actor serves several runs)."""
+
+    def __init__(self) -> None:
+        self.m = None
+
+    def start(self, factory, index: int, k: int, livelock: bool, deadlock_check: bool) -> tuple[int, str]:
+        if isinstance(factory, bytes):  # pickled by the driver: arrays in it arrive writable
+            factory = pickle.loads(factory)
+        self.m = factory()
+        if not hasattr(self.m, "array_expand"):
+            raise PartitionError("the model does not offer the array protocol")
+        self.index, self.k = index, k
+        self.livelock, self.deadlock_check = livelock, deadlock_check
+        self.st = _Store()
+        self.gid = np.zeros(self.st.cap, np.int64)
+        self.n = 0  # states stored
+        self.n_committed = 0  # states with their global id
+        self.n_saved = 0  # states written to the checkpoint
+        self.frontier: list = []  # (Packed rows, done int8, ids int64)
+        self.edges: list = []  # (keys, destination ids), committed, in key order
+        self.edges_saved = 0
+        self.pending = None
+        self.level_keys = np.zeros(0, np.int64)
+        import socket
+
+        return os.getpid(), socket.gethostname()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    # -- seeding and lookups ---------------------------------------------------
+    def seed(self, rows, fps, flags, gids, actions) -> None:
+        """Initial states owned here (already deduplicated, in id order);
+        an initial state's action is its index among the initial states."""
+        n = len(fps)
+        self._reserve(n)
+        for i in range(n):
+            sid, slot = _find(self.st.tab, self.st.fp, np.uint64(fps[i]))
+            self.st.fp[self.n] = fps[i]
+            self.st.tab[slot] = self.n
+            self.st.parent[self.n] = -1
+            self.st.action[self.n] = actions[i]
+            self.gid[self.n] = gids[i]
+            self.n += 1
+        self.n_committed = self.n
+        if n:
+            self.frontier = [(Packed(np.asarray(rows, np.int64)), (np.asarray(flags) & DONE).astype(np.int8),
+                              np.asarray(gids, np.int64))]
+
+    def _reserve(self, more: int) -> None:
+        self.st.reserve(self.n, more)
+        if self.gid.shape[0] < self.st.cap:
+            g = np.zeros(self.st.cap, np.int64)
+            g[: self.n] = self.gid[: self.n]
+            self.gid = g
+
+    def entry_by_fp(self, fp: int):
+        i = self.st.id_of(fp)
+        if i < 0:
+            return None
+        return int(self.gid[i]), int(self.st.parent[i]), int(self.st.action[i])
+
+    def entry_by_gid(self, g: int):
+        i = int(np.searchsorted(self.gid[: self.n_committed], g))
+        if i < self.n_committed and self.gid[i] == g:
+            return int(self.st.fp[i]), int(self.st.parent[i]), int(self.st.action[i])
+        return None
+
+    def fps_of(self, gids):
+        """{id: fingerprint} of the given ids that are stored here."""
+        g = np.asarray(gids, np.int64)
+        idx = np.searchsorted(self.gid[: self.n_committed], g)
+        ok = idx < self.n_committed
+        ok[ok] = self.gid[idx[ok]] == g[ok]
+        return {int(a): int(self.st.fp[i]) for a, i in zip(g[ok], idx[ok])}
+
+    def count_keys(self, key: int, inclusive: bool) -> int:
+        """Successors received this level whose key is below (or at) key."""
+        return int(np.searchsorted(self.level_keys, key, side="right" if inclusive else "left"))
+
+    def frontier_size(self) -> int:
+        return sum(b[0].n for b in self.frontier)
+
+    # -- a level ---------------------------------------------------------------
+    def expand(self, depth: int):
+        """(summary, bundle for partition 0, ..., bundle for partition k-1);
+        the summary: (successors, first parent without one or -1)."""
+        m, k = self.m, self.k
+        out: list[list] = [[] for _ in range(k)]
+        nsucc = 0
+        dead = -1
+        for rows, done, gids in self._chunks():
+            succ, parent, act, fps, flags = m.array_expand(rows)
+            nk = len(fps)
+            nrows = rows.shape[0]
+            if self.deadlock_check:
+                counts = np.bincount(parent[:nk], minlength=nrows) if nk else np.zeros(nrows, np.int64)
+                dl = gids[(counts == 0) & (done == 0)]
+                if dl.size and (dead < 0 or int(dl.min()) < dead):
+                    dead = int(dl.min())
+            if nk == 0:
+                continue
+            nsucc += nk
+            parent = np.asarray(parent[:nk], np.int64)
+            idx = np.arange(nk, dtype=np.int64) - np.searchsorted(parent, parent)
+            if int(idx.max()) >= 1 << SH:
+                raise PartitionError(f"a state has more than {1 << SH} successors")
+            keys = (gids[parent] << SH) | idx
+            own = owner_of(fps[:nk], k) if k > 1 else np.zeros(nk, np.int64)
+            for d in range(k):
+                sel = np.nonzero(own == d)[0] if k > 1 else slice(None)
+                if k > 1 and sel.size == 0:
+                    continue
+                out[d].append((Packed(np.asarray(succ[:nk][sel])), keys[sel], np.array(fps[:nk][sel], np.uint64),
+                               np.asarray(flags[:nk][sel]).astype(np.int8), np.asarray(act[:nk][sel], np.int32)))
+        self.frontier = []
+        return [(nsucc, dead)] + out
+
+    def _chunks(self):
+        """The frontier in chunks of about CHUNK rows (blocks joined), each
+        block freed once taken."""
+        buf_r, buf_d, buf_g, size = [], [], [], 0
+        fr = self.frontier
+        fr.reverse()
+        while fr:
+            block, done, gids = fr.pop()
+            for a in range(0, block.n, CHUNK):
+                b = min(a + CHUNK, block.n)
+                buf_r.append(block.rows(a, b))
+                buf_d.append(done[a:b])
+                buf_g.append(gids[a:b])
+                size += b - a
+                if size >= CHUNK:
+                    yield np.concatenate(buf_r), np.concatenate(buf_d), np.concatenate(buf_g)
+                    buf_r, buf_d, buf_g, size = [], [], [], 0
+        if size:
+            yield np.concatenate(buf_r), np.concatenate(buf_d), np.concatenate(buf_g)
+
+    def merge(self, depth: int, cut_level: bool, *bundles):
+        """Store the first occurrence of every new state among the received
+        successors (walked in key order); returns (keys of the new states,
+        first violation as (key, kind, message) or None, successors
+        received, successors cut by the depth bound)."""
+        pieces = [p for b in bundles for p in b]
+        if pieces:
+            keys = np.concatenate([p[1] for p in pieces])
+            fps = np.concatenate([p[2] for p in pieces])
+            flags = np.concatenate([p[3] for p in pieces])
+            acts = np.concatenate([p[4] for p in pieces])
+            piece_of = np.repeat(np.arange(len(pieces)), [len(p[1]) for p in pieces])
+            starts = np.cumsum([0] + [len(p[1]) for p in pieces])
+        else:
+            keys = np.zeros(0, np.int64)
+            fps = np.zeros(0, np.uint64)
+            flags = np.zeros(0, np.int8)
+            acts = np.zeros(0, np.int32)
+            piece_of = np.zeros(0, np.int64)
+            starts = np.zeros(1, np.int64)
+        order = np.argsort(keys, kind="stable")
+        self.level_keys = keys[order]
+        total = len(keys)
+        self._reserve(total)
+        e_key = np.zeros(max(total, 1), np.int64)
+        e_dst = np.zeros(max(total, 1), np.int64)
+        out_new = np.zeros(max(total, 1), np.int64)
+        n1, ne, ncut, nn = _merge_walk(order, keys, fps, flags, acts, self.st.tab, self.st.fp, self.st.parent,
+                                       self.st.action, self.n, cut_level, self.livelock, e_key, e_dst, out_new)
+        self.n = int(n1)
+        newpos = out_new[:nn]
+        bad = None
+        for p in newpos[(flags[newpos] & CHECK) != 0]:
+            pc = pieces[piece_of[p]][0]
+            off = int(p - starts[piece_of[p]])
+            row = pc.rows(off, off + 1)[0]
+            found = self.m.invariants(self.m.array_state(row))
+            if found:
+                bad = (int(keys[p]), str(found[0][0]), str(found[0][1]))
+                break
+        self.pending = (pieces, piece_of, starts, newpos, flags, e_key[:ne].copy(), e_dst[:ne].copy())
+        return keys[newpos], bad, total, int(ncut)
+
+    def commit(self, gids, build_frontier: bool) -> None:
+        """The global ids of the states stored by the last merge (in key
+        order); with build_frontier, they become the next frontier."""
+        pieces, piece_of, starts, newpos, flags, e_key, e_dst = self.pending
+        self.pending = None
+        gids = np.asarray(gids, np.int64)
+        self.gid[self.n_committed: self.n] = gids
+        self.n_committed = self.n
+        if e_key.size:
+            self.edges.append((e_key, self.gid[e_dst]))
+        if not build_frontier or newpos.size == 0:
+            return
+        which = piece_of[newpos]
+        by_piece = np.argsort(which, kind="stable")
+        bounds = np.searchsorted(which[by_piece], np.arange(len(pieces) + 1))
+        for pi in range(len(pieces)):
+            sel = by_piece[bounds[pi]: bounds[pi + 1]]
+            if sel.size == 0:
+                continue
+            pc = pieces[pi][0]
+            offs = newpos[sel] - starts[pi]
+            rows = pc.rows(0, pc.n)[offs]
+            self.frontier.append((Packed(rows), (flags[newpos[sel]] & DONE).astype(np.int8), gids[sel]))
+
+    def edges_all(self):
+        if not self.edges:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate([e[0] for e in self.edges]), np.concatenate([e[1] for e in self.edges])
+
+    # -- checkpoints -----------------------------------------------------------
+    def save(self, directory: str, tag: int) -> None:
+        """Write the states and edges committed since the last save and the
+        frontier, each file written then renamed."""
+        a, b = self.n_saved, self.n_committed
+        st = self.st
+        states = (st.fp[a:b].copy(), st.parent[a:b].copy(), st.action[a:b].copy(), self.gid[a:b].copy())
+        edges = self.edges[self.edges_saved:]
+        _dump(os.path.join(directory, f"states-{self.index}-{tag}.pkl"), (states, edges))
+        _dump(os.path.join(directory, f"frontier-{self.index}-{tag}.pkl"), self.frontier)
+        self.n_saved, self.edges_saved = b, len(self.edges)
+
+    def load(self, directory: str, tags: list[int], saved: bool = True) -> int:
+        """Rebuild this partition from the files of a checkpoint; returns
+        the states loaded. `saved`: they are in the directory the run goes
+        on saving to (else the next save writes them all)."""
+        parts, edges = [], []
+        for t in tags:
+            with open(os.path.join(directory, f"states-{self.index}-{t}.pkl"), "rb") as f:
+                s, e = pickle.load(f)
+            parts.append(s)
+            edges.extend(e)
+        fp = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
+        n = len(fp)
+        self._reserve(n)
+        st = self.st
+        st.fp[:n] = fp
+        st.parent[:n] = np.concatenate([p[1] for p in parts]) if parts else []
+        st.action[:n] = np.concatenate([p[2] for p in parts]) if parts else []
+        self.gid[:n] = np.concatenate([p[3] for p in parts]) if parts else []
+        from .flat_store import _rehash
+
+        st.tab = _rehash(st.tab, st.fp, n, st.tab.shape[0])
+        self.n = self.n_committed = n
+        self.n_saved = n if saved else 0
+        self.edges = edges
+        self.edges_saved = len(edges) if saved else 0
+        with open(os.path.join(directory, f"frontier-{self.index}-{tags[-1]}.pkl"), "rb") as f:
+            self.frontier = pickle.load(f)
+        return n
+
+
+def _dump(path: str, obj: Any) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(obj, f, protocol=5)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
