@@ -46,16 +46,22 @@ def walk(initial: Iterable[Any], successors: Callable[[Any], Iterable[tuple]], *
     seen: set = set()
     todo: deque = deque()
     try:
-        for s in initial:
+        def visit(s) -> bool:
+            """Store `s` if new; False when the state limit stops the walk."""
             k = key(s)
             if k in seen:
-                continue
+                return True
             if max_states is not None and len(seen) >= max_states:
-                return WalkEnd("max_states", len(seen), max_states)
+                return False
             seen.add(k)
             todo.append(s)
             if on_state is not None:
                 on_state(s)
+            return True
+
+        for s in initial:
+            if not visit(s):
+                return WalkEnd("max_states", len(seen), max_states)
         while todo:
             if deadline is not None and time.perf_counter() >= deadline:
                 return WalkEnd("time_limit", len(seen), time_limit)
@@ -63,15 +69,8 @@ def walk(initial: Iterable[Any], successors: Callable[[Any], Iterable[tuple]], *
             for action, nxt, info in successors(st):
                 if on_edge is not None:
                     on_edge(st, action, nxt, info)
-                k = key(nxt)
-                if k in seen:
-                    continue
-                if max_states is not None and len(seen) >= max_states:
+                if not visit(nxt):
                     return WalkEnd("max_states", len(seen), max_states)
-                seen.add(k)
-                todo.append(nxt)
-                if on_state is not None:
-                    on_state(nxt)
         return WalkEnd(None, len(seen))
     except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: what was visited so far
         return WalkEnd(signal_name(interrupt_of(e)), len(seen))

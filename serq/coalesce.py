@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serq import ir
+from serq.irutil import walk_expr
 from serq.semantics.view import StateView
 
 SHAPE = ("ntok", "ndec", "nreq", "kvb")
@@ -98,21 +99,8 @@ def _constant(e) -> bool:
     return False
 
 
-def _walk(e):
-    if e is None:
-        return
-    yield e
-    for name in ("l", "r", "e", "c", "t", "f"):
-        child = getattr(e, name, None)
-        if child is not None and not isinstance(child, (str, int, float, bool, tuple)):
-            yield from _walk(child)
-    if isinstance(e, ir.Call):
-        for a in e.args:
-            yield from _walk(a)
-
-
 def _can_fail(e) -> bool:
-    return any(isinstance(x, ir.Bin) and x.op in ("/", "%") for x in _walk(e))
+    return any(isinstance(x, ir.Bin) and x.op in ("/", "%") for x in walk_expr(e))
 
 
 def licence(program: ir.Program) -> list[tuple[bool, str]]:

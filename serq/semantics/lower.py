@@ -18,6 +18,7 @@ import struct
 import numpy as np
 
 from serq import ir
+from serq.irutil import walk_expr
 from serq.expr import compile_expr
 from serq.semantics.kernel.abi import (
     MAX_DOMAIN,
@@ -285,7 +286,7 @@ class Lowered:
             b, c, o = self.expr(s.budget, None), self.expr(s.chunk, None), self._order(s.serve)
             vo = len(code)
             code.extend(via)
-            reads_pools = any(isinstance(x, ir.PoolRef) for e in (s.budget, s.chunk) for x in _walk(e))
+            reads_pools = any(isinstance(x, ir.PoolRef) for e in (s.budget, s.chunk) for x in walk_expr(e))
             stage_rows.append([b, c, o, len(via), vo, self.expr(s.cost, None, want_real=True),
                                int(s.self_preempt == "continue"), int(reads_pools)])
         segt = len(code)
@@ -473,19 +474,6 @@ class Lowered:
         code[H_CAP], code[H_SF], code[H_PB], code[H_PW], code[H_W], code[H_WS] = cap, SF, PB, PW, W, off
         code[H_ULOGCAP], code[H_EVCAP] = 4 * W + 4096, evcap
         return np.array(code, np.int64), off
-
-
-def _walk(e):
-    if e is None:
-        return
-    yield e
-    for name in ("l", "r", "e", "c", "t", "f"):
-        child = getattr(e, name, None)
-        if child is not None and not isinstance(child, (str, int, float, bool, tuple)):
-            yield from _walk(child)
-    if isinstance(e, ir.Call):
-        for a in e.args:
-            yield from _walk(a)
 
 
 def initial_attrs(low: Lowered, prog: int, args) -> list:
