@@ -17,24 +17,9 @@ from serq.load import load_text
 from serq.sim import INTERRUPTED, SimConfig, Simulator
 from explorer.interrupt import Interrupted
 
+from tests.fixtures import FOREVER, alive, children  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-
-# Unbounded: g grows by a draw at every turn, so neither the explorer nor
-# the simulator ever ends on its own.
-FOREVER = """
-pool kv { cap 6; block 2; admit via gpu; }
-stage gpu { budget 2; }
-session s {
-  let g = 0;
-  while true {
-    draw y in {1, 2};
-    set g = g + y;
-    turn;
-  }
-}
-workload { 2 x s; }
-"""
-
 
 def _start(tmp_path, *argv):
     inst = tmp_path / "forever.sq"
@@ -42,21 +27,6 @@ def _start(tmp_path, *argv):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     return subprocess.Popen([sys.executable, "-m", "serq", *argv[:1], str(inst), *argv[1:]], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -71,7 +41,7 @@ def test_explore_interrupted(tmp_path, sig, flags):
                 if seen == 2:
                     break
         assert seen == 2
-        kids = _children(p.pid)  # worker processes, if any (serq models expand on threads)
+        kids = children(p.pid)  # worker processes, if any (serq models expand on threads)
         p.send_signal(sig)
         out, err = p.communicate(timeout=120)
     finally:
@@ -88,7 +58,7 @@ def test_explore_interrupted(tmp_path, sig, flags):
     assert st, out
     assert int(st[2]) == int(m[1]) > 0 and int(st[1]) >= int(st[2]) and int(st[4]) > 0
     assert int(st[5]) == (2 if "--workers" in flags else 1)
-    assert not [k for k in kids if _alive(k)]  # workers stopped and joined
+    assert not [k for k in kids if alive(k)]  # workers stopped and joined
 
 
 def test_explore_interrupted_json(tmp_path):

@@ -12,23 +12,9 @@ from explorer.report import stats_line
 from explorer.result import Stats
 from serq.load import load_path, load_text
 
+from tests.fixtures import FOREVER  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
-
-# Unbounded: neither the solo runs nor the exploration ever end on their own.
-FOREVER = """
-pool kv { cap 6; block 2; admit via gpu; }
-stage gpu { budget 2; }
-session s {
-  let g = 0;
-  while true {
-    draw y in {1, 2};
-    set g = g + y;
-    turn;
-  }
-}
-workload { 2 x s; }
-"""
-
 
 def forever():
     return load_text(FOREVER, "forever.sq", explorer=True).program

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.fixtures import alive, children  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Unbounded, and with a spawn: the rows engine falls back to the
@@ -32,24 +34,6 @@ workload { 2 x s; }
 """
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is dead
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
-
-
 def test_sigkill_of_a_worker_is_reported_with_the_statistics(tmp_path):
     inst = tmp_path / "spawns.sq"
     inst.write_text(SPAWNS)
@@ -60,7 +44,7 @@ def test_sigkill_of_a_worker_is_reported_with_the_statistics(tmp_path):
         kids = []
         for line in p.stderr:  # under way on the worker processes
             if line.startswith("exploring:"):
-                kids = _children(p.pid)
+                kids = children(p.pid)
                 if len(kids) == 2:
                     break
         assert len(kids) == 2, "no worker processes"
@@ -80,9 +64,9 @@ def test_sigkill_of_a_worker_is_reported_with_the_statistics(tmp_path):
     st = re.match(r"stats: generated=(\d+) distinct=(\d+) queue=(\d+) max_depth=(\d+) .* workers=2", lines[-1])
     assert st and int(st[2]) == int(m[2]) > 0, out
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(k) for k in kids):
+    while time.monotonic() < deadline and any(alive(k) for k in kids):
         time.sleep(0.1)
-    assert not [k for k in kids if _alive(k)]
+    assert not [k for k in kids if alive(k)]
 
 
 HUNG = """
@@ -104,9 +88,9 @@ def test_sigint_while_a_worker_hangs_names_it():
     try:
         assert p.stdout.readline() == "start\n"
         deadline = time.monotonic() + 60
-        while len(_children(p.pid)) < 2 and time.monotonic() < deadline:
+        while len(children(p.pid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-        kids = _children(p.pid)
+        kids = children(p.pid)
         assert len(kids) == 2
         time.sleep(2.5)  # the workers are at state 3 by now, one of them for good
         p.send_signal(signal.SIGINT)
@@ -121,6 +105,6 @@ def test_sigint_while_a_worker_hangs_names_it():
     assert re.fullmatch(r"stopped by SIGINT after \d+ distinct states, none of them a violation; exploration "
                         r"incomplete; worker [01] had not answered for \d+\.\d s", message), message
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(k) for k in kids):
+    while time.monotonic() < deadline and any(alive(k) for k in kids):
         time.sleep(0.1)
-    assert not [k for k in kids if _alive(k)]
+    assert not [k for k in kids if alive(k)]
