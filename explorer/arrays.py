@@ -13,7 +13,8 @@ by expanding each state of the chain again (`_Store.chain`). Rows are kept
 only for the current and the next BFS level, packed by column
 (`arrays_narrow.Packed`), or kept as they are while a level holds less
 than RAW_LEVEL bytes of them (`arrays_narrow.Raw`: packing and unpacking
-would cost more than they save).
+would cost more than they save), in two buffers the levels use in turn
+(`arrays_narrow.Arena`).
 
 A level is walked chunk by chunk: the model's successors of a chunk of
 frontier rows (one call), then `_walk` (numba) over them in (parent,
@@ -42,7 +43,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .arrays_narrow import Packed, Raw, pack_rows
+from .arrays_narrow import Arena, Packed, Raw, pack_rows
 from .cycles import _acyclic_part, _cycle, _scc
 from .memory import MemoryGuard, _reserve, _trim, _zeros_aligned, mib
 from .interrupt import interrupt_of
@@ -272,10 +273,10 @@ class _Expanded:
         _offsets(parent, pdone.shape[0], self.pofs)
 
 
-def _pack_new(x: _Expanded, newidx: np.ndarray, raw: bool = False):
+def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None = None):
     """The block of the next level made of the new successors of a chunk
-    (kept as they are when `raw`)."""
-    rows = Raw(x.succ, newidx) if raw else pack_rows(x.succ, newidx)
+    (kept as they are, in the arena's rows `raw`, when given)."""
+    rows = Raw(x.succ, newidx, raw) if raw is not None else pack_rows(x.succ, newidx)
     done = (x.flags[newidx] & DONE).astype(np.int8)
     return rows, done
 
@@ -328,13 +329,13 @@ def _threaded(m, workers, memory, *args) -> Result:
             yield meta, rows, x
             submit()
 
-    def packed(x, newidx, raw):
+    def packed(x, newidx, raw):  # raw: None, or the arena's rows for them
         try:
             return _pack_new(x, newidx, raw)
         finally:
             free.put(x.slot)
 
-    def pack(x, newidx, raw=False):
+    def pack(x, newidx, raw=None):
         if newidx is None:
             free.put(x.slot)
             return None
@@ -360,7 +361,7 @@ def _local(m):
     return expand
 
 
-def _local_pack(x, newidx, raw=False):
+def _local_pack(x, newidx, raw=None):
     return None if newidx is None else _pack_new(x, newidx, raw)
 
 
@@ -438,6 +439,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         return stats
 
     queue_now = 0  # the queue at the last chunk, for an interrupt
+    arena = Arena(RAW_LEVEL)
     try:
         rows, fps, flags = m.array_initial()
         st.init_rows, st.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
@@ -475,7 +477,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
             nxt: list = []
             nlevel = sum((b.result() if hasattr(b, "result") else b)[0].n for b in level)
             next_count = 0
-            raw_room = RAW_LEVEL  # bytes of the next level's rows that may stay unpacked
+            arena.next_level()  # the next level's unpacked rows (at most RAW_LEVEL bytes)
             for (pos, nrows), chunk, x in expand(_chunks(level)):
                 queue_now = nlevel - pos + next_count
                 now = time.perf_counter()
@@ -520,10 +522,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                         return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
                 nnew = int(S[S_NEW])
                 if nnew:
-                    raw = nnew * x.succ.shape[1] * 8 <= raw_room
-                    if raw:
-                        raw_room -= nnew * x.succ.shape[1] * 8
-                    nxt.append(pack(x, newidx[:nnew], raw))
+                    nxt.append(pack(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1])))
                 else:
                     pack(x, None)
                 next_count += nnew

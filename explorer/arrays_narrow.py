@@ -53,6 +53,42 @@ def _unpack(data, var, base, wd, sh, spill, mask, const, a, b, out):
             o[var[k]] = np.int64(v & mask[k]) + base[k]
 
 
+@njit(cache=True, nogil=True)
+def _layout(lo, hi):
+    """The packed layout of columns whose range is lo..hi: the varying
+    columns, their base, word, shift, whether they spill into the next
+    word, their mask; and the bits of a row."""
+    nv = 0
+    for j in range(lo.shape[0]):
+        if lo[j] != hi[j]:
+            nv += 1
+    var = np.empty(nv, np.int64)
+    base = np.empty(nv, np.int64)
+    wd = np.empty(nv, np.int64)
+    sh = np.empty(nv, np.uint64)
+    spill = np.empty(nv, np.bool_)
+    mask = np.empty(nv, np.uint64)
+    off = 0
+    k = 0
+    for j in range(lo.shape[0]):
+        if lo[j] == hi[j]:
+            continue
+        span = np.uint64(hi[j] - lo[j])
+        nb = 0
+        while span:
+            nb += 1
+            span >>= np.uint64(1)
+        var[k] = j
+        base[k] = lo[j]
+        wd[k] = off >> 6
+        sh[k] = np.uint64(off & 63)
+        spill[k] = (off & 63) + nb > 64
+        mask[k] = (np.uint64(1) << np.uint64(nb)) - np.uint64(1) if nb < 64 else ~np.uint64(0)
+        off += nb
+        k += 1
+    return var, base, wd, sh, spill, mask, off
+
+
 def _width(lo: int, hi: int):
     for t in (np.int8, np.int16, np.int32):
         info = np.iinfo(t)
@@ -79,8 +115,12 @@ class Raw:
 
     __slots__ = ("n", "width", "data")
 
-    def __init__(self, rows: np.ndarray, idx: np.ndarray) -> None:
-        self.data = rows[idx]
+    def __init__(self, rows: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) -> None:
+        """rows[idx], copied into `out` (idx rows) when given."""
+        if out is None:
+            self.data = rows[idx]
+        else:
+            self.data = np.take(rows, idx, axis=0, out=out, mode="clip")  # ("raise" would buffer)
         self.n, self.width = self.data.shape
 
     @property
@@ -89,6 +129,36 @@ class Raw:
 
     def rows(self, a: int, b: int) -> np.ndarray:
         return self.data[a:b]
+
+
+class Arena:
+    """Two buffers of `size` bytes that the BFS levels use in turn for
+    their unpacked rows (`Raw` blocks are views into them): level d + 1 is
+    written while level d is read, and level d - 1 is no longer needed.
+    The rows' memory is touched once per run instead of being allocated,
+    zeroed by the system and given back at every level."""
+
+    __slots__ = ("size", "bufs", "cur", "used")
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.bufs: list = [None, None]
+        self.cur = 0
+        self.used = 0
+
+    def next_level(self) -> None:
+        self.cur ^= 1
+        self.used = 0
+
+    def take(self, n: int, width: int) -> np.ndarray | None:
+        """Room for n more rows of this level, or None."""
+        b = self.bufs[self.cur]
+        if b is None or b.shape[1] != width:
+            b = self.bufs[self.cur] = np.empty((max(self.size // (8 * width), 1), width), np.int64)
+        if self.used + n > b.shape[0]:
+            return None
+        self.used += n
+        return b[self.used - n:self.used]
 
 
 class Packed:
@@ -107,21 +177,8 @@ class Packed:
         else:
             lo, hi = _minmax(rows, idx)
         self.const = lo  # the value of every column equal in all rows (others: overwritten)
-        self.var = np.nonzero(lo != hi)[0]
-        self.base = lo[self.var]
-        span = (hi[self.var] - self.base).astype(np.uint64)
-        bits = [int(x).bit_length() for x in span.tolist()]
-        wd, sh, spill, mask, off = [], [], [], [], 0
-        for nb in bits:  # column k: bits off .. off + nb of the row, in word off // 64 (and the next)
-            wd.append(off >> 6)
-            sh.append(off & 63)
-            spill.append((off & 63) + nb > 64)
-            mask.append((1 << nb) - 1)
-            off += nb
-        self.wd = np.array(wd, np.int64)
-        self.sh = np.array(sh, np.uint64)
-        self.spill = np.array(spill, np.bool_)
-        self.mask = np.array(mask, np.uint64)
+        # column k: bits off .. off + nb of the row, in word off // 64 (and the next)
+        self.var, self.base, self.wd, self.sh, self.spill, self.mask, off = _layout(lo, hi)
         self.data = np.empty((self.n, (off + 63) // 64), np.uint64)
         if self.n and off:
             _pack(rows, idx.astype(np.int64), self.var, self.base, self.wd, self.sh, self.spill, self.data)

@@ -5,8 +5,14 @@ diagnostics on stderr, never a traceback."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+# serq does no linear algebra: OpenBLAS's worker threads (numpy's, and
+# scipy's when a dependency loads it) would only spin at start-up and cost
+# CPU time. Set before numpy is imported; a value already set is kept.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from serq import __version__
 from serq.diagnostics import Diagnostic, SerqError, render_all

@@ -16,7 +16,7 @@ import numpy as np
 from numba import njit
 
 from serq.semantics.kernel.abi import (
-    R_HALT, FT_OVERFLOW,
+    R_HALT, FT_OVERFLOW, BIG,
     A_ARRIVE, A_ITERATE, CE_OWNER, CE_REL, CE_UNITS, CW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
     F_PARENT, F_PC, F_PROG, F_STUCK, H_NP, H_NST, H_SF, HALT_FAULT, HALT_NONE, HS_ADM, HW, K_ARRIVE,
     K_TURN, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2, R_FA3, R_FAULT, R_NSESS, S_ARITY, S_PERM,
@@ -73,6 +73,41 @@ def sess_cmp(out, a, b, pa, pb, RW):
     return rec_cmp(out, pa * RW, pb * RW, RW)
 
 
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    x = x + (x >> np.uint64(8))  # byte sums (no multiply: no overflow when run as plain Python)
+    x = x + (x >> np.uint64(16))
+    x = x + (x >> np.uint64(32))
+    return np.int64(x & np.uint64(0x7F))
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def bit_of(d):
+    return np.uint64(1) << np.uint64(d & 63)
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def rank(w, T, u, x, lo, b0, b1, b2, b3, c1, c2, c3):
+    """The rank of x among the live sequence numbers: from the bitmap
+    b0..b3 of the values' offsets from lo (u < 0), or from the sorted
+    values T[0:u]."""
+    if u >= 0:
+        return rank_of(w, T, u, x)
+    d = x - lo
+    m = bit_of(d) - np.uint64(1)
+    q = d >> 6
+    if q == 0:
+        return popcount(b0 & m)
+    if q == 1:
+        return c1 + popcount(b1 & m)
+    if q == 2:
+        return c2 + popcount(b2 & m)
+    return c3 + popcount(b3 & m)
+
+
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def canon(K, w, out, sym, keep_pos):
     """The canonical form of the row in w[0:W] into `out`; returns its
@@ -82,36 +117,108 @@ def canon(K, w, out, sym, keep_pos):
     NP = K[H_NP]
     RW = SF - 1  # a session's record without its parent
     T = K[S_TMP]
-    # ranks of the live sequence numbers
-    nv = 0
+    PM = K[S_PERM]
+    NW = PM + n
+    EN = PM + 2 * n  # whether each session has ended
+    # the live sequence numbers: their range first; within 256 of each
+    # other (the usual case) a bitmap of them gives each one's rank
+    # (popcounts), otherwise they are sorted
+    lo = BIG
+    hi = -BIG
     for sid in range(n):
-        if is_end(K, w, sid):
+        e = is_end(K, w, sid)
+        w[EN + sid] = 1 if e else 0
+        if e:
             continue
         sb = sbase(K, sid)
-        w[T + nv] = w[sb + F_ARR]
-        w[T + nv + 1] = w[sb + F_ADM]
-        nv += 2
+        for f in (F_ARR, F_ADM):
+            x = w[sb + f]
+            lo = min(lo, x)
+            hi = max(hi, x)
         hb = hbase(K, sid)
         for j in range(w[sb + F_NH]):
-            w[T + nv] = w[hb + HW * j + HS_ADM]
-            nv += 1
+            x = w[hb + HW * j + HS_ADM]
+            lo = min(lo, x)
+            hi = max(hi, x)
     for p in range(NP):
         c = cbase(K, p)
         for k in range(w[pbase(K, p) + P_CN]):
-            w[T + nv] = w[c + CW * k + CE_REL]
-            nv += 1
-    for i in range(1, nv):  # insertion sort: a handful of values
-        x = w[T + i]
-        j = i - 1
-        while j >= 0 and w[T + j] > x:
-            w[T + j + 1] = w[T + j]
-            j -= 1
-        w[T + j + 1] = x
-    u = 0
-    for i in range(nv):
-        if u == 0 or w[T + i] != w[T + u - 1]:
-            w[T + u] = w[T + i]
-            u += 1
+            x = w[c + CW * k + CE_REL]
+            lo = min(lo, x)
+            hi = max(hi, x)
+    z = np.uint64(0)
+    b0 = z
+    b1 = z
+    b2 = z
+    b3 = z
+    c1 = 0
+    c2 = 0
+    c3 = 0
+    if hi - lo < 256:
+        u = -1
+        for sid in range(n):
+            if w[EN + sid]:
+                continue
+            sb = sbase(K, sid)
+            hb = hbase(K, sid)
+            for j in range(-2, w[sb + F_NH]):
+                x = w[sb + F_ARR] if j == -2 else (w[sb + F_ADM] if j == -1 else w[hb + HW * j + HS_ADM])
+                d = x - lo
+                q = d >> 6
+                if q == 0:
+                    b0 |= bit_of(d)
+                elif q == 1:
+                    b1 |= bit_of(d)
+                elif q == 2:
+                    b2 |= bit_of(d)
+                else:
+                    b3 |= bit_of(d)
+        for p in range(NP):
+            c = cbase(K, p)
+            for k in range(w[pbase(K, p) + P_CN]):
+                d = w[c + CW * k + CE_REL] - lo
+                q = d >> 6
+                if q == 0:
+                    b0 |= bit_of(d)
+                elif q == 1:
+                    b1 |= bit_of(d)
+                elif q == 2:
+                    b2 |= bit_of(d)
+                else:
+                    b3 |= bit_of(d)
+        c1 = popcount(b0)
+        c2 = c1 + popcount(b1)
+        c3 = c2 + popcount(b2)
+    else:
+        nv = 0
+        for sid in range(n):
+            if w[EN + sid]:
+                continue
+            sb = sbase(K, sid)
+            w[T + nv] = w[sb + F_ARR]
+            w[T + nv + 1] = w[sb + F_ADM]
+            nv += 2
+            hb = hbase(K, sid)
+            for j in range(w[sb + F_NH]):
+                w[T + nv] = w[hb + HW * j + HS_ADM]
+                nv += 1
+        for p in range(NP):
+            c = cbase(K, p)
+            for k in range(w[pbase(K, p) + P_CN]):
+                w[T + nv] = w[c + CW * k + CE_REL]
+                nv += 1
+        for i in range(1, nv):  # insertion sort: a handful of values
+            x = w[T + i]
+            j = i - 1
+            while j >= 0 and w[T + j] > x:
+                w[T + j + 1] = w[T + j]
+                j -= 1
+            w[T + j + 1] = x
+        u = 0
+        for i in range(nv):
+            if u == 0 or w[T + i] != w[T + u - 1]:
+                w[T + u] = w[T + i]
+                u += 1
     # records: with symmetry in `out` temporarily, at its end (the form is
     # written at its front and never reaches them, `out` being three rows
     # long); without, sessions keep their order and their records are
@@ -125,17 +232,16 @@ def canon(K, w, out, sym, keep_pos):
     for sid in range(n):
         sb = sbase(K, sid)
         o = base + sid * stride
-        j = 0
-        for f in range(SF):
-            if f == F_PARENT:
-                continue
-            out[o + j] = w[sb + f]
-            j += 1
+        # unsigned indices: no negative-index wrap, so the copies are plain block copies
+        for f in range(F_PARENT):
+            out[np.uint64(o + f)] = w[np.uint64(sb + f)]
+        for f in range(F_PARENT + 1, SF):
+            out[np.uint64(o + f - 1)] = w[np.uint64(sb + f)]
     # fields in the record (the parent removed shifts those after it)
     for sid in range(n):
         sb = sbase(K, sid)
         o = base + sid * stride
-        if is_end(K, w, sid):
+        if w[EN + sid]:
             for f in range(SF):
                 if f != F_PROG and f != F_PC and f != F_PARENT and f != F_LIVE and f != F_STUCK:
                     out[fat(o, f)] = 0
@@ -144,18 +250,17 @@ def canon(K, w, out, sym, keep_pos):
             out[fat(o, F_LP0)] = -1
             out[fat(o, F_LP1)] = -1
         else:
-            out[fat(o, F_ARR)] = rank_of(w, T, u, w[sb + F_ARR])
-            out[fat(o, F_ADM)] = rank_of(w, T, u, w[sb + F_ADM])
+            out[fat(o, F_ARR)] = rank(w, T, u, w[sb + F_ARR], lo, b0, b1, b2, b3, c1, c2, c3)
+            out[fat(o, F_ADM)] = rank(w, T, u, w[sb + F_ADM], lo, b0, b1, b2, b3, c1, c2, c3)
             hoff = fat(o, F_ATTR) + (hbase(K, sid) - (sb + F_ATTR))
             for j in range(w[sb + F_NH]):
-                out[hoff + HW * j + HS_ADM] = rank_of(w, T, u, w[hbase(K, sid) + HW * j + HS_ADM])
+                out[hoff + HW * j + HS_ADM] = rank(w, T, u, w[hbase(K, sid) + HW * j + HS_ADM], lo, b0, b1, b2, b3,
+                                                  c1, c2, c3)
             if not keep_pos:
                 out[fat(o, F_LP0)] = -1
                 out[fat(o, F_LP1)] = -1
                 out[fat(o, F_STUCK)] = 0
     # the permutation: sessions sorted by (record, parent's record), stably
-    PM = K[S_PERM]
-    NW = PM + n
     for i in range(n):
         w[PM + i] = i
     if sym:
@@ -209,9 +314,9 @@ def canon(K, w, out, sym, keep_pos):
             e = c + CW * k
             ow = w[e + CE_OWNER]
             # a shared prefix's entry keeps its owner (<= -3); a finished session's is -1
-            a0 = ow if ow < 0 else (-1 if is_end(K, w, ow) else w[NW + ow])
+            a0 = ow if ow < 0 else (-1 if w[EN + ow] else w[NW + ow])
             a1 = w[e + CE_UNITS]
-            a2 = rank_of(w, T, u, w[e + CE_REL])
+            a2 = rank(w, T, u, w[e + CE_REL], lo, b0, b1, b2, b3, c1, c2, c3)
             j = k
             while j > 0:
                 q = o + 3 * (j - 1)
