@@ -522,7 +522,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                         return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
                 nnew = int(S[S_NEW])
                 if nnew:
-                    nxt.append(pack(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1])))
+                    nxt.append(pack(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1], x.succ.dtype)))
                 else:
                     pack(x, None)
                 next_count += nnew

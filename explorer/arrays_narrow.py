@@ -150,11 +150,13 @@ class Arena:
         self.cur ^= 1
         self.used = 0
 
-    def take(self, n: int, width: int) -> np.ndarray | None:
-        """Room for n more rows of this level, or None."""
+    def take(self, n: int, width: int, dtype=np.int64) -> np.ndarray | None:
+        """Room for n more rows of this level (of that width and type), or None."""
         b = self.bufs[self.cur]
-        if b is None or b.shape[1] != width:
-            b = self.bufs[self.cur] = np.empty((max(self.size // (8 * width), 1), width), np.int64)
+        if b is None or b.shape[1] != width or b.dtype != dtype:
+            dt = np.dtype(dtype)
+            b = self.bufs[self.cur] = np.empty((max(self.size // (dt.itemsize * width), 1), width), dt)
+            self.used = 0  # (blocks in a buffer replaced keep it alive)
         if self.used + n > b.shape[0]:
             return None
         self.used += n
