@@ -27,3 +27,25 @@ def test_exit_code_table():
     assert [e.code for e in verdict.EXITS] == sorted(verdict.EXIT_CODES.values())
     assert verdict.EXIT_WORKER_LOST == verdict.EXIT_FAILED == 18
     assert verdict.exit_code("bound") == 13
+
+
+def test_arena_levels_take_turns_and_keep_the_rows_type():
+    import numpy as np
+
+    from explorer.arrays_narrow import Arena, Raw
+
+    a = Arena(1024)  # 1 KiB: 16 rows of 8 int64 columns
+    rows = np.arange(40, dtype=np.int64).reshape(5, 8)
+    a.next_level()
+    first = Raw(rows, np.array([4, 0]), a.take(2, 8, rows.dtype))
+    assert first.rows(0, 2).tolist() == [rows[4].tolist(), rows[0].tolist()]
+    assert a.take(15, 8) is None  # 2 taken, 14 left
+    a.next_level()  # the next level writes the other buffer: the first level's rows stay as they were
+    second = Raw(rows, np.array([1]), a.take(1, 8, rows.dtype))
+    assert first.rows(0, 2).tolist() == [rows[4].tolist(), rows[0].tolist()]
+    assert second.rows(0, 1).tolist() == [rows[1].tolist()]
+    a.next_level()  # two levels on, the first buffer is written again
+    assert np.shares_memory(a.take(1, 8), first.data)
+    small = np.arange(16, dtype=np.int8).reshape(2, 8)
+    r = Raw(small, np.array([1]), a.take(1, 8, small.dtype))  # another type: a buffer of its own
+    assert r.data.dtype == np.int8 and r.rows(0, 1).tolist() == [small[1].tolist()]
