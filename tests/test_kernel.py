@@ -59,6 +59,49 @@ def test_plain_python_kernel_gives_the_same_counts():
     assert plain[0][1:] == [268, 503]
 
 
+_BOUNDS = """
+import json, sys
+from serq.exploration import explore
+from serq.load import load_path
+from serq.sim import simulate
+out = []
+for path in json.loads(sys.argv[1]):
+    prog = load_path(path).program
+    for sym in (False, True):
+        r = explore(prog, symmetry=sym, max_states=30000)
+        out.append([path, sym, r.verdict, r.stats.distinct])
+    s = simulate(prog, seed=1, max_steps=3000)
+    s2 = simulate(prog, seed=1, max_steps=3000, coalesce=False)
+    out.append([path, "run", s.now, s2.now])
+print(json.dumps(out))
+"""
+
+
+def test_the_kernel_never_indexes_from_the_end():
+    """The kernel is compiled without negative-index wraparound
+    (serq/semantics/kernel/__init__.py): with numba's bounds checks on, a
+    negative index would raise IndexError. Every instance, explored with
+    and without symmetry and simulated with and without coalescing, runs
+    to the same results as the kernel without bounds checks (its own
+    cache, compiled once per kernel)."""
+    import serq.semantics.kernel as kernel
+
+    root = HERE.parent
+    paths = sorted(str(p) for p in (root / "instances").glob("*.sq")) + \
+        sorted(str(p) for p in (HERE / "kernel_instances").glob("*.sq"))
+    cache = Path(kernel.numba.config.CACHE_DIR + "-boundscheck")
+    env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(cache))
+    env.pop("NUMBA_DISABLE_JIT", None)
+    p = subprocess.run([sys.executable, "-c", _BOUNDS, json.dumps(paths)], capture_output=True, text=True,
+                       env=env, cwd=root, timeout=1800)
+    assert p.returncode == 0, p.stderr[-3000:]
+    checked = json.loads(p.stdout)
+    p = subprocess.run([sys.executable, "-c", _BOUNDS, json.dumps(paths)], capture_output=True, text=True,
+                       cwd=root, timeout=1800)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert checked == json.loads(p.stdout)
+
+
 def test_a_loop_that_draws_without_blocking_is_one_located_fault():
     # each pass of the loop is a question for the oracle: past the kernel's
     # limit the step faults, and the enumeration stops there (before, it
