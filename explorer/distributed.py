@@ -63,23 +63,43 @@ LOCAL_STORE = 256 * 2**20  # object store of a private Ray instance (`--ray loca
 
 
 class _Local:
-    """Partitions as objects of this process."""
+    """Partitions as objects of this process; with workers > 1, their
+    expansions and merges run on that many threads (each partition's
+    own model and table: the kernel and the walks run without the GIL),
+    each worker owning the partitions of its share of the fingerprint
+    space."""
 
     name = "local"
 
-    def __init__(self, k: int) -> None:
+    def __init__(self, k: int, workers: int = 1) -> None:
         self.k = k
         self.parts = [Partition() for _ in range(k)]
+        self.pool = None
+        self.threads = min(workers, k)
+        if self.threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="partition")
+
+    def _map(self, calls: list) -> list:
+        if self.pool is None:
+            return [f(*a) for f, a in calls]
+        futures = [self.pool.submit(f, *a) for f, a in calls]
+        return [f.result() for f in futures]
 
     def call(self, method: str, args_of: Callable[[int], tuple]) -> list:
-        return [getattr(p, method)(*args_of(i)) for i, p in enumerate(self.parts)]
+        return self._map([(getattr(p, method), args_of(i)) for i, p in enumerate(self.parts)])
 
     def level(self, depth: int, cut: bool):
-        outs = [p.expand(depth) for p in self.parts]
-        merged = [p.merge(depth, cut, *[outs[s][1 + d] for s in range(self.k)]) for d, p in enumerate(self.parts)]
+        outs = self._map([(p.expand, (depth,)) for p in self.parts])
+        merged = self._map([(p.merge, (depth, cut, *[outs[s][1 + d] for s in range(self.k)]))
+                            for d, p in enumerate(self.parts)])
         return [o[0] for o in outs], merged
 
     def close(self, failed: bool = False) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool = None
         self.parts = []
 
 
@@ -211,10 +231,10 @@ def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | N
                       time_limit: float | None = None, check_deadlock: bool = True, check_livelock: bool = True,
                       progress: Callable | None = None, progress_interval: float = 1.0,
                       memory_limit: int | None = None, checkpoint: str | None = None,
-                      resume: str | None = None, identity: dict | None = None) -> Result:
+                      resume: str | None = None, identity: dict | None = None, workers: int = 1) -> Result:
     """The sequential array engine's result, computed by `partitions` hash
-    partitions in this process (`ray` None) or as Ray actors (`ray`: a
-    cluster address, "auto" or "local"). `checkpoint`: a directory to write
+    partitions in this process (`ray` None; on `workers` threads) or as Ray
+    actors (`ray`: a cluster address, "auto" or "local"). `checkpoint`: a directory to write
     the run into at each level boundary; `resume`: a directory to continue
     from (the same run: `identity` -- what the caller knows of the model --
     and the search flags must match). Raises WorkerLost when a partition's
@@ -237,11 +257,12 @@ def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | N
     cp = Checkpoint(checkpoint, ident, partitions) if checkpoint is not None else None
     if cp is not None and state is None:
         cp.require_fresh()
-    backend = _Ray(partitions, ray) if ray is not None else _Local(partitions)
+    backend = _Ray(partitions, ray) if ray is not None else _Local(partitions, workers)
     failed = True
     try:
         r = _Driver(m, factory, backend, max_states, max_depth, time_limit, check_deadlock, check_livelock,
                     progress, progress_interval, MemoryGuard(memory_limit), cp, state).run()
+        r.stats.workers = getattr(backend, "threads", 1)
         failed = False
         return r
     except ArrayFallback as e:

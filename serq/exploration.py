@@ -26,7 +26,8 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     memory (explorer/memory.py), None for no bound. With `ray` (a cluster
     address, "auto" or "local"), `partitions`, `checkpoint` or `resume` the
     BFS runs over hash partitions (explorer/distributed.py): the same result,
-    on a Ray cluster and/or with checkpoints. `exact`: states are
+    on a Ray cluster and/or with checkpoints; without Ray, `workers` threads
+    run the partitions. `exact`: states are
     identified by their whole canonical row, not its 64-bit fingerprint
     (no collision can hide a state; one process, the sequential engine)."""
     if exact and (workers > 1 or ray is not None or partitions is not None or checkpoint or resume):
@@ -40,7 +41,8 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                                    max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                                    check_livelock=ch.livelock, progress=progress, memory_limit=memory_limit,
                                    checkpoint=checkpoint, resume=resume,
-                                   identity=model_identity(program, ties, symmetry, ch))
+                                   identity=model_identity(program, ties, symmetry, ch),
+                                   workers=1 if ray is not None else workers)
     else:
         model = factory if workers > 1 else (Exact(factory()) if exact else factory())
         result = check(model, strategy=strategy, max_states=max_states,

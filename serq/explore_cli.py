@@ -43,7 +43,8 @@ def register(sub) -> None:
     e.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
                    help="check this property instead of the instance's `check` lines "
                         "(deadlock, livelock, stuck, invariant, completes); repeatable")
-    e.add_argument("--workers", type=int, default=1, metavar="N", help="parallel workers (hash-partitioned)")
+    e.add_argument("--workers", type=int, default=1, metavar="N", help="worker threads: they expand and pack while one thread stores in order; with "
+                        "--partitions K, each owns partitions of the state table (default 1)")
     e.add_argument("--exact", action="store_true",
                    help="identify states by their whole canonical row instead of its 64-bit fingerprint, so "
                         "that no fingerprint collision can hide a state (one process, slower, more memory: "
@@ -287,10 +288,9 @@ def check_cluster_flags(args) -> None:
     if given and args.strategy == "dfs":
         raise flag_error("--strategy", "dfs", "E012", "partitions and checkpoints explore by BFS only; "
                          "drop --strategy dfs")
-    if given and args.workers > 1:
+    if args.workers > 1 and args.ray is not None:
         raise flag_error("--workers", str(args.workers), "E012",
-                         "--workers cannot be combined with --ray, --partitions, --checkpoint or --resume "
-                         "(use --partitions K)")
+                         "--workers cannot be combined with --ray (use --partitions K: one Ray actor each)")
 
 
 def need_ray() -> None:

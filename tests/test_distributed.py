@@ -66,6 +66,8 @@ def test_partitions_match_the_array_engine(path):
     f = factory(path)
     for kw, k in (({}, 1), ({}, 3), ({"max_states": 40}, 3), ({"max_depth": 3}, 2)):
         assert key(partitioned_check(f, partitions=k, **kw)) == key(check(f(), **kw)), (k, kw)
+    for kw, k in (({}, 2), ({"max_states": 40}, 3)):  # partitions on 2 threads
+        assert key(partitioned_check(f, partitions=k, workers=2, **kw)) == key(check(f(), **kw)), (k, kw)
 
 
 @pytest.mark.parametrize("inst", [ROOT / "instances" / f"{n}.sq"
@@ -75,6 +77,9 @@ def test_cli_partitions_print_the_golden_output(inst, capsys):
     out = capsys.readouterr().out
     assert out == (GOLDEN / f"{inst.stem}.txt").read_text()
     assert code == main(["explore", str(inst), "--no-timing", "-q"]) != 0
+    capsys.readouterr()
+    assert main(["explore", str(inst), "--no-timing", "-q", "--partitions", "2", "--workers", "2"]) == code
+    assert capsys.readouterr().out == (GOLDEN / f"{inst.stem}.txt").read_text()
 
 
 class StopAfter:
@@ -247,7 +252,7 @@ def test_depth_bounds_vary():
     (["--swarm", "0"], "--swarm", "--swarm must be at least 1"),
     (["--swarm", "2", "--checkpoint", "x"], "--checkpoint", "a swarm keeps no tables"),
     (["--partitions", "2", "--strategy", "dfs"], "--strategy", "explore by BFS only"),
-    (["--partitions", "2", "--workers", "2"], "--workers", "use --partitions K"),
+    (["--ray", "local", "--workers", "2"], "--workers", "use --partitions K"),
     (["--partitions", "2", "--replay", "0"], "--partitions", "cannot be combined with --replay"),
 ])
 def test_bad_cluster_flags(argv, flag, text, capsys):
