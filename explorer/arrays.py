@@ -528,6 +528,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 next_count += nnew
                 if S[S_CUT]:
                     cuts.append(cut[: int(S[S_CUT])].copy())
+                arena.consumed(pos + nrows)
                 del x
                 nchunks += 1
                 if nchunks % TRIM_EVERY == 0:

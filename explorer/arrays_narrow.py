@@ -7,6 +7,8 @@ side by side in 64-bit words. A level of the chat family (N = 5, rows of
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 from numba import njit
 
@@ -131,36 +133,77 @@ class Raw:
         return self.data[a:b]
 
 
+def _anonymous(nbytes: int):
+    """Private anonymous memory (its pages can be handed back with
+    madvise), or None where mmap cannot do that."""
+    if not hasattr(mmap, "MAP_PRIVATE") or not hasattr(mmap, "MADV_DONTNEED"):
+        return None
+    return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+
+
 class Arena:
     """Two buffers of `size` bytes that the BFS levels use in turn for
     their unpacked rows (`Raw` blocks are views into them): level d + 1 is
     written while level d is read, and level d - 1 is no longer needed.
-    The rows' memory is touched once per run instead of being allocated,
-    zeroed by the system and given back at every level."""
+    While levels fit, the rows' pages are touched once per run instead of
+    being allocated, zeroed by the system and handed back at every level.
+    A level that outgrew its buffer (a large run: the rest of it is packed)
+    hands the pages of its rows back as they are read (`consumed`), so a
+    large run holds no more than one buffer's worth of unpacked rows
+    beside the level being written."""
 
-    __slots__ = ("size", "bufs", "cur", "used")
+    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed")
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.bufs: list = [None, None]
+        self.maps: list = [None, None]
+        self.full = [False, False]
         self.cur = 0
         self.used = 0
+        self.freed = 0  # bytes handed back of the buffer being read
 
     def next_level(self) -> None:
         self.cur ^= 1
         self.used = 0
+        self.full[self.cur] = False
+        self.freed = 0
 
     def take(self, n: int, width: int, dtype=np.int64) -> np.ndarray | None:
-        """Room for n more rows of this level (of that width and type), or None."""
+        """Room for n more rows of this level (of that width and type), or
+        None, then for the rest of the level: its unpacked rows stay its
+        first ones (`consumed` counts on it)."""
+        if self.full[self.cur]:
+            return None
         b = self.bufs[self.cur]
         if b is None or b.shape[1] != width or b.dtype != dtype:
             dt = np.dtype(dtype)
-            b = self.bufs[self.cur] = np.empty((max(self.size // (dt.itemsize * width), 1), width), dt)
+            rows = max(self.size // (dt.itemsize * width), 1)
+            m = _anonymous(rows * width * dt.itemsize)
+            self.maps[self.cur] = m
+            b = np.frombuffer(m, dt).reshape(rows, width) if m is not None else np.empty((rows, width), dt)
+            self.bufs[self.cur] = b
             self.used = 0  # (blocks in a buffer replaced keep it alive)
         if self.used + n > b.shape[0]:
+            self.full[self.cur] = True
             return None
         self.used += n
         return b[self.used - n:self.used]
+
+    def consumed(self, rows: int) -> None:
+        """The level being read is expanded up to its row `rows` (its
+        unpacked rows come first): if it outgrew its buffer, the pages of
+        those rows go back to the system."""
+        r = self.cur ^ 1
+        m = self.maps[r]
+        if not self.full[r] or m is None:
+            return
+        b = self.bufs[r]
+        end = min(rows, b.shape[0]) * b.shape[1] * b.itemsize
+        end -= end % mmap.PAGESIZE
+        if end > self.freed:
+            m.madvise(mmap.MADV_DONTNEED, self.freed, end - self.freed)
+            self.freed = end
 
 
 class Packed:

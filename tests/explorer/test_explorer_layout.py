@@ -49,3 +49,28 @@ def test_arena_levels_take_turns_and_keep_the_rows_type():
     small = np.arange(16, dtype=np.int8).reshape(2, 8)
     r = Raw(small, np.array([1]), a.take(1, 8, small.dtype))  # another type: a buffer of its own
     assert r.data.dtype == np.int8 and r.rows(0, 1).tolist() == [small[1].tolist()]
+
+
+def test_a_level_that_outgrew_the_arena_hands_its_pages_back_as_read():
+    import numpy as np
+
+    from explorer.arrays_narrow import Arena, Raw
+
+    a = Arena(1 << 20)  # 1 MiB: 1,016 rows of 129 int64 columns
+    rows = np.arange(129 * 50, dtype=np.int64).reshape(50, 129)
+    a.next_level()
+    blocks = []
+    while (room := a.take(50, 129)) is not None:
+        blocks.append(Raw(rows, np.arange(50), room))
+    assert len(blocks) == 20 and a.take(1, 129) is None  # full: the rest of the level is packed
+    a.next_level()  # the full level is read now
+    a.consumed(500)
+    assert a.freed == (500 * 129 * 8) // 4096 * 4096
+    assert not blocks[0].rows(0, 1).any()  # handed back: reads as zeros
+    assert (blocks[-1].rows(0, 50) == rows).all()  # not read yet: intact
+    b = Arena(1 << 20)  # a level that fits keeps its pages
+    b.next_level()
+    kept = Raw(rows, np.arange(50), b.take(50, 129))
+    b.next_level()
+    b.consumed(50)
+    assert b.freed == 0 and (kept.rows(0, 50) == rows).all()
