@@ -45,8 +45,15 @@ def _no_wraparound_in_the_kernel() -> None:
         from numba.np import arrayobj
     except ImportError:  # pragma: no cover
         return
+    import inspect
+
     orig = getattr(arrayobj, "fix_integer_index", None)
     if orig is None or getattr(orig, "_serq_kernel", False):
+        return
+    try:
+        if list(inspect.signature(orig).parameters) != ["context", "builder", "idxty", "idx", "size"]:
+            return
+    except (TypeError, ValueError):  # pragma: no cover
         return
     mark = "4serq9semantics6kernel"
 
