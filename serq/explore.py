@@ -61,6 +61,7 @@ class SerqModel:
         # and flags in one call per state (the canonical form below is the
         # same identity, in Python, for analyses that need the values)
         self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.stuck)
+        self.rows.warm()  # numba's start-up here, not in the search's time
         self._plain_invariants = not self.m.engine.low.invariants
 
     # -- protocol -----------------------------------------------------------

@@ -70,6 +70,16 @@ class Rows:
         self.row = np.zeros(W, np.int64)
         self._cap = self.e.cap
 
+    def warm(self) -> None:
+        """Load the compiled kernel's entry points (numba's start-up: about
+        half a second, once per process) on nothing but scratch, so that a
+        search's time counts searching."""
+        e = self.e
+        self.canon.expand_batch(e.K, e.w, self.outs[:0], 0, self.outs, self.parent, self.acts, self.choices,
+                                self.fps, self.flags, self.tmp, self.sym, self.keep_pos)
+        self.canon.fp_of(e.K, e.w, self.tmp, self.sym, self.keep_pos)  # reads the row, writes scratch only
+        self.canon.row_flags(e.K, e.w)
+
     def _fit(self) -> None:
         if self._cap != self.e.cap:
             self._alloc()
