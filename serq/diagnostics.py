@@ -29,12 +29,32 @@ class Diagnostic:
         if source is not None and self.line >= 1:
             lines = source.splitlines()
             if self.line <= len(lines):
-                text = lines[self.line - 1].expandtabs(1)
+                text, at, width = clip_line(lines[self.line - 1].expandtabs(1), max(self.col - 1, 0),
+                                            max(self.span, 1))
                 out.append(f"  {text}")
-                out.append("  " + " " * max(self.col - 1, 0) + "^" * max(self.span, 1))
+                out.append("  " + " " * at + "^" * width)
         for n in self.notes:
             out.append(f"  note: {n}")
         return "\n".join(out)
+
+
+QUOTE_WIDTH = 100  # characters of a long line quoted around the spot
+_MARK = "..."
+
+
+def clip_line(text: str, at: int, width: int) -> tuple[str, int, int]:
+    """The part of a long source line to quote: a window of QUOTE_WIDTH
+    characters around offset `at`, with `...` where it was cut. Returns the
+    quoted text, the caret's offset in it and the caret's width (cut at the
+    window's end). A line that fits is quoted whole."""
+    if len(text) <= QUOTE_WIDTH + 2 * len(_MARK):
+        return text, at, width
+    start = max(0, min(at - QUOTE_WIDTH // 2, len(text) - QUOTE_WIDTH))
+    end = start + QUOTE_WIDTH
+    head = _MARK if start > 0 else ""
+    tail = _MARK if end < len(text) else ""
+    caret = len(head) + at - start
+    return head + text[start:end] + tail, caret, max(1, min(width, len(head) + QUOTE_WIDTH - caret))
 
 
 class SerqError(Exception):

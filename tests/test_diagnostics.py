@@ -956,3 +956,58 @@ def test_no_hint_for_a_comment_after_a_complete_line():
     with pytest.raises(SerqError) as e:
         load_text(src, "bad.sq")
     assert not any("`//`" in n for n in e.value.diagnostics[0].notes)
+
+
+def _quoted(err: str, file: str) -> list[tuple[int, int, str, str]]:
+    """(line, col, quoted line, caret line) of each diagnostic of `err`."""
+    lines = err.splitlines()
+    out = []
+    for i, l in enumerate(lines):
+        if l.startswith(file + ":") and "error[" in l:
+            line, col = (int(x) for x in l[len(file) + 1:].split(":")[:2])
+            out.append((line, col, lines[i + 1], lines[i + 2]))
+    return out
+
+
+def _caret_is_under(source: str, line: int, col: int, quote: str, caret: str) -> None:
+    text = source.splitlines()[line - 1]
+    at = caret.index("^")
+    assert len(quote) <= 2 + 100 + 6, len(quote)  # the window and its `...` marks
+    assert quote[at] == text[col - 1], (quote[at - 5:at + 5], text[col - 6:col + 4])
+    assert quote[2:].rstrip(".").lstrip(".") in text
+
+
+def test_a_long_source_line_is_quoted_around_the_spot(tmp_path, capsys):
+    src = "session s { " + "turn; " * 9000 + "turn turn; }\nworkload { 1 x s; }\n"
+    f = tmp_path / "long.sq"
+    f.write_text(src)
+    assert main(["compile", str(f)]) == 2
+    err = capsys.readouterr().err
+    ((line, col, quote, caret),) = _quoted(err, str(f))
+    assert (line, col) == (1, 12 + 6 * 9000 + 6)
+    assert quote.startswith("  ...") and quote.endswith("turn turn; }")  # the line's end is in the window
+    assert caret.strip() == "^^^^"
+    _caret_is_under(src, line, col, quote, caret)
+
+
+def test_a_minified_ir_file_is_quoted_around_the_spot(tmp_path, capsys):
+    def edit(d):
+        d["sessions"][-1]["states"][-1]["next"] = "far"
+
+    f = _edited_ir(tmp_path, edit)  # json.dumps: the whole file on one line
+    text = f.read_text()
+    assert "\n" not in text.strip() and len(text) > 3000
+    assert main(["compile", str(f)]) == 2
+    err = capsys.readouterr().err
+    ((line, col, quote, caret),) = _quoted(err, str(f))
+    assert line == 1 and 1000 < col < len(text) - 100
+    assert quote.startswith("  ...") and quote.endswith("...")
+    assert text[col - 1:col + 4] == '"far"'
+    _caret_is_under(text, line, col, quote, caret)
+
+
+def test_a_short_line_is_quoted_whole():
+    from serq.diagnostics import Diagnostic
+
+    line = "x" * 106
+    assert Diagnostic(1, 106, "E001", "m").render(line).splitlines()[1:] == ["  " + line, "  " + " " * 105 + "^"]
