@@ -155,6 +155,9 @@ def _session(s: ir.SessionProgram, path: tuple, bad, at, expr) -> None:
             elif i and v is None:
                 mal(sp + (f,), f"scope {i}: a hold's scope needs its {f} state")
                 scopes_ok = False
+            elif not i and v is not None:
+                mal(sp + (f,), f"scope 0 is the root scope: it has no {f} state")
+                scopes_ok = False
         if i and (sc.parent is None or not 0 <= sc.parent < i):
             mal(sp + ("parent",), f"scope {i}: parent {sc.parent} is not an enclosing scope")
             scopes_ok = False

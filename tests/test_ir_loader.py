@@ -63,6 +63,8 @@ def _states(d):
      "the integer 4611686018427387904 is out of range"),
     (lambda d: d["sessions"][0]["scopes"][0].update(pools=["kv"]), ("sessions", 0, "scopes", 0), "E407",
      "scope 0, the session's own, holds no pools and keeps nothing"),
+    (lambda d: d["sessions"][0]["scopes"][0].update(acquire=1), ("sessions", 0, "scopes", 0, "acquire"), "E407",
+     "scope 0 is the root scope: it has no acquire state"),
     (lambda d: _states(d).__setitem__(9, {"kind": "exit", "closes": 1, "next": 10, "scope": 0}),
      ("sessions", 0, "states", 9, "closes"), "E407", "state 9: closes scope 1, whose exit state is 8"),
 ])
