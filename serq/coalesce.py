@@ -297,7 +297,7 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
         c = cost_memo[kvb_after]
         if c is None:
             break
-        if horizon is not None and t + c > horizon:
+        if (horizon is not None and t + c > horizon) or t + c >= 2**62:
             break
         costs.append(c)
         t += c

@@ -370,6 +370,8 @@ class Model:
         if f is None:
             return 1
         v = f(None, _Vars({**shape, "now": now}))
+        if not (isinstance(v, (int, float)) and -2**62 < v < 2**62):  # inf and nan too
+            raise EvalError(f"the cost {v:.6g} ns is out of range (at most 2^62 ns, about 146 years)")
         return max(int(round(v)), 1)
 
     # -- invariants ---------------------------------------------------------

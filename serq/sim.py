@@ -393,6 +393,10 @@ class Simulator:
             self.faults.append((tick, "error", f"cost of stage `{m.stages[si].name}`: {e}{where}"))
             return FAULT
         end = tick + cost
+        if end >= 2**62:
+            self.faults.append((tick, "error", f"cost of stage `{m.stages[si].name}`: the iteration would end at "
+                                               f"{end} ns, past 2^62 ns (about 146 years)"))
+            return FAULT
         if cfg.horizon is not None and end > cfg.horizon:
             self.rng.setstate(rng_state)  # not taken: as if never tried
             return False

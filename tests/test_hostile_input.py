@@ -207,3 +207,37 @@ def test_a_constant_call_with_the_wrong_number_of_arguments(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"{path}:1:11: error[E107]: `floor` takes 1 argument, got 0\n"), err
     assert f"{path}:2:11: error[E107]: `min` takes at least 2 arguments, got 1\n" in err
+
+
+def test_a_cost_out_of_range_is_a_fault_not_a_traceback(tmp_path, capsys):
+    src = BASE.format(budget=2, n=2, arrivals="").replace("budget 2;", "budget 2; cost 4611686018427387903 * ntok;")
+    assert main(["run", inst(tmp_path, src)]) == 12
+    out, err = capsys.readouterr()
+    assert "stopped: fault" in out and "Traceback" not in out + err
+    assert "cost of stage `gpu`: the cost 9.22337e+18 ns is out of range (at most 2^62 ns" in out
+
+
+def test_a_cost_ending_past_the_time_range_is_a_fault(tmp_path, capsys):
+    src = BASE.format(budget=2, n=2, arrivals="").replace("budget 2;", "budget 2; cost 4000000000000000000;")
+    assert main(["run", inst(tmp_path, src)]) == 0  # one iteration fits
+    src = src.replace("prefill n;", "prefill n; decode 2;")
+    assert main(["run", inst(tmp_path, src)]) == 12
+    out = capsys.readouterr().out
+    assert "cost of stage `gpu`: the iteration would end at 8000000000000000000 ns, past 2^62 ns" in out
+
+
+def test_sessions_spawned_in_a_loop_outgrow_the_first_capacity(tmp_path, capsys):
+    src = """pool kv { cap 8; block 2; admit via gpu; }
+stage gpu { budget 4; }
+session sub { hold kv reserve 2 { prefill 1; } end; }
+session agent {
+  while true {
+    hold kv reserve 2 { prefill 2; }
+    spawn sub x 2;
+  }
+}
+workload { 1 x agent; }
+"""
+    assert main(["run", inst(tmp_path, src), "--max-steps", "400", "--no-coalesce"]) == 0
+    out, err = capsys.readouterr()
+    assert "stopped: step limit" in out and "Traceback" not in err

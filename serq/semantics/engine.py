@@ -229,8 +229,13 @@ class Engine:
 
     def decode(self, rs: "RowState"):
         """A packed state as the state tuple."""
-        if rs.cap != self.cap:
-            raise AssertionError("a row of an old capacity is decoded through its tuple")
+        if rs.cap != self.cap:  # made before the capacity grew: decode with its own layout
+            cap = self.cap
+            self._set_cap(rs.cap)
+            try:
+                return self.decode(rs)
+            finally:
+                self._set_cap(cap)
         self.w[: self.W] = np.frombuffer(rs.row, np.int64)
         self._loaded = None
         self._in_w = rs
