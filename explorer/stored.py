@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from .fingerprint import state_fingerprint
 from .interrupt import interrupt_of, signal_name
+from .memory import MemoryGuard
 from .model import build_model
 
 __all__ = ["StateGraph", "build_graph"]
@@ -78,10 +79,13 @@ def build_graph(
     expand_bad: bool = False,
     edge_info: Callable[[Any, Any, Any], Any] | None = None,
     node_info: Callable[[Any], Any] | None = None,
+    memory_limit: int | None = None,
 ) -> StateGraph:
     """Explore every reachable state of ``model`` (a Model or ModelFactory)
     and store the graph. ``edge_info(state, action, nxt)`` and
-    ``node_info(state)`` attach data to edges and nodes."""
+    ``node_info(state)`` attach data to edges and nodes. Above
+    ``memory_limit`` bytes of resident memory (memory.py), or at a
+    MemoryError, the graph is cut with the bound reason "memory"."""
     m, _ = build_model(model)
     g = StateGraph()
     if edge_info is not None:
@@ -111,7 +115,7 @@ def build_graph(
         return u
 
     try:
-        _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info)
+        _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info, MemoryGuard(memory_limit))
     except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: the graph so far, cut where the signal came
         e = interrupt_of(e)
         _trim(g)
@@ -140,7 +144,7 @@ def _trim(g: StateGraph) -> None:
         del out[k:]
 
 
-def _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info) -> None:
+def _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info, memory) -> None:
     for i, state in enumerate(m.initial_states()):
         fp = state_fingerprint(m, state)
         if fp not in g.index and add(state, fp, -1, i) is None:
@@ -148,6 +152,9 @@ def _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info) -> None:
     while queue and g.complete:
         if time_limit is not None and time.perf_counter() - t0 >= time_limit:
             g.complete, g.bound_reason = False, "time_limit"
+            break
+        if memory.over():
+            g.complete, g.bound_reason = False, "memory"
             break
         state, u = queue.popleft()
         if g.bad[u] and not expand_bad:

@@ -177,7 +177,7 @@ def _worst(args, prog) -> int:
     try:
         w = find_worst(prog, args.worst, ties=args.ties, symmetry=not args.no_symmetry,
                        checks=Checks.of_program(prog, args.check), max_states=args.max_states,
-                       time_limit=args.time_limit)
+                       time_limit=args.time_limit, memory_limit=memory_limit(args))
     except MetricError as e:
         raise flag_error("--worst", args.worst, "E014", str(e), e.col, e.span) from None
     except NondeterministicModel as e:

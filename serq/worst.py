@@ -329,9 +329,12 @@ class Worst:
 
 
 def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symmetry: bool = True,
-               checks=None, max_states: int | None = None, time_limit: float | None = None) -> Worst:
+               checks=None, max_states: int | None = None, time_limit: float | None = None,
+               memory_limit: int | None = None) -> Worst:
     """The worst case of a metric over every behaviour (violations do not
-    end a behaviour here; a fault does: it has no successor)."""
+    end a behaviour here; a fault does: it has no successor). The limits
+    cut the state graph: the value found is then a lower bound (verdict
+    bound)."""
     from explorer.analysis import highest, longest
     from explorer.stored import build_graph
     from explorer.trace import follow
@@ -343,7 +346,7 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
     counter = Counter(metric, program, pool)
     mm = MetricModel(sm, counter)
     path_metric = metric.kind == "path"
-    g = build_graph(mm, max_states=max_states, time_limit=time_limit, expand_bad=True,
+    g = build_graph(mm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit, expand_bad=True,
                     edge_info=mm.edge_info if path_metric else None,
                     node_info=None if path_metric else mm.node_info)
     lasso = None

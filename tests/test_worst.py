@@ -130,6 +130,43 @@ def test_worst_bound_is_not_an_answer(capsys):
     assert "the state graph was cut at its max_states bound" in out
 
 
+def test_worst_honours_the_memory_bound(capsys):
+    inst = str(ROOT / "instances" / "theorem.sq")
+    assert main(["explore", inst, "--worst", "iterations", "--memory", "1M", "--json"]) == 13
+    d = json.loads(capsys.readouterr().out)
+    assert (d["complete"], d["bound_reason"], d["exit_code"]) == (False, "memory", 13)
+    assert d["text"].startswith("worst iterations: at least ")
+    assert main(["explore", inst, "--worst", "iterations", "--memory", "1M"]) == 13
+    assert "the state graph was cut at its memory bound: a larger value may exist" in capsys.readouterr().out
+
+
+def test_worst_has_the_default_memory_bound(capsys, monkeypatch):
+    import explorer.memory
+
+    monkeypatch.setattr(explorer.memory, "default_limit", lambda: 1 << 20)  # as if almost nothing were available
+    inst = str(ROOT / "instances" / "theorem.sq")
+    assert main(["explore", inst, "--worst", "iterations"]) == 13
+    assert "the state graph was cut at its memory bound" in capsys.readouterr().out
+
+
+def test_a_memory_error_cuts_the_worst_graph(monkeypatch):
+    import explorer.stored
+
+    calls = []
+
+    def fail(m, state):
+        calls.append(1)
+        if len(calls) > 30:
+            raise MemoryError
+        return real(m, state)
+
+    real = explorer.stored.state_fingerprint
+    monkeypatch.setattr(explorer.stored, "state_fingerprint", fail)
+    w = find_worst(load_path(ROOT / "instances" / "theorem.sq").program, "iterations")
+    assert (w.complete, w.bound_reason, w.exit_code) == (False, "memory", 13)
+    assert 1 <= w.states <= 30
+
+
 @pytest.mark.parametrize("flag, col, message", [
     ("ttfx", 1, "unknown metric `ttfx`; the metrics are ttft, ttft-time"),
     ("peak:kb", 6, "unknown pool `kb`; the pools are kv"),
