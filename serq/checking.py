@@ -7,7 +7,7 @@ command (and what tests call), so that the command only prints.
 The verdict is one of explorer.verdict's: pass (ok), deadlock (the run
 ended with sessions that can never move), violation (a stuck session, a
 failed assert, an invariant, a conservation law, another fault), bound
-(the step limit came first: never ok), interrupted (SIGINT/SIGTERM: never
+(the step, time or memory limit came first: never ok), interrupted (SIGINT/SIGTERM: never
 ok)."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 from explorer.verdict import BOUND, DEADLOCK, INTERRUPTED, PASS, VIOLATION, exit_code
 from serq.durations import duration_text
-from serq.sim import FAULT, INTERRUPTED as SIM_INTERRUPTED, STALLED, STEP_LIMIT, VIOLATION as SIM_VIOLATION
+from serq.sim import (FAULT, INTERRUPTED as SIM_INTERRUPTED, MEMORY_LIMIT, STALLED, STEP_LIMIT, TIME_LIMIT,
+                      VIOLATION as SIM_VIOLATION)
 
 __all__ = ["Judgement", "judge"]
 
@@ -56,6 +57,9 @@ def judge(result, *, label: str, seed: int, max_steps: int) -> Judgement:
                                        "simulated before it; not a pass"])
     if result.stopped == STEP_LIMIT:
         return Judgement(BOUND, [f"{label}: no violation within the step limit ({max_steps} actions, "
+                                 f"{now} simulated); not a pass"])
+    if result.stopped in (TIME_LIMIT, MEMORY_LIMIT):
+        return Judgement(BOUND, [f"{label}: no violation before the {result.stopped} ({result.limit}, "
                                  f"{now} simulated); not a pass"])
     n = len(result.state[0])
     where = f"up to the horizon ({now})" if result.stopped == "horizon" else f"all {n} sessions ended at {now}"

@@ -10,7 +10,7 @@ from explorer.verdict import EXIT_CODES, EXITS
 COMMAND_EXITS: dict[str, tuple[str, ...]] = {
     "compile": ("pass", "input_error"),
     "fmt": ("pass", "not_canonical", "input_error"),
-    "run": ("pass", "input_error", "violation", "interrupted"),
+    "run": ("pass", "input_error", "violation", "bound", "interrupted"),
     "check": ("pass", "input_error", "deadlock", "violation", "bound", "interrupted"),
     "explore": ("pass", "input_error", "deadlock", "livelock", "violation", "bound", "theorem",
                 "nondeterministic", "interrupted", "inconclusive", "failed"),
@@ -26,10 +26,13 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("run", "pass"): "the run ended (horizon, every session ended, or --max-steps: see `stopped:`)",
     ("run", "violation"): "the run stopped on a fault: a failed assert, an evaluation error, a broken "
                           "conservation law",
+    ("run", "bound"): "--time-limit or the memory bound (--memory, or its default) stopped the run: the report "
+                      "of the run so far (`stopped: time limit` / `memory limit`)",
     ("run", "interrupted"): "SIGINT or SIGTERM: the report of the run so far (`stopped: interrupted`)",
     ("check", "pass"): "ok: no stuck session, failed assert, invariant or conservation violation",
     ("check", "deadlock"): "the run ended with sessions that can never move",
-    ("check", "bound"): "--max-steps was hit before the run ended: no violation within it, never ok",
+    ("check", "bound"): "--max-steps, --time-limit or the memory bound was hit before the run ended: no "
+                        "violation within it, never ok",
     ("check", "interrupted"): "SIGINT or SIGTERM: no violation before it, never ok",
     ("explore", "pass"): "every reachable state explored; nothing selected was found",
     ("explore", "failed"): "a worker died or raised (named, with the statistics so far), or with --ray a "

@@ -35,11 +35,13 @@ import heapq
 import math
 import random
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from explorer.interrupt import interrupt_of, signal_name
+from explorer.memory import MemoryGuard, mib
 from serq import ir
 from serq.coalesce import licence, plan_block
 from serq.diagnostics import Diagnostic, SerqError
@@ -55,6 +57,8 @@ DEFAULT_MAX_STEPS = 20_000_000
 # why a run stopped
 DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT, NO_PROGRESS, INTERRUPTED = (
     "done", "horizon", "fault", "stalled", "violation", "step limit", "no progress", "interrupted")
+TIME_LIMIT, MEMORY_LIMIT = "time limit", "memory limit"
+LIMITS = (STEP_LIMIT, TIME_LIMIT, MEMORY_LIMIT)  # the run was cut: never the end of the instance
 MAX_VIOLATIONS = 100  # violation messages kept (all are counted)
 
 
@@ -199,6 +203,8 @@ class SimConfig:
     coalesce: bool = True
     stop_on_violation: bool = False  # `serq check`: stop at the first violation
     max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts 1)
+    time_limit: float | None = None  # seconds of wall-clock time from the start of run()
+    memory_limit: int | None = None  # bytes of resident memory (explorer/memory.py)
     progress: Callable[[int, int, int], None] | None = None  # (now, ended, sessions)
     trace: Callable | None = None  # (tick, what, events, model, state) per action taken
     # the schedule (serq/schedule.py): (stage, tick, events, state after) per iteration taken,
@@ -221,6 +227,7 @@ class SimResult:
     stalled: list[str] = field(default_factory=list)  # sessions left waiting forever
     licence: list[tuple[bool, str]] = field(default_factory=list)
     signal: str | None = None  # stopped "interrupted": by which signal (SIGINT, SIGTERM)
+    limit: str | None = None  # stopped at a time or memory limit: the limit in words ("2.0 s", "512MiB")
 
 
 # ---------------------------------------------------------------- the simulator
@@ -287,6 +294,9 @@ class Simulator:
         self._watchdog = max(10_000, 10 * len(self.arrivals))
         self.now = 0
         self.signal = None
+        self.limit = None
+        self._deadline = None if cfg.time_limit is None else time.perf_counter() + cfg.time_limit
+        self._memory = MemoryGuard(cfg.memory_limit)
         stopped = None
         # `tick arrivals before turns` (default) or `tick turns before arrivals`
         self._arrive_prio = ENV if self.program.tick == "arrivals" else ENV + 1
@@ -332,6 +342,10 @@ class Simulator:
             # SIGINT/SIGTERM (explorer/interrupt.py): report the run so far. The
             # action under way when the signal came may be counted in part.
             stopped, self.signal = INTERRUPTED, signal_name(e)
+        except MemoryError:
+            # the state or the statistics could not grow: the run so far, as
+            # at the memory limit (the action under way is not in it)
+            stopped, self.limit = MEMORY_LIMIT, "MemoryError"
         if stopped is None:
             stopped = DONE
         if stopped == HORIZON:
@@ -349,7 +363,8 @@ class Simulator:
                 stopped = STALLED
         stats.finish(self.now, self.state)
         return SimResult(self.program, cfg, self.state, self.now, stopped, stats, self.faults,
-                         self.violations, self.violations_total, stalled, self.licence, self.signal)
+                         self.violations, self.violations_total, stalled, self.licence, self.signal,
+                         self.limit)
 
     def _starts(self, tick: int) -> str | None:
         """Idle stages start iterations, in stage order, until none can."""
@@ -420,6 +435,9 @@ class Simulator:
         return True
 
     def _apply_block(self, blk, tick: int):
+        over = self._over()
+        if over is not None:
+            return over
         self.steps += 1
         if self.steps > self.cfg.max_steps:
             return STEP_LIMIT
@@ -469,6 +487,17 @@ class Simulator:
             return VIOLATION
         if self.steps >= self.cfg.max_steps:
             return STEP_LIMIT
+        return self._over()
+
+    def _over(self) -> str | None:
+        """The wall-clock and memory limits, checked after every action
+        (the memory at most every 0.2 s)."""
+        if self._deadline is not None and time.perf_counter() >= self._deadline:
+            self.limit = f"{self.cfg.time_limit:g} s"
+            return TIME_LIMIT
+        if self._memory.over():
+            self.limit = mib(self._memory.limit)
+            return MEMORY_LIMIT
         return None
 
     def _violate(self, tick: int, kind: str, msg: str) -> None:

@@ -10,10 +10,11 @@ import sys
 
 from serq.diagnostics import flag_error
 from serq.exits import add_parser
-from serq.flags import check_limits
-from explorer.verdict import EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
+from serq.flags import check_limits, memory_limit
+from explorer.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
 from serq.durations import duration_text
-from serq.sim import DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, SimConfig, Simulator, parse_duration
+from serq.sim import (DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT, SimConfig, Simulator,
+                      parse_duration)
 
 
 
@@ -41,6 +42,11 @@ def _common(p) -> None:
     p.add_argument("--no-coalesce", action="store_true", help="evaluate every iteration (no step coalescing)")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
                    help=f"stop after N actions (default {DEFAULT_MAX_STEPS})")
+    p.add_argument("--time-limit", type=float, metavar="SEC",
+                   help="stop (verdict bound, exit 13) after SEC seconds of wall-clock time")
+    p.add_argument("--memory", metavar="SIZE",
+                   help="stop (verdict bound, exit 13) when this process holds more than SIZE of memory: "
+                        "512M, 4G (a unit is required); default: four fifths of the memory available at the start")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it is off anyway when stdout is not a terminal)")
 
 
@@ -64,7 +70,8 @@ def register(sub) -> None:
 def _simulate(args, *, check: bool, trace=None):
     from serq.load import load_path
 
-    check_limits(args, "--max-steps")
+    check_limits(args, "--max-steps", "--time-limit")
+    memory = memory_limit(args)  # a bad --memory, before any work
     if args.horizon is not None and args.horizon <= 0:
         # a run that simulates nothing finds nothing: never report it as ok
         raise flag_error("--horizon", getattr(args.horizon, "text", str(args.horizon)), "E012",
@@ -75,7 +82,15 @@ def _simulate(args, *, check: bool, trace=None):
 
         print(render_all(loaded.warnings, loaded.source), file=sys.stderr)
     cfg = SimConfig(seed=args.seed, horizon=args.horizon, warmup=args.warmup, coalesce=not args.no_coalesce,
-                    stop_on_violation=check, max_steps=args.max_steps, trace=trace)
+                    stop_on_violation=check, max_steps=args.max_steps, trace=trace,
+                    time_limit=args.time_limit, memory_limit=memory)
+    try:
+        return _setup_and_run(loaded, cfg, args)
+    except MemoryError:  # the run itself stops cleanly at one (Simulator.run): this is its setup
+        raise OutOfMemory(sum(line.count for line in loaded.program.workload)) from None
+
+
+def _setup_and_run(loaded, cfg, args):
     sim = Simulator(loaded.program, cfg)
     if getattr(args, "html", None):
         from serq.view.simplots import attach
@@ -90,6 +105,27 @@ def _simulate(args, *, check: bool, trace=None):
         finally:
             writer.close()
     return _run(sim, cfg, args)
+
+
+class OutOfMemory(Exception):
+    """A MemoryError outside the run's loop (which stops cleanly at one):
+    setting the run up (its sessions' rows) or finishing its report."""
+
+    def __init__(self, sessions: int):
+        super().__init__(f"out of memory before the run started or after it ended ({sessions} sessions at "
+                         "the start): no report")
+
+
+def _stopped_line(args, result) -> str | None:
+    """stderr's line for a run cut by a signal or a limit (None otherwise)."""
+    now = duration_text(result.now)
+    if result.stopped == INTERRUPTED:
+        return (f"{args.instance}: interrupted by {result.signal} at {now} simulated; "
+                "the report covers the run so far")
+    if result.stopped in (TIME_LIMIT, MEMORY_LIMIT):
+        return (f"{args.instance}: stopped at the {result.stopped} ({result.limit}) at {now} simulated; "
+                "the report covers the run so far")
+    return None
 
 
 def _run(sim, cfg, args):
@@ -169,21 +205,32 @@ def cmd_run(args) -> int:
         def trace(tick, what, events, model, state):
             print(trace_line(tick, what, events, model, state))  # plain: one line per action, never wrapped
 
-    result = _simulate(args, check=False, trace=trace)
+    try:
+        result = _simulate(args, check=False, trace=trace)
+    except OutOfMemory as e:
+        print(f"{args.instance}: {e}", file=sys.stderr)
+        return EXIT_BOUND
     if args.html:
         _write_plots(result, args)
     _print_report(result, args, console)
+    line = _stopped_line(args, result)
+    if line is not None:
+        print(line, file=sys.stderr)
     if result.stopped == INTERRUPTED:
-        print(f"{args.instance}: interrupted by {result.signal} at {duration_text(result.now)} simulated; "
-              "the report covers the run so far", file=sys.stderr)
         return EXIT_INTERRUPTED
+    if result.stopped in (TIME_LIMIT, MEMORY_LIMIT):
+        return EXIT_BOUND
     return EXIT_VIOLATION if result.stopped == FAULT else EXIT_PASS
 
 
 def cmd_check(args) -> int:
     from serq.checking import judge
 
-    result = _simulate(args, check=True)
+    try:
+        result = _simulate(args, check=True)
+    except OutOfMemory as e:
+        print(f"{args.instance}: {e}; not a pass", file=sys.stdout if not args.json else sys.stderr)
+        return EXIT_BOUND
     if args.json:
         _print_report(result, args, _console())
     j = judge(result, label=args.instance, seed=args.seed, max_steps=args.max_steps)

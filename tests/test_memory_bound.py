@@ -61,3 +61,92 @@ def test_memory_error_under_ulimit_is_a_clean_stop(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0] == "bound: no violation within the bound (memory=MemoryError); exploration incomplete"
     assert int(lines[-1].split("distinct=")[1].split()[0]) > 0
+
+
+# ---------------------------------------------------------------- the simulator
+
+GROW = """pool kv { cap 2; block 1; admit via gpu; }
+pool slot { cap 1; admit via gpu; }
+stage gpu { budget 4; }
+session sub { hold kv reserve 2 { prefill 1; decode 1000000; } end; }
+session agent {
+  while true {
+    hold slot 1 { prefill 1; }
+    spawn sub x 1000;
+  }
+}
+workload { 1 x agent; }
+"""
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_run_stops_at_the_memory_flag(tmp_path, capsys, cmd):
+    inst = tmp_path / "grow.sq"
+    inst.write_text(GROW)
+    assert main([cmd, str(inst), "--memory", "1M", "--no-progress"]) == 13
+    out, err = capsys.readouterr()
+    if cmd == "run":
+        assert "stopped: memory limit" in out.splitlines()[0]
+        assert err.endswith(f"{inst}: stopped at the memory limit (1MiB) at 0.000000 s simulated; "
+                            "the report covers the run so far\n")
+    else:
+        assert out == f"{inst}: no violation before the memory limit (1MiB, 0.000000 s simulated); not a pass\n"
+
+
+def test_run_has_the_default_memory_bound(tmp_path, capsys, monkeypatch):
+    import explorer.memory
+
+    monkeypatch.setattr(explorer.memory, "default_limit", lambda: 1 << 20)
+    inst = tmp_path / "grow.sq"
+    inst.write_text(GROW)
+    assert main(["run", str(inst), "--no-progress", "--json"]) == 13
+    assert '"stopped": "memory limit"' in capsys.readouterr().out
+
+
+def test_a_memory_error_in_a_run_is_a_clean_stop(tmp_path, monkeypatch):
+    from serq.load import load_text
+    from serq.report import Stats
+    from serq.sim import MEMORY_LIMIT, SimConfig, Simulator
+
+    real, calls = Stats.events, []
+
+    def events(self, *a):
+        calls.append(1)
+        if len(calls) == 40:
+            raise MemoryError
+        return real(self, *a)
+
+    monkeypatch.setattr(Stats, "events", events)
+    r = Simulator(load_text(GROW, "grow.sq").program, SimConfig()).run()
+    assert (r.stopped, r.limit) == (MEMORY_LIMIT, "MemoryError")
+    assert r.now > 0 and len(r.state[0]) > 1000  # the run so far: spawned sessions, simulated time
+
+
+def test_run_under_ulimit_is_a_clean_stop(tmp_path):
+    inst = tmp_path / "grow.sq"
+    inst.write_text(GROW)
+
+    def low():  # enough to load and start, not for the sessions the run spawns
+        resource.setrlimit(resource.RLIMIT_AS, (700 << 20, 700 << 20))
+
+    r = subprocess.run([sys.executable, "-m", "serq", "run", str(inst), "--memory", "100G", "--no-progress"],
+                       cwd=ROOT, capture_output=True, text=True, preexec_fn=low, timeout=600)
+    assert r.returncode == 13, r.stderr
+    assert "Traceback" not in r.stderr
+    assert "stopped: memory limit" in r.stdout.splitlines()[0]
+    assert "programs" in r.stdout  # the report of the run so far
+    assert "stopped at the memory limit (MemoryError) at " in r.stderr
+
+
+def test_run_stops_at_the_time_limit(tmp_path, capsys):
+    inst = tmp_path / "grow.sq"
+    inst.write_text(GROW)
+    assert main(["run", str(inst), "--time-limit", "0", "--no-progress"]) == 13
+    out, err = capsys.readouterr()
+    assert "stopped: time limit" in out.splitlines()[0] and "iterations: 0 simulated" in out
+    assert "stopped at the time limit (0 s) at 0.000000 s simulated" in err
+    assert main(["check", str(inst), "--time-limit", "0"]) == 13
+    assert "no violation before the time limit (0 s, 0.000000 s simulated); not a pass" in capsys.readouterr().out
+    for bad in ("-1", "nan"):
+        assert main(["run", str(inst), "--time-limit", bad]) == 2
+        assert "error[E012]: --time-limit must be" in capsys.readouterr().err

@@ -60,15 +60,15 @@ class Engine:
                 self.workload.append((pi, initial_attrs(self.low, pi, line.args)))
 
     def _set_cap(self, cap: int) -> None:
-        self.cap = cap
-        self._loaded, self._row0 = None, None
-        self._in_w = None  # the RowState whose row w holds, unchanged
-        self._pk = np.zeros(2 + max(self.low.NP, 1) + max(self.low.NST, 1), np.int64)
-        self.K, ws = self.low.table(cap, max(256, 16 * cap) * self._evmul)
-        self.w = np.zeros(ws, np.int64)
-        L = self.K
+        # the new arrays first: a MemoryError leaves the engine as it was
+        pk = np.zeros(2 + max(self.low.NP, 1) + max(self.low.NST, 1), np.int64)
+        L, ws = self.low.table(cap, max(256, 16 * cap) * self._evmul)
+        w = np.zeros(ws, np.int64)
         from serq.semantics.kernel.abi import H_PB, H_PW, H_SF, H_W
 
+        self.cap, self._pk, self.K, self.w = cap, pk, L, w
+        self._loaded, self._row0 = None, None
+        self._in_w = None  # the RowState whose row w holds, unchanged
         self.SF, self.PB, self.PW, self.W = int(L[H_SF]), int(L[H_PB]), int(L[H_PW]), int(L[H_W])
         self.o = {k: int(L[k]) for k in (S_SCRIPT, S_QPOS, S_ARITY, S_EVN, S_EV)}
 
