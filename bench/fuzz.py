@@ -7,6 +7,7 @@ is a crash, counted and printed with its reproducer.
     python bench/fuzz.py -n 2000 --seed 7    # quicker
     python bench/fuzz.py --kinds ir          # one kind
     python bench/fuzz.py --no-run            # front end only (much faster)
+    python bench/fuzz.py --jobs 4            # four processes: the same mutants and counts
 
 Kinds:
   numeric  a number of an instance replaced by an edge value (0, -1, 2^63,
@@ -213,7 +214,10 @@ def pipeline(kind: str, text: str, *, run: bool = True, max_states: int = 200, m
         stage = "run"
         from serq.sim import SimConfig, Simulator
 
-        Simulator(prog, SimConfig(max_steps=max_steps)).run()
+        try:
+            Simulator(prog, SimConfig(max_steps=max_steps, time_limit=time_limit)).run()
+        except MemoryError:  # setting up a huge workload: `serq run` says so and exits 13 (the run stops cleanly at one)
+            return "out of memory"
         stage = "explore"
         from serq.exploration import explore
         from serq.validate import validate
@@ -228,51 +232,94 @@ def pipeline(kind: str, text: str, *, run: bool = True, max_states: int = 200, m
         raise Crash(stage, e) from None
 
 
+def _limit_address_space(gib: float) -> None:
+    if gib > 0:
+        import resource
+
+        cap = int(gib * 2**30)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def _one(job: tuple) -> tuple[str, tuple[str, str] | None]:
+    """One mutant through the pipeline: (outcome, (crash, traceback) or None)."""
+    kind, text, run, time_limit = job
+    try:
+        return pipeline(kind, text, run=run, time_limit=time_limit), None
+    except Crash as c:
+        return "CRASH", (str(c), c.tb)
+
+
+def _jobs(kind: str, seed: int, n: int, run: bool, time_limit: float):
+    rng = random.Random(seed)
+    gen = GENERATORS[kind]
+    for _ in range(n):
+        yield kind, gen(rng), run, time_limit
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=100_000, help="mutants of each kind (default 100,000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kinds", default="numeric,deep,ir")
     ap.add_argument("--no-run", action="store_true", help="compile, validate and fmt only")
+    ap.add_argument("--time-limit", type=float, default=2.0, metavar="SEC",
+                    help="wall-clock budget of each mutant's run and of its exploration (default 2)")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="processes (default 1); the mutants and the counts are the same for any N")
     ap.add_argument("--show", type=int, default=5, help="reproducers printed per kind")
+    ap.add_argument("--save", metavar="DIR", help="write every crashing mutant to DIR/KIND-INDEX.txt, whole")
     ap.add_argument("--every", type=int, default=1000, help="print the counts so far every N mutants")
     ap.add_argument("--address-space", type=float, default=4, metavar="GIB",
-                    help="cap this process's address space (default 4 GiB; 0: none), so that a mutant "
-                         "that allocates without bound is a MemoryError crash, not a machine swapping")
+                    help="cap each process's address space (default 4 GiB; 0: none), so that a mutant "
+                         "that allocates without bound ends in a MemoryError, not a machine swapping")
     args = ap.parse_args()
-    if args.address_space > 0:
-        import resource
+    _limit_address_space(args.address_space)
+    pool = None
+    if args.jobs > 1:
+        import multiprocessing
 
-        cap = int(args.address_space * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        pool = multiprocessing.get_context("fork").Pool(args.jobs, _limit_address_space, (args.address_space,))
     total_crashes = 0
-    for kind in args.kinds.split(","):
-        gen = GENERATORS[kind]
-        rng = random.Random(args.seed)
-        outcomes: Counter = Counter()
-        crashes: Counter = Counter()
-        shown = 0
-        t0 = time.perf_counter()
-        for i in range(args.n):
-            if i and i % args.every == 0:  # partial counts, for a campaign stopped early
-                print(f"{kind}: {i} mutants in {time.perf_counter() - t0:.0f} s; "
-                      + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()), flush=True)
-            text = gen(rng)
-            try:
-                outcomes[pipeline(kind, text, run=not args.no_run)] += 1
-            except Crash as c:
-                outcomes["CRASH"] += 1
-                key = str(c).split(":")[0:2]
-                crashes[":".join(key)] += 1
-                if shown < args.show and crashes[":".join(key)] == 1:
+    try:
+        for kind in args.kinds.split(","):
+            if kind not in GENERATORS:
+                ap.error(f"unknown kind {kind!r}: the kinds are {', '.join(GENERATORS)}")
+            outcomes: Counter = Counter()
+            crashes: Counter = Counter()
+            distinct: set = set()
+            shown = 0
+            t0 = time.perf_counter()
+            jobs = _jobs(kind, args.seed, args.n, not args.no_run, args.time_limit)
+            results = pool.imap(_one, jobs, chunksize=8) if pool else map(_one, jobs)
+            regen = _jobs(kind, args.seed, args.n, False, 0)  # the same texts again, for the reproducers
+            for i, (outcome, crash) in enumerate(results):
+                if i and i % args.every == 0:  # partial counts, for a campaign stopped early
+                    print(f"{kind}: {i} mutants ({len(distinct)} distinct) in {time.perf_counter() - t0:.0f} s; "
+                          + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()), flush=True)
+                text = next(regen)[1]
+                distinct.add(hash(text))
+                outcomes[outcome] += 1
+                if crash is None:
+                    continue
+                msg, tb = crash
+                key = ":".join(msg.split(":")[0:2])
+                crashes[key] += 1
+                if args.save:
+                    Path(args.save).mkdir(parents=True, exist_ok=True)
+                    (Path(args.save) / f"{kind}-{i}.txt").write_text(text)
+                if shown < args.show and crashes[key] == 1:
                     shown += 1
-                    print(f"--- {kind} #{i}: {c}\n{text[:400]}\n", file=sys.stderr, flush=True)
-        dt = time.perf_counter() - t0
-        total_crashes += outcomes["CRASH"]
-        print(f"{kind}: {args.n} mutants in {dt:.0f} s; " + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()),
-              flush=True)
-        for k, v in crashes.most_common():
-            print(f"  crash {k}: {v}")
+                    print(f"--- {kind} #{i}: {msg}\n{tb}\n{text[:400]}\n", file=sys.stderr, flush=True)
+            dt = time.perf_counter() - t0
+            total_crashes += outcomes["CRASH"]
+            print(f"{kind}: {args.n} mutants ({len(distinct)} distinct) in {dt:.0f} s; "
+                  + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()), flush=True)
+            for k, v in crashes.most_common():
+                print(f"  crash {k}: {v}", flush=True)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
     return 1 if total_crashes else 0
 
 
