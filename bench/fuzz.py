@@ -12,7 +12,10 @@ is a crash, counted and printed with its reproducer.
 Kinds:
   numeric  a number of an instance replaced by an edge value (0, -1, 2^63,
            10^30, 400 digits, ...), a division by zero, or a huge duration;
-  deep     expressions nested deep (parentheses, `if`) or wide (long sums);
+  deep     expressions nested deep or wide (parentheses, operator chains, calls,
+           conditionals, random trees) at one of nine places, or statements
+           nested deep (if, else if, while, repeat); sizes log-uniform from
+           1 to 300 and three times in a hundred from 300 to 20,000;
   ir       the compiled IR JSON with one to three leaves replaced (edge
            numbers, wrong types, null), keys deleted, lists cut or doubled.
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import sys
 import time
@@ -79,32 +83,94 @@ def numeric_mutant(rng: random.Random) -> str:
     return text
 
 
-def deep_mutant(rng: random.Random) -> str:
-    """Deep or wide expressions and statements in a small valid instance."""
-    shape = rng.choice(["parens", "sum", "if", "and", "neg", "calls"])
-    n = rng.choice([10, 100, 500, 1000, 3000, 20000])
+def _size(rng: random.Random) -> int:
+    """How deep or wide: log-uniform from 1 to 300 (both sides of the
+    limits, 64 nested operations and 100 nested blocks), and three times in
+    a hundred from 300 to 20,000 (far past them, where the front end must
+    stay linear)."""
+    lo, hi = (300, 20_000) if rng.random() < 0.03 else (1, 300)
+    return int(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+
+
+_ATOMS = ["1", "2", "0", "g", "A", "x", "true", "false", "1.5", "3ms"]
+_BINOPS = [" + ", " - ", " * ", " / ", " % ", " == ", " < ", " >= ", " != ", " and ", " or "]
+_CALLS = ["floor", "ceil", "min", "max", "abs"]
+
+
+def _expr(rng: random.Random, n: int) -> str:
+    """An expression of about n operations: a chain, a nest or a random tree."""
+    shape = rng.choice(["parens", "chain", "neg", "not", "calls", "cond", "tree", "args"])
+    op = rng.choice(_BINOPS)
+    atom = rng.choice(_ATOMS)
     if shape == "parens":
-        expr = "(" * n + "1" + ")" * n
-    elif shape == "sum":
-        expr = " + ".join(["1"] * n)
-    elif shape == "and":
-        expr = "1 if " + " and ".join(["true"] * n) + " else 2" if rng.random() < 0.2 else \
-            "min(" + ", ".join(["1"] * min(n, 200)) + ")"
-    elif shape == "neg":
-        expr = "-" * n + "1"
-    elif shape == "calls":
-        expr = "floor(" * min(n, 3000) + "1" + ")" * min(n, 3000)
-    else:
-        expr = "1"
-    body = ("if true {\n" * n + "turn;\n" + "}\n" * n) if shape == "if" else "turn;"
-    where = rng.choice(["const", "budget", "draw", "let"])
-    return (f"const A = {expr if where == 'const' else '2'};\n"
+        return "(" * n + atom + ")" * n
+    if shape == "chain":
+        return op.join(rng.choice(_ATOMS) if rng.random() < 0.3 else atom for _ in range(n + 1))
+    if shape == "neg":
+        return "-" * n + atom if rng.random() < 0.5 else "-(" * n + atom + ")" * n
+    if shape == "not":
+        return "not " * n + "true"
+    if shape == "calls":
+        fn = rng.choice(_CALLS)
+        two = fn in ("min", "max")
+        return (fn + "(") * n + atom + (", 1)" if two else ")") * n
+    if shape == "cond":
+        return "".join(f"{rng.choice(_ATOMS)} if {rng.choice(['true', 'g < 1', 'false'])} else " for _ in range(n)) + atom
+    if shape == "args":
+        return rng.choice(["min", "max"]) + "(" + ", ".join(rng.choice(_ATOMS) for _ in range(n + 1)) + ")"
+    # a random tree of n operations: nested where the dice say, chained elsewhere
+    out = rng.choice(_ATOMS)
+    for _ in range(n):
+        r = rng.random()
+        if r < 0.3:
+            out = f"({out}){rng.choice(_BINOPS)}{rng.choice(_ATOMS)}"
+        elif r < 0.5:
+            out = f"{rng.choice(_ATOMS)}{rng.choice(_BINOPS)}({out})"
+        elif r < 0.6:
+            out = f"{rng.choice(_CALLS)}({out})" if rng.random() < 0.5 else f"-({out})"
+        else:
+            out = f"{out}{rng.choice(_BINOPS)}{rng.choice(_ATOMS)}"
+    return out
+
+
+def _body(rng: random.Random, n: int) -> str:
+    """Statements nested n deep (if, else if, while, repeat), or n in a row."""
+    shape = rng.choice(["if", "elseif", "while", "repeat", "mixed", "flat"])
+    if shape == "flat":
+        return "turn;\n" * n
+    if shape == "elseif":
+        return "if g == 0 { turn; }" + "".join(f" else if g == {i} {{ turn; }}" for i in range(1, n)) + "\n"
+    heads = {"if": ["if true {"], "while": ["while g < 1 { set g = g + 1;"], "repeat": ["repeat 2 {"],
+             "mixed": ["if true {", "repeat 1 {", "while g < 1 { set g = g + 1;", "if g >= 0 { turn; } else {"]}
+    opened = [rng.choice(heads[shape]) for _ in range(n)]
+    return "\n".join(opened) + "\nturn;\n" + "}\n" * n
+
+
+def deep_mutant(rng: random.Random) -> str:
+    """Deep or wide expressions, or deeply nested statements, in a small
+    valid instance, at a random place; sizes from _size, so that almost
+    every mutant differs."""
+    n = _size(rng)
+    if rng.random() < 0.25:
+        return (f"const A = 2;\npool kv {{ cap 8; block 2; admit via gpu; }}\nstage gpu {{ budget 4; }}\n"
+                f"session s {{\n  let g = 0;\n  hold kv {{ prefill 2 on gpu; {_body(rng, n)} }}\n}}\n"
+                "workload { 2 x s; }\n")
+    expr = _expr(rng, n)
+    where = rng.choice(["const", "budget", "draw", "let", "cost", "assert", "if", "set", "prefill"])
+
+    def at(place: str, default: str) -> str:
+        return expr if where == place else default
+
+    return (f"const A = {at('const', '2')};\n"
             "pool kv { cap 8; block 2; admit via gpu; }\n"
-            f"stage gpu {{ budget {expr if where == 'budget' else '4'}; }}\n"
+            f"stage gpu {{ budget {at('budget', '4')}; cost {at('cost', '1ms')}; }}\n"
             "session s {\n"
-            f"  let g = {expr if where == 'let' else '0'};\n"
-            f"  draw x in {{1, {expr if where == 'draw' else '2'}}};\n"
-            f"  hold kv {{ prefill 2 on gpu; {body} }}\n"
+            f"  let g = {at('let', '0')};\n"
+            f"  draw x in {{1, {at('draw', '2')}}};\n"
+            f"  set g = {at('set', 'g + 1')};\n"
+            f"  if {at('if', 'g > 0')} {{ turn; }}\n"
+            f"  assert {at('assert', 'g >= 0')};\n"
+            f"  hold kv {{ prefill {at('prefill', '2')} on gpu; turn; }}\n"
             "}\nworkload { 2 x s; }\n")
 
 
