@@ -124,10 +124,11 @@ def check_flags(args) -> None:
 
 def cmd_explore(args) -> int:
     from serq.diagnostics import render_all
-    from serq.load import load_path
+    from serq.load import load_path, require_sessions
 
     check_flags(args)
     loaded = load_path(args.instance, explorer=True)
+    require_sessions(loaded, args.instance, "explore")  # one state, nothing in it: never `pass`
     diags = loaded.warnings
     if args.theorem:
         # a join inside a finite hold is error E500 *and* the failed

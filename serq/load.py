@@ -55,6 +55,21 @@ def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = Fal
     return Loaded(prog, src_text, diags)
 
 
+def require_sessions(loaded: Loaded, file: str, command: str) -> None:
+    """E026 for `serq check` and `serq explore` when the workload starts no
+    session: the run or the state space is empty, and an `ok` or `pass`
+    would say that something was checked."""
+    wl = loaded.program.workload
+    if any(w.count for w in wl):
+        return
+    at = wl[0].at if wl and wl[0].at else (1, 1)
+    why = "the instance has no workload" if not wl else "every workload line has count 0"
+    raise SerqError([Diagnostic(at[0], at[1], "E026", f"nothing to check: {why}, so no session ever runs",
+                                file=loaded.program.source or file,
+                                notes=(f"`serq {command}` would report on an empty run; give the workload a session, "
+                                       "e.g. `workload { 1 x s; }`",))], loaded.source)
+
+
 def load_path(path: str | Path, *, theorem: bool = False, explorer: bool = False) -> Loaded:
     path = Path(path)
     try:

@@ -77,6 +77,10 @@ def _simulate(args, *, check: bool, trace=None):
         raise flag_error("--horizon", getattr(args.horizon, "text", str(args.horizon)), "E012",
                          "--horizon must be a positive time (a run up to time 0 simulates nothing)")
     loaded = load_path(args.instance)
+    if check:
+        from serq.load import require_sessions
+
+        require_sessions(loaded, args.instance, "check")  # an empty run checks nothing: never `ok`
     if loaded.warnings:
         from serq.diagnostics import render_all
 

@@ -124,9 +124,11 @@ def _values(vs: list[int]) -> str:
 
 
 def _load(text: str, file: str, name: str, value: int):
-    from serq.load import load_text
+    from serq.load import load_text, require_sessions
 
-    return load_text(text, file, explorer=True, consts={name: value}).program
+    loaded = load_text(text, file, explorer=True, consts={name: value})
+    require_sessions(loaded, file, "sweep")  # a value that starts no session checks nothing: never `pass`
+    return loaded.program
 
 
 def _explore_value(job) -> tuple[Row, object | None]:

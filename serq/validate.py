@@ -155,6 +155,8 @@ class Validator:
                 self.expr(c.e, moment("check"), want="bool", what="an invariant")
         if not self.p.workload:
             self.sink.warn((1, 1), "W502", "the instance has no workload: no session will run")
+        elif not any(w.count for w in self.p.workload):
+            self.sink.warn(self.p.workload[0].at, "W502", "every workload line has count 0: no session will run")
         return sorted(self.sink.items)
 
     def _position(self, path: tuple):

@@ -1,7 +1,8 @@
 """Flags that would give a result that looks green but is not: negative or
 non-finite limits, an empty replay path, a horizon of 0, workers with DFS,
-the replay of a livelock's lasso. Each is an input error located in the
-flag's value (exit 2), or an honest verdict."""
+the replay of a livelock's lasso; an instance whose workload starts no
+session. Each is an input error located in the flag's value or the
+instance (exit 2), or an honest verdict."""
 
 import pytest
 
@@ -53,3 +54,49 @@ def test_replay_of_a_livelock_lasso_is_not_a_pass(capsys):
     # a prefix of the lasso is no cycle: nothing to report on that path
     assert main(["explore", INST, "--replay", path.rsplit("/", 1)[0], "--no-timing"]) == 0
     assert capsys.readouterr().out.startswith("pass: replayed 4 step(s)")
+
+
+EMPTY = {
+    "no_workload": ("pool kv { cap 8; block 2; admit via gpu; }\nstage gpu { budget 4; }\n"
+                    "session s { hold kv need 2 { prefill 2; } end; }\n", "1:1", "the instance has no workload"),
+    "empty_workload": ("pool kv { cap 8; block 2; admit via gpu; }\nstage gpu { budget 4; }\n"
+                       "session s { hold kv need 2 { prefill 2; } end; }\nworkload { }\n", "1:1",
+                       "the instance has no workload"),
+    "zero_counts": ("pool kv { cap 8; block 2; admit via gpu; }\nstage gpu { budget 4; }\n"
+                    "session s { hold kv need 2 { prefill 2; } end; }\nworkload { 0 x s; 0 x s every 1s; }\n",
+                    "4:16", "every workload line has count 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY))
+@pytest.mark.parametrize("cmd", [["check"], ["explore"], ["explore", "--worst", "ttft"], ["explore", "--theorem"],
+                                 ["explore", "--replay", "0"], ["explore", "--workers", "2"]],
+                         ids=["check", "explore", "worst", "theorem", "replay", "workers"])
+def test_a_workload_that_starts_no_session_is_never_ok(tmp_path, capsys, case, cmd):
+    text, where, why = EMPTY[case]
+    f = tmp_path / "empty.sq"
+    f.write_text(text)
+    assert main([cmd[0], str(f), *cmd[1:]]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith(f"{f}:{where}: error[E026]: nothing to check: {why}, so no session ever runs\n"), err
+    assert f"note: `serq {cmd[0]}` would report on an empty run" in err
+
+
+def test_an_empty_run_is_reported_with_a_warning(tmp_path, capsys):
+    f = tmp_path / "empty.sq"
+    f.write_text(EMPTY["zero_counts"][0])
+    assert main(["run", str(f), "--no-progress"]) == 0  # a report, not a verdict: every number in it is 0
+    out, err = capsys.readouterr()
+    assert "stopped: done" in out
+    assert err.startswith(f"{f}:4:16: warning[W502]: every workload line has count 0: no session will run")
+
+
+def test_a_sweep_value_that_starts_no_session_is_no_pass(tmp_path, capsys):
+    f = tmp_path / "n.sq"
+    f.write_text("const N = 1;\n" + EMPTY["zero_counts"][0].replace("0 x s; 0 x s every 1s;", "N x s;"))
+    assert main(["sweep", str(f), "--vary", "N=0..1", "--workers", "1", "--no-timing"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[2].split()[:2] == ["0", "error"] and "E026: nothing to check" in out[2]
+    assert out[3].split()[:2] == ["1", "pass"]
+    assert out[-1] == "every value evaluated passes; no verdict at 0"
