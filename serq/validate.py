@@ -12,7 +12,7 @@ from serq.diagnostics import Diagnostic, Sink
 from serq.exprtype import article, infer_type
 from serq.irshape import shape_problems
 from serq.irutil import enclosing_pools, expr_names, walk_expr
-from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MOMENT_TABLE_ROWS, Moment, moment
+from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MAX_INT, MOMENT_TABLE_ROWS, Moment, moment
 
 
 class Validator:
@@ -213,6 +213,16 @@ class Validator:
         if st.serve.tie.event == "released":
             self.sink.error(st.at, "E404", f"stage `{st.name}`: a serve order cannot end with `released`")
 
+    def _in_range(self, e: ir.Expr, what: str) -> None:
+        """E408 for a constant whose value a session's integer row cannot
+        hold (beyond 2^62 in magnitude, or not finite)."""
+        try:
+            v = const_eval(e)
+        except (NotConstant, EvalError, TypeError, ValueError):
+            return  # reported where it is evaluated, or not a constant
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not -MAX_INT < v < MAX_INT:
+            self.sink.error(e.at, "E408", f"{what} is {v:.6g}: out of range (at most 2^62 in magnitude)")
+
     def call(self, program: str, args, at, what: str, session, m: Moment) -> None:
         target = self.sessions.get(program)
         if target is None:
@@ -226,6 +236,8 @@ class Validator:
         given = set()
         for n, e in args:
             self.expr(e, m, session=session, want="number", what="an argument")
+            if what == "workload line":
+                self._in_range(e, f"the argument `{n}`")
             if n.startswith("#"):
                 self.sink.error(e.at or at, "E107", f"too many arguments: `{program}` takes {len(names)}")
             elif n not in names:

@@ -31,6 +31,8 @@ def inst(tmp_path, text, name="x.sq"):
      "1:11", "error[E408]: constant `R`: the value overflows (beyond the largest real)"),
     (BASE.format(budget="floor(1 / 0)", n=2, arrivals=""), "2:26",
      "error[E401]: cannot evaluate this constant expression: division by zero"),
+    (BASE.format(budget=2, n="-100000000000000000000.0", arrivals=""), "4:20",
+     "error[E408]: the argument `n` is -1e+20: out of range (at most 2^62 in magnitude)"),
     (BASE.format(budget=2, n="(1 % 0)", arrivals=""), "4:21",
      "error[E401]: cannot evaluate this constant expression: modulo by zero"),
     (BASE.format(budget=2, n="1.0e0", arrivals="").replace("1.0e0", "2 * (1.0" + "0" * 5 + " * "
