@@ -314,14 +314,17 @@ def _threaded(m, workers, memory, *args) -> Result:
     and `workers` more to be packed, so there are that many expanders and no
     successor is copied."""
     import queue
-    from concurrent.futures import ThreadPoolExecutor
+
+    from .threads import Workers
 
     ahead = 2 * workers
     expanders = [m.array_expander() for _ in range(ahead + workers)]
     free: queue.Queue = queue.Queue()
     for k in range(len(expanders)):
         free.put(k)
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="worker")  # threads worker_0 ...
+    time_limit = args[2]
+    # daemon threads worker_0 ...; a future not done past the time limit (plus a grace) names its worker as hung
+    pool = Workers(workers, None if time_limit is None else time.perf_counter() + time_limit, time_limit)
 
     def work(k, block, c0, c1, pdone):
         try:
@@ -341,7 +344,7 @@ def _threaded(m, workers, memory, *args) -> Result:
             item = next(it, None)
             if item is None:
                 return False
-            k = free.get()  # a chunk walked frees one within the time of a pack
+            k = pool.get(free)  # a chunk walked frees one within the time of a pack
             pending.append((item[0], pool.submit(work, k, *item[1])))
             return True
 
@@ -370,7 +373,7 @@ def _threaded(m, workers, memory, *args) -> Result:
     try:
         r = _array_check(m, *args, expand, pack, memory)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.close()  # never waits for a hung worker
         if gc_was:
             gc.enable()
     r.stats.workers = workers

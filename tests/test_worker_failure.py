@@ -108,3 +108,55 @@ def test_sigint_while_a_worker_hangs_names_it():
     while time.monotonic() < deadline and any(alive(k) for k in kids):
         time.sleep(0.1)
     assert not [k for k in kids if alive(k)]
+
+
+# A worker thread (serq's --workers N expands on threads) whose expansion
+# never returns: a kernel call that does not end, as far as Python can tell.
+STUCK_THREAD = """
+import sys, threading
+sys.path.insert(0, ".")
+from serq.explore import SerqModel
+from serq.cli import main
+
+real = SerqModel.array_expander
+calls = [0]
+lock = threading.Lock()
+
+def array_expander(self):
+    expand = real(self)
+
+    def stuck(rows):
+        with lock:
+            calls[0] += 1
+            n = calls[0]
+        if n == 40:
+            print("stuck", flush=True)
+            threading.Event().wait()  # never set: this thread never returns
+        return expand(rows)
+
+    return stuck
+
+SerqModel.array_expander = array_expander
+sys.exit(main(["explore", sys.argv[1], "--workers", "2", "--time-limit", sys.argv[2], "--no-timing"]))
+"""
+
+
+def test_a_worker_thread_that_never_returns_ends_at_the_time_limit(tmp_path):
+    from tests.fixtures import FOREVER
+
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", STUCK_THREAD, str(inst), "3"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    took = time.monotonic() - t0
+    assert r.returncode == 13, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "stuck"
+    assert re.fullmatch(r"bound: no violation within the bound \(time_limit=3\.0\); exploration incomplete; "
+                        r"worker [01] had not answered for \d+\.\d s when the time limit \(3\.0 s\) came", lines[1]), lines
+    assert re.match(r"stats: generated=\d+ distinct=\d+ ", lines[2]) and "distinct=0 " not in lines[2]
+    assert "Traceback" not in r.stderr
+    # the time limit, the grace of 2 s, the start (the kernel loaded from its cache) and a margin:
+    # the stuck daemon thread neither holds the search nor the interpreter's exit
+    assert took < 3 + 2 + 30, took
