@@ -32,6 +32,7 @@ from collections import deque
 from typing import Any, Callable
 
 from .fingerprint import state_fingerprint
+from .limits import LimitReached, Limits
 from .memory import MemoryGuard, mib
 from .model import build_model
 from .interrupt import interrupt_of
@@ -134,6 +135,7 @@ class _Search:
         self.pending = 0  # the queue's length at the last tick, for an interrupt
         self.memory = MemoryGuard(memory_limit)
         self.t0 = time.perf_counter()
+        self.limits = Limits(time_limit, self.memory, self.t0)
         self.next_report = self.t0 + progress_interval
 
     # -- shared helpers -------------------------------------------------
@@ -185,7 +187,10 @@ class _Search:
         """Yield (action index, next state, next fp); record non-progress edges."""
         m = self.m
         np_out: list[int] | None = [] if self.check_livelock else None
+        limits = self.limits
         for ai, action in enumerate(m.actions(state)):
+            if ai & 255 == 255:  # a state with very many successors: the limits hold inside its expansion
+                limits.check()
             nxt = m.step(state, action)
             if nxt is None:
                 continue
@@ -210,6 +215,8 @@ class _Search:
 
     # -- strategies -----------------------------------------------------
     def run(self) -> Result:
+        if hasattr(self.m, "set_limits"):
+            self.m.set_limits(self.limits)
         try:
             return self._bfs() if self.strategy == "bfs" else self._dfs()
         except _Stop as stop:
@@ -218,6 +225,11 @@ class _Search:
             return interrupted(self._final(self.pending), interrupt_of(e))
         except MemoryError:
             return bounded(self._final(self.pending), "memory", "MemoryError")
+        except LimitReached as e:  # inside one expansion (explorer/limits.py)
+            return bounded(self._final(self.pending), e.reason, e.value)
+        finally:
+            if hasattr(self.m, "set_limits"):
+                self.m.set_limits(None)
 
     def _bfs(self) -> Result:
         queue: deque = deque()

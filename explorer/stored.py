@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 from .fingerprint import state_fingerprint
 from .interrupt import interrupt_of, signal_name
+from .limits import LimitReached
 from .memory import MemoryGuard
 from .model import build_model
 
@@ -123,6 +124,9 @@ def build_graph(
     except MemoryError:  # the graph so far, cut where memory ran out
         _trim(g)
         g.complete, g.bound_reason = False, "memory"
+    except LimitReached as e:  # inside one expansion (explorer/limits.py)
+        _trim(g)
+        g.complete, g.bound_reason = False, e.reason
     g.elapsed = time.perf_counter() - t0
     return g
 
@@ -161,6 +165,11 @@ def _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info, memory) -> No
             continue
         out = g.succ[u]
         for ai, action in enumerate(m.actions(state)):
+            if ai & 255 == 255:  # a state with very many successors: the limits hold inside its expansion
+                late = time_limit is not None and time.perf_counter() - t0 >= time_limit
+                if late or memory.over():  # the graph is cut there (this state's edges so far)
+                    g.complete, g.bound_reason = False, "time_limit" if late else "memory"
+                    return
             nxt = m.step(state, action)
             if nxt is None:
                 continue

@@ -164,8 +164,30 @@ def _integral(v) -> bool:
     return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
 
 
+BLOCK_START = 64  # iterations the first plan of a block may cover
+BLOCK_MAX = 1 << 16  # iterations one block covers at most: the work of one plan, between two checks of the limits
+
+
 def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
                levels0) -> Block | None:
+    """The longest block of iterations of stage `si` from `now` (see
+    `_plan`), of at most BLOCK_MAX iterations. Planning costs time in the
+    iterations it covers, and a block usually ends early (at the next
+    event), so it is planned for BLOCK_START iterations first, then for
+    eight times more while it fills the room it was given: the work is
+    that of the block found (within a factor 8/7), never that of all the
+    iterations left. A longer run of iterations is several blocks, each
+    exactly what the iterations would do one by one."""
+    limit = BLOCK_START
+    while True:
+        blk = _plan(m, state, si, now, t_next, horizon, levels0, limit)
+        if blk is None or blk.k < limit or limit >= BLOCK_MAX:
+            return blk
+        limit = min(limit * 8, BLOCK_MAX)
+
+
+def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
+          levels0, limit: int) -> Block | None:
     """The longest block of iterations of stage `si` starting at `now` that
     the dynamic condition allows, or None if it is shorter than 2 (the
     model then runs the iteration itself). `t_next`: the tick of the next
@@ -228,6 +250,7 @@ def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | N
         served.append((sid, n, bool(st.f["decode"]), g, hi))
     if kmax is None or kmax < 2:
         return None
+    kmax = min(kmax, limit)
     D = sum(n for _, n, _, _, _ in served)
     # growth: per pool, units taken at iteration j; per iteration, blocks added to kvb
     npools = len(m.pools)

@@ -115,7 +115,13 @@ class SerqModel:
         twin = object.__new__(SerqModel)
         twin.__dict__.update(self.__dict__)
         twin.rows = Rows(e, self.symmetry, keep_pos=self.checks.stuck)
+        twin.rows.limits = self.rows.limits
         return twin.array_expand
+
+    def set_limits(self, limits) -> None:
+        """The engine's time and memory limits (explorer.limits.Limits),
+        checked inside an expansion that outgrows its buffers."""
+        self.rows.limits = limits
 
     def array_state(self, row):
         return self.rows.from_row(row)

@@ -288,3 +288,49 @@ def test_theorem_time_limit_on_the_command_line(tmp_path, capsys):
     assert out.startswith("no violation within the bound: the theorem's conclusion could not be checked fully\n")
     assert "unknown  `s` alone: the time limit (0.5 s) came after" in out
     assert "bound: the time limit (0.5 s) came while checking the hypotheses; nothing explored yet" in out
+
+
+# One state with 2^16 successors: every answer of sixteen draws in one step.
+WIDE = """
+pool kv { cap 6; block 2; admit via gpu; }
+stage gpu { budget 2; }
+session s {
+  let g = 0;
+  repeat 16 { draw y in {1, 2}; set g = g + y; }
+  turn;
+}
+workload { 2 x s; }
+"""
+
+
+@pytest.mark.parametrize("flags", [[], ["--workers", "2"], ["--strategy", "dfs"]], ids=["bfs", "workers2", "dfs"])
+def test_the_time_limit_holds_inside_one_expansion(tmp_path, capsys, flags):
+    from serq.cli import main
+
+    f = tmp_path / "wide.sq"
+    f.write_text(WIDE)
+    limit = "0.01" if "dfs" in flags else "0"
+    assert main(["explore", str(f), "--time-limit", limit, "--no-timing", *flags]) == 13
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"bound: no violation within the bound (time_limit={float(limit)}); exploration incomplete"
+    generated = int(out[1].split("generated=")[1].split()[0])
+    assert generated <= 1 + 2**16 - 256  # cut inside the first state's expansion (2^16 successors)
+
+
+def test_the_memory_bound_holds_inside_one_expansion(tmp_path, capsys):
+    from serq.cli import main
+
+    f = tmp_path / "wide.sq"
+    f.write_text(WIDE)
+    assert main(["explore", str(f), "--memory", "1M", "--no-timing"]) == 13
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "bound: no violation within the bound (memory=1MiB); exploration incomplete"
+    assert out[1].startswith("stats: generated=1 ")
+
+
+def test_worst_keeps_the_time_limit_inside_one_expansion():
+    from serq.worst import find_worst
+
+    w = find_worst(load_text(WIDE, "wide.sq").program, "iterations", time_limit=0.01)
+    assert (w.complete, w.bound_reason, w.exit_code) == (False, "time_limit", 13)
+    assert w.states < 2**16

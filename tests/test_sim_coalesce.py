@@ -325,3 +325,34 @@ workload { 1 x s; 1 x bad at 1234567us; }
     assert a.stopped == b.stopped == "fault"
     assert a.blocks > 0
     assert a.state == b.state and comparable(a) == comparable(b)
+
+
+# ---------------------------------------------------------------- bounded blocks
+
+LONG_DECODE = """
+pool kv { cap 4000000000; block 16; admit via gpu; }
+stage gpu { budget 8; cost 1ms; }
+session s { hold kv need 2 { prefill 2; decode 1000000000 growing kv; } end; }
+workload { 1 x s; }
+"""
+
+
+def test_a_block_is_planned_for_at_most_block_max_iterations():
+    # a billion decode iterations: planning them all in one block took minutes before the first step
+    from serq.coalesce import BLOCK_MAX
+
+    r = Simulator(load_text(LONG_DECODE).program, SimConfig(max_steps=5)).run()
+    assert r.stopped == "step limit"
+    assert sum(r.stats.iters) == 1 + 3 * BLOCK_MAX  # the prefill, then three full blocks (the fifth step stops)
+
+
+@pytest.mark.parametrize("start, most", [(2, 8), (4, 64), (64, 256)])
+def test_blocks_cut_at_their_maximum_are_exact(monkeypatch, start, most):
+    import serq.coalesce
+
+    monkeypatch.setattr(serq.coalesce, "BLOCK_START", start)
+    monkeypatch.setattr(serq.coalesce, "BLOCK_MAX", most)
+    for text in (INFINITE, BIG.replace("KV", "4096").replace("CHUNK", "chunk 16;")):
+        a, b = run_both(load_text(text).program, seed=1)
+        assert a.state == b.state and comparable(a) == comparable(b)
+        assert a.blocks > 0

@@ -53,6 +53,7 @@ class Rows:
         self.keep_pos = 1 if keep_pos else 0
         self._out = 64
         self._alloc()
+        self.limits = None  # explorer.limits.Limits: checked each time an expansion outgrows its buffers
         self._memo_key = None
         self._memo: list = []
 
@@ -123,6 +124,8 @@ class Rows:
             k = self.canon.expand(e.K, e.w, self.row, self.outs, self.acts, self.choices, self.fps, self.flags,
                                   self.tmp, self.sym, self.keep_pos)
             if k == -1:
+                if self.limits is not None:
+                    self.limits.check()
                 self._out *= 4
                 self._alloc()
                 continue
@@ -159,6 +162,8 @@ class Rows:
             k = self.canon.expand_batch(e.K, e.w, rows, n, self.outs, self.parent, self.acts, self.choices,
                                         self.fps, self.flags, self.tmp, self.sym, self.keep_pos)
             if k == -1:  # grown by halves of what it holds: a chunk's buffers stay near its size
+                if self.limits is not None:
+                    self.limits.check()
                 self._out = self._out * 3 // 2
                 self._alloc()
                 continue
