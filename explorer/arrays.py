@@ -47,7 +47,7 @@ from .arrays_narrow import Arena, Packed, Raw, pack_rows
 from .cycles import _acyclic_part, _cycle, _scc
 from .memory import MemoryGuard, _reserve, _trim, _zeros_aligned, mib
 from .interrupt import interrupt_of
-from .limits import LimitReached, Limits
+from .limits import LimitReached
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
 
@@ -409,20 +409,7 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
                 memory_limit: int | None = None) -> Result:
     """The sequential BFS's results, over the model's rows; with workers > 1
     the chunks are expanded by worker threads (or processes,
-    array_workers.py, for a model without `array_expander`). The time and
-    memory limits also hold inside one expansion (explorer/limits.py)."""
-    if hasattr(m, "set_limits"):
-        m.set_limits(Limits(time_limit, MemoryGuard(memory_limit)))
-    try:
-        return _array_engines(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                              progress_interval, factory, workers, memory_limit)
-    finally:
-        if hasattr(m, "set_limits"):
-            m.set_limits(None)
-
-
-def _array_engines(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                   progress_interval, factory, workers, memory_limit) -> Result:
+    array_workers.py, for a model without `array_expander`)."""
     if workers > 1 and hasattr(m, "array_expander"):
         return _threaded(m, workers, MemoryGuard(memory_limit), max_states, max_depth, time_limit,
                          check_deadlock, check_livelock, progress, progress_interval)

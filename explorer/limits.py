@@ -10,10 +10,11 @@ about the time the expansion had already taken."""
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 from .memory import MemoryGuard, mib
 
-__all__ = ["Limits", "LimitReached"]
+__all__ = ["Limits", "LimitReached", "limits_on"]
 
 
 class LimitReached(Exception):
@@ -34,3 +35,16 @@ class Limits:
             raise LimitReached("time_limit", self.time_limit)
         if self.memory is not None and self.memory.over():
             raise LimitReached("memory", mib(self.memory.limit))
+
+
+@contextmanager
+def limits_on(model, limits: Limits):
+    """The model checks `limits` inside its expansions meanwhile (a model
+    without `set_limits` has no such expansions)."""
+    if hasattr(model, "set_limits"):
+        model.set_limits(limits)
+    try:
+        yield
+    finally:
+        if hasattr(model, "set_limits"):
+            model.set_limits(None)

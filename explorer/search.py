@@ -32,7 +32,7 @@ from collections import deque
 from typing import Any, Callable
 
 from .fingerprint import state_fingerprint
-from .limits import LimitReached, Limits
+from .limits import LimitReached, Limits, limits_on
 from .memory import MemoryGuard, mib
 from .model import build_model
 from .interrupt import interrupt_of
@@ -81,9 +81,10 @@ def check(
             from .arrays import ArrayFallback, array_check
 
             try:  # one table here, the expansion of chunks in the workers
-                return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                                   progress, progress_interval, factory=factory, workers=workers,
-                                   memory_limit=memory_limit)
+                with limits_on(m, Limits(time_limit, MemoryGuard(memory_limit))):  # inside an expansion too
+                    return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
+                                       progress, progress_interval, factory=factory, workers=workers,
+                                       memory_limit=memory_limit)
             except ArrayFallback:
                 pass
         from .parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
@@ -98,8 +99,9 @@ def check(
         from .arrays import ArrayFallback, array_check
 
         try:
-            return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                               progress, progress_interval, memory_limit=memory_limit)
+            with limits_on(m, Limits(time_limit, MemoryGuard(memory_limit))):  # inside an expansion too
+                return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
+                                   progress, progress_interval, memory_limit=memory_limit)
         except ArrayFallback:
             pass  # the model cannot go on with rows: the sequential engine below
     s = _Search(m, strategy, max_states, max_depth, time_limit, check_deadlock,
@@ -215,8 +217,10 @@ class _Search:
 
     # -- strategies -----------------------------------------------------
     def run(self) -> Result:
-        if hasattr(self.m, "set_limits"):
-            self.m.set_limits(self.limits)
+        with limits_on(self.m, self.limits):
+            return self._run()
+
+    def _run(self) -> Result:
         try:
             return self._bfs() if self.strategy == "bfs" else self._dfs()
         except _Stop as stop:
@@ -227,9 +231,6 @@ class _Search:
             return bounded(self._final(self.pending), "memory", "MemoryError")
         except LimitReached as e:  # inside one expansion (explorer/limits.py)
             return bounded(self._final(self.pending), e.reason, e.value)
-        finally:
-            if hasattr(self.m, "set_limits"):
-                self.m.set_limits(None)
 
     def _bfs(self) -> Result:
         queue: deque = deque()
