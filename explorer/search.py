@@ -76,7 +76,10 @@ def check(
     if workers > 1:
         if strategy != "bfs":
             raise ValueError("parallel mode (workers > 1) supports strategy 'bfs' only")
-        m, factory = build_model(model)
+        try:
+            m, factory = build_model(model)
+        except MemoryError:  # the model itself (a huge workload's rows) does not fit
+            return bounded(Stats(strategy=strategy), "memory", "MemoryError")
         if hasattr(m, "array_expand"):
             from .arrays import ArrayFallback, array_check
 
@@ -94,7 +97,10 @@ def check(
             check_deadlock=check_deadlock, check_livelock=check_livelock,
             progress=progress, progress_interval=progress_interval, memory_limit=memory_limit,
         )
-    m, _ = build_model(model)
+    try:
+        m, _ = build_model(model)
+    except MemoryError:  # the model itself (a huge workload's rows) does not fit
+        return bounded(Stats(strategy=strategy), "memory", "MemoryError")
     if strategy == "bfs" and hasattr(m, "array_expand"):
         from .arrays import ArrayFallback, array_check
 

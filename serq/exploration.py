@@ -7,6 +7,8 @@ from __future__ import annotations
 from explorer.analysis import point_of_no_return
 from explorer.exact import Exact
 from explorer.model import ModelFactory
+from explorer.outcome import bounded
+from explorer.result import Stats
 from explorer.search import check
 from serq import ir
 from serq.explore import Checks, SerqModel
@@ -44,10 +46,16 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                                    identity=model_identity(program, ties, symmetry, ch),
                                    workers=1 if ray is not None else workers)
     else:
-        model = factory if workers > 1 else (Exact(factory()) if exact else factory())
-        result = check(model, strategy=strategy, max_states=max_states,
-                       max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
-                       check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit)
+        try:
+            model = factory if workers > 1 else (Exact(factory()) if exact else factory())
+        except MemoryError:  # the model itself (a huge workload's rows) does not fit: as check() says it
+            model = None
+            result = bounded(Stats(strategy=strategy), "memory", "MemoryError")
+        if model is not None:
+            result = check(model, strategy=strategy, max_states=max_states,
+                           max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
+                           check_livelock=ch.livelock, workers=workers, progress=progress,
+                           memory_limit=memory_limit)
         result.stats.exact = exact
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
                    time_limit=time_limit, graph_limit=graph_limit,

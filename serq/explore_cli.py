@@ -93,7 +93,10 @@ def check_html_target(args) -> None:
 
 
 def write_timeline(args, model, result) -> None:
+    """`--html`: the timeline page; `model` a model, or a function making
+    one (only when a page is written)."""
     if getattr(args, "html", None):
+        model = model() if isinstance(model, type(lambda: None)) else model
         from serq.view import write_page
         from serq.view.timeline import timeline_page
 
@@ -166,8 +169,8 @@ def cmd_explore(args) -> int:
     finally:
         if display is not None:
             display.close()
-    write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                                   checks=Checks.of_program(prog, args.check)), result)
+    write_timeline(args, lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
+                                           checks=Checks.of_program(prog, args.check)), result)
     return print_result(result, args)
 
 

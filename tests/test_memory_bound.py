@@ -150,3 +150,20 @@ def test_run_stops_at_the_time_limit(tmp_path, capsys):
     for bad in ("-1", "nan"):
         assert main(["run", str(inst), "--time-limit", bad]) == 2
         assert "error[E012]: --time-limit must be" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [[], ["--workers", "2"]], ids=["one", "workers2"])
+def test_a_model_too_large_to_build_is_a_clean_stop(tmp_path, capsys, monkeypatch, flags):
+    # e.g. the rows of a workload of a million sessions under `ulimit -v`
+    import serq.explore
+
+    def too_large(self, *a, **kw):
+        raise MemoryError
+
+    monkeypatch.setattr(serq.explore.SerqModel, "__init__", too_large)
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)
+    assert main(["explore", str(inst), "--no-timing", *flags]) == 13
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "bound: no violation within the bound (memory=MemoryError); exploration incomplete"
+    assert out[1].startswith("stats: generated=0 distinct=0 ")
