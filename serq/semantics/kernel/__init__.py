@@ -23,10 +23,11 @@ import numba
 _HERE = Path(__file__).resolve().parent
 _HASH = hashlib.sha256(b"".join(p.read_bytes() for p in sorted(_HERE.glob("*.py")))).hexdigest()[:16]
 
+_WRAP = bool(os.environ.get("SERQ_KERNEL_WRAPAROUND"))  # numba's usual indexing (see below)
+
 if not os.environ.get("NUMBA_CACHE_DIR"):
     _base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    _wrap = "-wrap" if os.environ.get("SERQ_KERNEL_WRAPAROUND") else ""
-    numba.config.CACHE_DIR = str(_base / "serq" / f"kernel-{_HASH}{_wrap}")
+    numba.config.CACHE_DIR = str(_base / "serq" / f"kernel-{_HASH}{'-wrap' if _WRAP else ''}")
 
 
 def _no_wraparound_in_the_kernel() -> None:
@@ -66,5 +67,5 @@ def _no_wraparound_in_the_kernel() -> None:
     arrayobj.fix_integer_index = fix_integer_index
 
 
-if not os.environ.get("SERQ_KERNEL_WRAPAROUND"):
+if not _WRAP:
     _no_wraparound_in_the_kernel()

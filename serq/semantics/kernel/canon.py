@@ -120,32 +120,33 @@ def canon(K, w, out, sym, keep_pos):
     PM = K[S_PERM]
     NW = PM + n
     EN = PM + 2 * n  # whether each session has ended
-    # the live sequence numbers: their range first; within 256 of each
-    # other (the usual case) a bitmap of them gives each one's rank
-    # (popcounts), otherwise they are sorted
-    lo = BIG
-    hi = -BIG
+    # the live sequence numbers, gathered in T
+    nv = 0
     for sid in range(n):
         e = is_end(K, w, sid)
         w[EN + sid] = 1 if e else 0
         if e:
             continue
         sb = sbase(K, sid)
-        for f in (F_ARR, F_ADM):
-            x = w[sb + f]
-            lo = min(lo, x)
-            hi = max(hi, x)
+        w[T + nv] = w[sb + F_ARR]
+        w[T + nv + 1] = w[sb + F_ADM]
+        nv += 2
         hb = hbase(K, sid)
         for j in range(w[sb + F_NH]):
-            x = w[hb + HW * j + HS_ADM]
-            lo = min(lo, x)
-            hi = max(hi, x)
+            w[T + nv] = w[hb + HW * j + HS_ADM]
+            nv += 1
     for p in range(NP):
         c = cbase(K, p)
         for k in range(w[pbase(K, p) + P_CN]):
-            x = w[c + CW * k + CE_REL]
-            lo = min(lo, x)
-            hi = max(hi, x)
+            w[T + nv] = w[c + CW * k + CE_REL]
+            nv += 1
+    lo = BIG
+    hi = -BIG
+    for i in range(nv):
+        lo = min(lo, w[T + i])
+        hi = max(hi, w[T + i])
+    # their ranks: within 256 of each other (the usual case) from a bitmap
+    # of them (popcounts, `rank`), otherwise from them sorted (`rank_of`)
     z = np.uint64(0)
     b0 = z
     b1 = z
@@ -156,57 +157,21 @@ def canon(K, w, out, sym, keep_pos):
     c3 = 0
     if hi - lo < 256:
         u = -1
-        for sid in range(n):
-            if w[EN + sid]:
-                continue
-            sb = sbase(K, sid)
-            hb = hbase(K, sid)
-            for j in range(-2, w[sb + F_NH]):
-                x = w[sb + F_ARR] if j == -2 else (w[sb + F_ADM] if j == -1 else w[hb + HW * j + HS_ADM])
-                d = x - lo
-                q = d >> 6
-                if q == 0:
-                    b0 |= bit_of(d)
-                elif q == 1:
-                    b1 |= bit_of(d)
-                elif q == 2:
-                    b2 |= bit_of(d)
-                else:
-                    b3 |= bit_of(d)
-        for p in range(NP):
-            c = cbase(K, p)
-            for k in range(w[pbase(K, p) + P_CN]):
-                d = w[c + CW * k + CE_REL] - lo
-                q = d >> 6
-                if q == 0:
-                    b0 |= bit_of(d)
-                elif q == 1:
-                    b1 |= bit_of(d)
-                elif q == 2:
-                    b2 |= bit_of(d)
-                else:
-                    b3 |= bit_of(d)
+        for i in range(nv):
+            d = w[T + i] - lo
+            q = d >> 6
+            if q == 0:
+                b0 |= bit_of(d)
+            elif q == 1:
+                b1 |= bit_of(d)
+            elif q == 2:
+                b2 |= bit_of(d)
+            else:
+                b3 |= bit_of(d)
         c1 = popcount(b0)
         c2 = c1 + popcount(b1)
         c3 = c2 + popcount(b2)
     else:
-        nv = 0
-        for sid in range(n):
-            if w[EN + sid]:
-                continue
-            sb = sbase(K, sid)
-            w[T + nv] = w[sb + F_ARR]
-            w[T + nv + 1] = w[sb + F_ADM]
-            nv += 2
-            hb = hbase(K, sid)
-            for j in range(w[sb + F_NH]):
-                w[T + nv] = w[hb + HW * j + HS_ADM]
-                nv += 1
-        for p in range(NP):
-            c = cbase(K, p)
-            for k in range(w[pbase(K, p) + P_CN]):
-                w[T + nv] = w[c + CW * k + CE_REL]
-                nv += 1
         for i in range(1, nv):  # insertion sort: a handful of values
             x = w[T + i]
             j = i - 1
@@ -232,11 +197,10 @@ def canon(K, w, out, sym, keep_pos):
     for sid in range(n):
         sb = sbase(K, sid)
         o = base + sid * stride
-        # unsigned indices: no negative-index wrap, so the copies are plain block copies
         for f in range(F_PARENT):
-            out[np.uint64(o + f)] = w[np.uint64(sb + f)]
+            out[o + f] = w[sb + f]
         for f in range(F_PARENT + 1, SF):
-            out[np.uint64(o + f - 1)] = w[np.uint64(sb + f)]
+            out[o + f - 1] = w[sb + f]
     # fields in the record (the parent removed shifts those after it)
     for sid in range(n):
         sb = sbase(K, sid)
