@@ -77,9 +77,9 @@ class _Local:
         self.pool = None
         self.threads = min(workers, k)
         if self.threads > 1:
-            from concurrent.futures import ThreadPoolExecutor
+            from .threads import Workers  # daemon threads: the process never waits for a stuck one
 
-            self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="partition")
+            self.pool = Workers(self.threads)
 
     def _map(self, calls: list) -> list:
         if self.pool is None:
@@ -98,7 +98,7 @@ class _Local:
 
     def close(self, failed: bool = False) -> None:
         if self.pool is not None:
-            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.pool.close()
             self.pool = None
         self.parts = []
 

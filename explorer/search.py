@@ -73,23 +73,23 @@ def check(
     for name, val in (("max_states", max_states), ("max_depth", max_depth)):
         if val is not None and val < 0:
             raise ValueError(f"{name} must be >= 0")
-    if workers > 1:
-        if strategy != "bfs":
-            raise ValueError("parallel mode (workers > 1) supports strategy 'bfs' only")
-        try:
-            m, factory = build_model(model)
-        except MemoryError:  # the model itself (a huge workload's rows) does not fit
-            return bounded(Stats(strategy=strategy), "memory", "MemoryError")
-        if hasattr(m, "array_expand"):
-            from .arrays import ArrayFallback, array_check
+    if workers > 1 and strategy != "bfs":
+        raise ValueError("parallel mode (workers > 1) supports strategy 'bfs' only")
+    try:
+        m, factory = build_model(model)
+    except MemoryError:  # the model itself (a huge workload's rows) does not fit
+        return bounded(Stats(strategy=strategy), "memory", "MemoryError")
+    if strategy == "bfs" and hasattr(m, "array_expand"):
+        from .arrays import ArrayFallback, array_check
 
-            try:  # one table here, the expansion of chunks in the workers
-                with limits_on(m, Limits(time_limit, MemoryGuard(memory_limit))):  # inside an expansion too
-                    return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                                       progress, progress_interval, factory=factory, workers=workers,
-                                       memory_limit=memory_limit)
-            except ArrayFallback:
-                pass
+        try:  # with workers: one table here, the expansion of chunks in the workers
+            with limits_on(m, Limits(time_limit, MemoryGuard(memory_limit))):  # inside an expansion too
+                return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
+                                   progress, progress_interval, factory=factory, workers=workers,
+                                   memory_limit=memory_limit)
+        except ArrayFallback:
+            pass  # the model cannot go on with rows: the engines below
+    if workers > 1:
         from .parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
 
         return check_parallel(
@@ -97,19 +97,6 @@ def check(
             check_deadlock=check_deadlock, check_livelock=check_livelock,
             progress=progress, progress_interval=progress_interval, memory_limit=memory_limit,
         )
-    try:
-        m, _ = build_model(model)
-    except MemoryError:  # the model itself (a huge workload's rows) does not fit
-        return bounded(Stats(strategy=strategy), "memory", "MemoryError")
-    if strategy == "bfs" and hasattr(m, "array_expand"):
-        from .arrays import ArrayFallback, array_check
-
-        try:
-            with limits_on(m, Limits(time_limit, MemoryGuard(memory_limit))):  # inside an expansion too
-                return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                                   progress, progress_interval, memory_limit=memory_limit)
-        except ArrayFallback:
-            pass  # the model cannot go on with rows: the sequential engine below
     s = _Search(m, strategy, max_states, max_depth, time_limit, check_deadlock,
                 check_livelock, progress, progress_interval, memory_limit)
     return s.run()

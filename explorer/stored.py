@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from .fingerprint import state_fingerprint
 from .interrupt import interrupt_of, signal_name
-from .limits import LimitReached
+from .limits import LimitReached, Limits
 from .memory import MemoryGuard
 from .model import build_model
 
@@ -116,7 +116,7 @@ def build_graph(
         return u
 
     try:
-        _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info, MemoryGuard(memory_limit))
+        _grow(m, g, queue, add, expand_bad, edge_info, Limits(time_limit, MemoryGuard(memory_limit), t0))
     except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: the graph so far, cut where the signal came
         e = interrupt_of(e)
         _trim(g)
@@ -124,7 +124,7 @@ def build_graph(
     except MemoryError:  # the graph so far, cut where memory ran out
         _trim(g)
         g.complete, g.bound_reason = False, "memory"
-    except LimitReached as e:  # inside one expansion (explorer/limits.py)
+    except LimitReached as e:  # the time or memory limit, between or inside expansions
         _trim(g)
         g.complete, g.bound_reason = False, e.reason
     g.elapsed = time.perf_counter() - t0
@@ -148,28 +148,20 @@ def _trim(g: StateGraph) -> None:
         del out[k:]
 
 
-def _grow(m, g, queue, add, t0, time_limit, expand_bad, edge_info, memory) -> None:
+def _grow(m, g, queue, add, expand_bad, edge_info, limits: Limits) -> None:
     for i, state in enumerate(m.initial_states()):
         fp = state_fingerprint(m, state)
         if fp not in g.index and add(state, fp, -1, i) is None:
             break
     while queue and g.complete:
-        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
-            g.complete, g.bound_reason = False, "time_limit"
-            break
-        if memory.over():
-            g.complete, g.bound_reason = False, "memory"
-            break
+        limits.check()
         state, u = queue.popleft()
         if g.bad[u] and not expand_bad:
             continue
         out = g.succ[u]
         for ai, action in enumerate(m.actions(state)):
             if ai & 255 == 255:  # a state with very many successors: the limits hold inside its expansion
-                late = time_limit is not None and time.perf_counter() - t0 >= time_limit
-                if late or memory.over():  # the graph is cut there (this state's edges so far)
-                    g.complete, g.bound_reason = False, "time_limit" if late else "memory"
-                    return
+                limits.check()  # (the graph is cut there: this state's edges so far)
             nxt = m.step(state, action)
             if nxt is None:
                 continue

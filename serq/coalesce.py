@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serq import ir
+from serq.vocab import MAX_INT
 from serq.irutil import walk_expr
 from serq.semantics.view import StateView
 
@@ -320,7 +321,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
         c = cost_memo[kvb_after]
         if c is None:
             break
-        if (horizon is not None and t + c > horizon) or t + c >= 2**62:
+        if (horizon is not None and t + c > horizon) or t + c >= MAX_INT:
             break
         costs.append(c)
         t += c

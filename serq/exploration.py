@@ -46,12 +46,15 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                                    identity=model_identity(program, ties, symmetry, ch),
                                    workers=1 if ray is not None else workers)
     else:
-        try:
-            model = factory if workers > 1 else (Exact(factory()) if exact else factory())
-        except MemoryError:  # the model itself (a huge workload's rows) does not fit: as check() says it
-            model = None
+        model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
+        if exact:
+            try:
+                model = Exact(factory())
+            except MemoryError:
+                model = None
+        if model is None:
             result = bounded(Stats(strategy=strategy), "memory", "MemoryError")
-        if model is not None:
+        else:
             result = check(model, strategy=strategy, max_states=max_states,
                            max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                            check_livelock=ch.livelock, workers=workers, progress=progress,

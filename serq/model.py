@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from serq import ir
+from serq.vocab import MAX_INT
 from serq.expr import EvalError, compile_expr
 from serq.semantics.engine import Engine
 
@@ -370,7 +371,7 @@ class Model:
         if f is None:
             return 1
         v = f(None, _Vars({**shape, "now": now}))
-        if not (isinstance(v, (int, float)) and -2**62 < v < 2**62):  # inf and nan too
+        if not (isinstance(v, (int, float)) and -MAX_INT < v < MAX_INT):  # inf and nan too
             raise EvalError(f"the cost {v:.6g} ns is out of range (at most 2^62 ns, about 146 years)")
         return max(int(round(v)), 1)
 

@@ -35,14 +35,15 @@ import heapq
 import math
 import random
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from explorer.interrupt import interrupt_of, signal_name
-from explorer.memory import MemoryGuard, mib
+from explorer.limits import LimitReached, Limits
+from explorer.memory import MemoryGuard
 from serq import ir
+from serq.vocab import MAX_INT
 from serq.coalesce import licence, plan_block
 from serq.diagnostics import Diagnostic, SerqError
 from serq.expr import EvalError
@@ -295,8 +296,7 @@ class Simulator:
         self.now = 0
         self.signal = None
         self.limit = None
-        self._deadline = None if cfg.time_limit is None else time.perf_counter() + cfg.time_limit
-        self._memory = MemoryGuard(cfg.memory_limit)
+        self._limits = Limits(cfg.time_limit, MemoryGuard(cfg.memory_limit))
         stopped = None
         # `tick arrivals before turns` (default) or `tick turns before arrivals`
         self._arrive_prio = ENV if self.program.tick == "arrivals" else ENV + 1
@@ -408,7 +408,7 @@ class Simulator:
             self.faults.append((tick, "error", f"cost of stage `{m.stages[si].name}`: {e}{where}"))
             return FAULT
         end = tick + cost
-        if end >= 2**62:
+        if end >= MAX_INT:
             self.faults.append((tick, "error", f"cost of stage `{m.stages[si].name}`: the iteration would end at "
                                                f"{end} ns, past 2^62 ns (about 146 years)"))
             return FAULT
@@ -490,13 +490,16 @@ class Simulator:
         return self._over()
 
     def _over(self) -> str | None:
-        """The wall-clock and memory limits, checked after every action
-        (the memory at most every 0.2 s)."""
-        if self._deadline is not None and time.perf_counter() >= self._deadline:
-            self.limit = f"{self.cfg.time_limit:g} s"
-            return TIME_LIMIT
-        if self._memory.over():
-            self.limit = mib(self._memory.limit)
+        """The wall-clock and memory limits (explorer/limits.py, as the
+        explorer's), checked after every action (the memory at most every
+        0.2 s)."""
+        try:
+            self._limits.check()
+        except LimitReached as e:
+            if e.reason == "time_limit":
+                self.limit = f"{e.value:g} s"
+                return TIME_LIMIT
+            self.limit = e.value  # in MiB, as the explorer says it
             return MEMORY_LIMIT
         return None
 

@@ -346,16 +346,13 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
     counter = Counter(metric, program, pool)
     mm = MetricModel(sm, counter)
     path_metric = metric.kind == "path"
-    from explorer.limits import Limits
+    from explorer.limits import Limits, limits_on
     from explorer.memory import MemoryGuard
 
-    sm.set_limits(Limits(time_limit, MemoryGuard(memory_limit)))  # inside one state's expansion too
-    try:
+    with limits_on(sm, Limits(time_limit, MemoryGuard(memory_limit))):  # inside one state's expansion too
         g = build_graph(mm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
                         expand_bad=True, edge_info=mm.edge_info if path_metric else None,
                         node_info=None if path_metric else mm.node_info)
-    finally:
-        sm.set_limits(None)
     lasso = None
     if path_metric:
         best = longest(g)
