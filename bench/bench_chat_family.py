@@ -8,11 +8,22 @@ engine warm, over the states) and the wall time of 2 workers against 1
 (`--workers`), with the 2-worker run's CPU time over its wall time (how
 much of the second core it used) and its serial fraction: the CPU time of
 the thread that walks the chunks in order over the run's CPU time (with
-f that fraction, 2 workers can give at most 1 / (f + (1 - f) / 2)). The load average is printed before and
-after: on a shared machine the worker ratio means little under load.
+f that fraction, 2 workers can give at most 1 / (f + (1 - f) / 2)).
+
+The machine's own ceiling for that ratio (`--workers`): two independent
+1-worker runs at once, in two processes, against one alone; the sum of
+their speeds relative to the lone run (2.00x when two cores give twice
+the work of one; less when the two cores share a physical core or its
+memory). A 2-worker ratio is read against it: the engine cannot split a
+run better than two processes that share nothing. With `--repeat K` the
+1-worker, 2-worker and ceiling runs are taken K times in turn and their
+medians printed (the speed of a shared virtual machine drifts within
+minutes). The load average is printed before and after: on a shared
+machine the worker ratio means little under load.
 
     python bench/bench_chat_family.py                  # N = 3..6
     python bench/bench_chat_family.py --n 3 4 5 6 7 --workers
+    python bench/bench_chat_family.py --n 5 --symmetry off --workers --repeat 3
 """
 
 from __future__ import annotations
@@ -20,9 +31,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 
 TEMPLATE = """\
 const BS = 4;
@@ -70,34 +83,63 @@ def run(n: int, sym: bool, limit: float, workers: int = 1) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def ceiling(n: int, sym: bool, limit: float, alone: float) -> float:
+    """Two 1-worker runs at once: the sum of their speeds relative to one
+    run alone (`alone` seconds)."""
+    with ThreadPoolExecutor(2) as ex:
+        both = list(ex.map(lambda _: run(n, sym, limit), range(2)))
+    return sum(alone / r["seconds"] for r in both if r["seconds"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[3, 4, 5, 6])
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--workers", action="store_true", help="also time 2 workers against 1")
     ap.add_argument("--symmetry", choices=("both", "on", "off"), default="both")
+    ap.add_argument("--repeat", type=int, default=1, metavar="K",
+                    help="with --workers: take the 1-worker, 2-worker and ceiling runs K times, print medians")
     args = ap.parse_args()
+    if args.repeat < 1:
+        ap.error("--repeat needs K >= 1")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     hdr = (f"{'N':>2} {'symmetry':>8} {'verdict':>8} {'distinct':>10} {'seconds':>8} {'states/s':>9} "
-           f"{'cpu s':>7} {'B/state':>8} {'2 workers':>9} {'2w cpu/wall':>11} {'serial':>6}")
+           f"{'cpu s':>7} {'B/state':>8} {'2 workers':>9} {'ceiling':>7} {'2w cpu/wall':>11} {'serial':>6}")
     print(hdr)
     print("-" * len(hdr))
     syms = {"both": (True, False), "on": (True,), "off": (False,)}[args.symmetry]
     for n in args.n:
         for sym in syms:
-            r = run(n, sym, args.time_limit)
+            reps = args.repeat if args.workers else 1
+            ones = [run(n, sym, args.time_limit)]
+            r = ones[0]
             mark = ">" if r["verdict"] == "bound" else " "
-            rate = r["distinct"] / r["seconds"] if r["seconds"] else 0
-            two = use = ser = ""
+            two = use = ser = cap = ""
             if args.workers:
-                r2 = run(n, sym, args.time_limit, workers=2)
-                if r["verdict"] != "bound" and (r2["distinct"], r2["verdict"]) != (r["distinct"], r["verdict"]):
-                    raise SystemExit(f"2 workers differ from 1: {r2} vs {r}")
-                two = f"{r['seconds'] / r2['seconds']:.2f}x" if r2["seconds"] else ""
-                use = f"{r2['cpu'] / r2['seconds']:.2f}" if r2["seconds"] else ""
-                ser = f"{r2['main'] / r2['cpu']:.0%}" if r2["cpu"] else ""
+                ratios, caps, uses, sers = [], [], [], []
+                for k in range(reps):
+                    if k:
+                        ones.append(run(n, sym, args.time_limit))
+                    one = ones[-1]
+                    r2 = run(n, sym, args.time_limit, workers=2)
+                    if r["verdict"] != "bound" and (r2["distinct"], r2["verdict"]) != (r["distinct"], r["verdict"]):
+                        raise SystemExit(f"2 workers differ from 1: {r2} vs {r}")
+                    if r2["seconds"]:
+                        ratios.append(one["seconds"] / r2["seconds"])
+                        uses.append(r2["cpu"] / r2["seconds"])
+                    if r2["cpu"]:
+                        sers.append(r2["main"] / r2["cpu"])
+                    if r["verdict"] != "bound":  # (a run the time limit stops takes the limit in any company)
+                        caps.append(ceiling(n, sym, args.time_limit, one["seconds"]))
+                two = f"{statistics.median(ratios):.2f}x" if ratios else ""
+                cap = f"{statistics.median(caps):.2f}x" if caps else ""
+                use = f"{statistics.median(uses):.2f}" if uses else ""
+                ser = f"{statistics.median(sers):.0%}" if sers else ""
+            secs = statistics.median(o["seconds"] for o in ones)
+            cpu = statistics.median(o["cpu"] for o in ones)
+            rate = r["distinct"] / secs if secs else 0
             print(f"{n:>2} {'on' if sym else 'off':>8} {r['verdict']:>8} {mark}{r['distinct']:>9} "
-                  f"{r['seconds']:>8.2f} {rate:>9.0f} {r['cpu']:>7.2f} {r['bytes']:>8.0f} {two:>9} {use:>11} {ser:>6}",
+                  f"{secs:>8.2f} {rate:>9.0f} {cpu:>7.2f} {r['bytes']:>8.0f} {two:>9} {cap:>7} {use:>11} {ser:>6}",
                   flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

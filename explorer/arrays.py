@@ -11,7 +11,8 @@ two copies of the whole table). No action and no row is stored: the path
 to a state is its chain of parents, and its actions and rows are re-derived
 by expanding each state of the chain again (`_Store.chain`). Rows are kept
 only for the current and the next BFS level, packed by column
-(`arrays_narrow.Packed`), or kept as they are while a level holds less
+(`arrays_narrow.Packed`), or kept as they are (but in the narrowest
+integer type their values allow, int8 first) while a level holds less
 than RAW_LEVEL bytes of them (`arrays_narrow.Raw`: packing and unpacking
 would cost more than they save), in two buffers the levels use in turn
 (`arrays_narrow.Arena`).
@@ -58,7 +59,7 @@ ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
 # counters in S
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
 CHUNK = 1024
-RAW_LEVEL = 32 << 20  # bytes of a level's rows kept unpacked (a small level is not worth packing)
+RAW_LEVEL = 4 << 20  # bytes of a level's rows kept unpacked, as int8 where they fit (a small level is not worth packing)
 TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
@@ -298,10 +299,15 @@ class _Expanded:
         _offsets(parent, pdone.shape[0], self.pofs)
 
 
-def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None = None):
+def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None = None, arena: Arena | None = None):
     """The block of the next level made of the new successors of a chunk
-    (kept as they are, in the arena's rows `raw`, when given)."""
-    rows = Raw(x.succ, newidx, raw) if raw is not None else pack_rows(x.succ, newidx)
+    (kept as they are, in the arena's rows `raw`, when given and when they
+    fit its type; packed otherwise, and the arena told)."""
+    rows = Raw.fit(x.succ, newidx, raw) if raw is not None else None
+    if rows is None:
+        if raw is not None and arena is not None:
+            arena.widen(x.succ[newidx])
+        rows = pack_rows(x.succ, newidx)
     done = (x.flags[newidx] & DONE).astype(np.int8)
     return rows, done
 
@@ -327,9 +333,14 @@ def _threaded(m, workers, memory, *args) -> Result:
     # daemon threads worker_0 ...; a future not done past the time limit (plus a grace) names its worker as hung
     pool = Workers(workers, None if time_limit is None else time.perf_counter() + time_limit, time_limit)
 
+    inbufs: list = [None] * len(expanders)  # per expander: its chunk's rows, unpacked
+
     def work(k, block, c0, c1, pdone):
         try:
-            rows = block.rows(c0, c1)
+            buf = inbufs[k]
+            if buf is None or buf.shape[1] != block.width or buf.shape[0] < c1 - c0:
+                buf = inbufs[k] = np.empty((max(CHUNK, c1 - c0), block.width), np.int64)
+            rows = block.rows(c0, c1, buf)
             return rows, _Expanded(expanders[k](rows), pdone, k)
         except (ArrayFallback, LimitReached):
             raise
@@ -340,34 +351,47 @@ def _threaded(m, workers, memory, *args) -> Result:
     def expand(items):
         pending = []
         it = iter(items)
+        held = [None]  # the next chunk, until an expander is free for it
 
-        def submit():
-            item = next(it, None)
+        def submit(wait):
+            """The next chunk handed to a free expander; False if none is
+            free (and `wait` is false) or no chunk is left."""
+            item = held[0] if held[0] is not None else next(it, None)
             if item is None:
                 return False
-            k = pool.get(free)  # a chunk walked frees one within the time of a pack
+            if wait:
+                k = pool.get(free)
+            else:
+                try:
+                    k = free.get_nowait()
+                except queue.Empty:
+                    held[0] = item
+                    return False
+            held[0] = None
             pending.append((item[0], pool.submit(work, k, *item[1])))
             return True
 
-        while len(pending) < ahead and submit():
+        while len(pending) < ahead and submit(True):
             pass
         while pending:
             meta, fut = pending.pop(0)
             rows, x = fut.result()
             yield meta, rows, x
-            submit()
+            # no wait for an expander while chunks are ready to walk: a pack frees one soon
+            while len(pending) < ahead and submit(not pending):
+                pass
 
-    def packed(x, newidx, raw):  # raw: None, or the arena's rows for them
+    def packed(x, newidx, raw, arena):  # raw: None, or the arena's rows for them
         try:
-            return _pack_new(x, newidx, raw)
+            return _pack_new(x, newidx, raw, arena)
         finally:
             free.put(x.slot)
 
-    def pack(x, newidx, raw=None):
+    def pack(x, newidx, raw=None, arena=None):
         if newidx is None:
             free.put(x.slot)
             return None
-        return pool.submit(packed, x, newidx.copy(), raw)
+        return pool.submit(packed, x, newidx.copy(), raw, arena, urgent=True)
 
     gc_was = gc.isenabled()
     gc.disable()
@@ -383,14 +407,17 @@ def _threaded(m, workers, memory, *args) -> Result:
 
 def _local(m):
     def expand(items):
+        buf = None  # the chunk's rows, unpacked (read only by the expansion)
         for meta, (block, c0, c1, pdone) in items:
-            rows = block.rows(c0, c1)
+            if buf is None or buf.shape[1] != block.width or buf.shape[0] < c1 - c0:
+                buf = np.empty((max(CHUNK, c1 - c0), block.width), np.int64)
+            rows = block.rows(c0, c1, buf)
             yield meta, rows, _Expanded(m.array_expand(rows), pdone)
     return expand
 
 
-def _local_pack(x, newidx, raw=None):
-    return None if newidx is None else _pack_new(x, newidx, raw)
+def _local_pack(x, newidx, raw=None, arena=None):
+    return None if newidx is None else _pack_new(x, newidx, raw, arena)
 
 
 def _procs(pool):
@@ -467,7 +494,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         return stats
 
     queue_now = 0  # the queue at the last chunk, for an interrupt
-    arena = Arena(RAW_LEVEL)
+    arena = Arena(RAW_LEVEL, np.int8)  # rows as int8 while their values allow
     try:
         rows, fps, flags = m.array_initial()
         st.init_rows, st.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
@@ -552,7 +579,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                         return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
                 nnew = int(S[S_NEW])
                 if nnew:
-                    nxt.append(pack(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1], x.succ.dtype)))
+                    nxt.append(pack(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1]), arena))
                 else:
                     pack(x, None)
                 next_count += nnew

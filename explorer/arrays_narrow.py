@@ -111,26 +111,66 @@ def pack_rows(rows: np.ndarray, idx: np.ndarray) -> "Packed":
     return Packed(rows, idx)
 
 
+@njit(cache=True, nogil=True)
+def _take_fit(rows, idx, out, lo, hi):
+    """out[i] = rows[idx[i]] while every value lies in lo..hi (out's
+    type); False at the first that does not (out then partly written)."""
+    w = rows.shape[1]
+    for i in range(idx.shape[0]):
+        r = idx[i]
+        for j in range(w):
+            v = rows[r, j]
+            if v < lo or v > hi:
+                return False
+            out[i, j] = v
+    return True
+
+
 class Raw:
-    """A block of rows kept as they are (int64): for a level small enough
-    that packing it and unpacking it again would cost more than it saves."""
+    """A block of rows kept as they are, but in the narrowest integer type
+    their level allows (`Arena`): for a level small enough that packing it
+    and unpacking it again would cost more than it saves. `rows` gives
+    them back as int64."""
 
     __slots__ = ("n", "width", "data")
 
     def __init__(self, rows: np.ndarray, idx: np.ndarray, out: np.ndarray | None = None) -> None:
-        """rows[idx], copied into `out` (idx rows) when given."""
+        """rows[idx], copied into `out` (idx rows) when given; ValueError
+        if a value does not fit out's type (see `fit`)."""
         if out is None:
             self.data = rows[idx]
-        else:
+        elif out.dtype == rows.dtype:
             self.data = np.take(rows, idx, axis=0, out=out, mode="clip")  # ("raise" would buffer)
+        else:
+            info = np.iinfo(out.dtype)
+            if not _take_fit(rows, np.asarray(idx, np.int64), out, info.min, info.max):
+                raise ValueError(f"a value of these rows does not fit {out.dtype}")
+            self.data = out
         self.n, self.width = self.data.shape
+
+    @classmethod
+    def fit(cls, rows: np.ndarray, idx: np.ndarray, out: np.ndarray) -> "Raw | None":
+        """rows[idx] in `out`, or None if a value does not fit its type."""
+        try:
+            return cls(rows, idx, out)
+        except ValueError:
+            return None
 
     @property
     def nbytes(self) -> int:
         return self.data.nbytes
 
-    def rows(self, a: int, b: int) -> np.ndarray:
-        return self.data[a:b]
+    def rows(self, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows a..b as int64: a view when they are kept so, else written
+        into `out` (at least b - a rows of this width) when given."""
+        d = self.data[a:b]
+        if d.dtype == np.int64:
+            return d
+        if out is None:
+            return d.astype(np.int64)
+        out = out[: b - a]
+        np.copyto(out, d)
+        return out
 
 
 def _anonymous(nbytes: int):
@@ -152,10 +192,12 @@ class Arena:
     large run holds no more than one buffer's worth of unpacked rows
     beside the level being written."""
 
-    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed")
+    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed", "dtype", "want")
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, dtype=np.int64) -> None:
         self.size = size
+        self.dtype = np.dtype(dtype)  # the type of this level's unpacked rows
+        self.want = self.dtype  # the narrowest type every level's rows met so far fit (from the next level on)
         self.bufs: list = [None, None]
         self.maps: list = [None, None]
         self.full = [False, False]
@@ -164,17 +206,22 @@ class Arena:
         self.freed = 0  # bytes handed back of the buffer being read
 
     def next_level(self) -> None:
+        self.dtype = self.want
         self.cur ^= 1
         self.used = 0
         self.full[self.cur] = False
         self.freed = 0
 
-    def take(self, n: int, width: int, dtype=np.int64) -> np.ndarray | None:
-        """Room for n more rows of this level (of that width and type), or
-        None, then for the rest of the level: its unpacked rows stay its
-        first ones (`consumed` counts on it)."""
-        if self.full[self.cur]:
+    def take(self, n: int, width: int, dtype=None) -> np.ndarray | None:
+        """Room for n more rows of this level (of that width, and of that
+        type or else the level's), or None, then for the rest of the
+        level: its unpacked rows stay its first ones (`consumed` counts on
+        it). None too once a block of the level did not fit the level's
+        type (`widen`)."""
+        if self.full[self.cur] or (dtype is None and self.want != self.dtype):
             return None
+        if dtype is None:
+            dtype = self.dtype
         b = self.bufs[self.cur]
         if b is None or b.shape[1] != width or b.dtype != dtype:
             dt = np.dtype(dtype)
@@ -189,6 +236,15 @@ class Arena:
             return None
         self.used += n
         return b[self.used - n:self.used]
+
+    def widen(self, rows: np.ndarray) -> None:
+        """A block's rows did not fit the level's type: the rest of the
+        level is packed, and the next levels' rows take a type they fit
+        (from any thread: a stale read of `want` costs one more block
+        packed)."""
+        t = np.dtype(_width(int(rows.min()), int(rows.max()))) if rows.size else self.dtype
+        if t.itemsize > self.want.itemsize:
+            self.want = t
 
     def consumed(self, rows: int) -> None:
         """The level being read is expanded up to its row `rows` (its
@@ -232,7 +288,9 @@ class Packed:
     def nbytes(self) -> int:
         return self.const.nbytes + self.data.nbytes + 33 * self.var.size
 
-    def rows(self, a: int, b: int) -> np.ndarray:
-        out = np.empty((b - a, self.width), np.int64)
+    def rows(self, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Rows a..b as int64, written into `out` (at least b - a rows of
+        this width) when given."""
+        out = np.empty((b - a, self.width), np.int64) if out is None else out[: b - a]
         _unpack(self.data, self.var, self.base, self.wd, self.sh, self.spill, self.mask, self.const, a, b, out)
         return out

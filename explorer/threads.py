@@ -17,6 +17,7 @@ and ends with the process."""
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -56,7 +57,8 @@ class Workers:
 
     def __init__(self, n: int, deadline: float | None = None, time_limit: float | None = None) -> None:
         self.deadline, self.time_limit = deadline, time_limit
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._q: queue.PriorityQueue = queue.PriorityQueue()  # (0 urgent / 1, order, job)
+        self._order = itertools.count()
         self._busy: list[float | None] = [None] * n  # per thread: since when its job runs
         self._threads = [threading.Thread(target=self._run, args=(i,), name=f"worker_{i}", daemon=True)
                          for i in range(n)]
@@ -65,7 +67,7 @@ class Workers:
 
     def _run(self, wid: int) -> None:
         while True:
-            item = self._q.get()
+            item = self._q.get()[2]
             if item is None:
                 return
             job, fn, args = item
@@ -89,9 +91,11 @@ class Workers:
             except queue.Empty:
                 self.check_hung()
 
-    def submit(self, fn, *args) -> Future:
+    def submit(self, fn, *args, urgent: bool = False) -> Future:
+        """A future for fn(*args); an urgent job runs before every job not
+        urgent that is still queued (jobs of one kind run in their order)."""
         job = _Job(self)
-        self._q.put((job, fn, args))
+        self._q.put((0 if urgent else 1, next(self._order), (job, fn, args)))
         return job
 
     def check_hung(self, job: _Job | None = None) -> None:
@@ -119,13 +123,13 @@ class Workers:
         started are cancelled."""
         while True:
             try:
-                item = self._q.get_nowait()
+                item = self._q.get_nowait()[2]
             except queue.Empty:
                 break
             if item is not None:
                 item[0].cancel()
         for _ in self._threads:
-            self._q.put(None)
+            self._q.put((2, next(self._order), None))
         end = time.perf_counter() + _POLL
         for t in self._threads:
             t.join(max(0.0, end - time.perf_counter()))

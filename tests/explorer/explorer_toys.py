@@ -64,6 +64,30 @@ class CounterPair(Base):
         return [f"x={state[0]} y={state[1]}"]
 
 
+class Spread(CounterPair):
+    """CounterPair's graph with states (x, y, 200 x, 70000 y): rows whose
+    values outgrow int8 from the first step and int16 once y > 0."""
+
+    def initial_states(self):
+        return [(0, 0, 0, 0)]
+
+    def step(self, state, action):
+        nxt = super().step(state[:2], action)
+        return None if nxt is None else (nxt[0], nxt[1], 200 * nxt[0], 70000 * nxt[1])
+
+    def is_done(self, state):
+        return state[:2] == (self.n, self.n)
+
+    def invariants(self, state):
+        return super().invariants(state[:2])
+
+    def format_diff(self, state, nxt):
+        return super().format_diff(state[:2], nxt[:2])
+
+    def format_state(self, state):
+        return super().format_state(state[:2])
+
+
 class TwoLocks(Base):
     """P0 takes A then B, P1 takes B then A, each then releases both.
     State: (pc0, pc1, holder_of_A, holder_of_B); pc 0 start, 1 holds first,

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from explorer.search import check
-from explorer_toys import AsArrays, CounterPair, TwoLocks, retry_loop
+from explorer_toys import AsArrays, CounterPair, Spread, TwoLocks, retry_loop
 
 CASES = [
     ("pass", lambda: CounterPair(4), 2),
+    ("wide values", lambda: Spread(4), 4),  # unpacked levels widen from int8 to int32
     ("violation", lambda: CounterPair(4, limit=5), 2),
     ("deadlock", lambda: TwoLocks(), 4),
     ("livelock", lambda: retry_loop(), 1),

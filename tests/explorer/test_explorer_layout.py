@@ -74,3 +74,29 @@ def test_a_level_that_outgrew_the_arena_hands_its_pages_back_as_read():
     b.next_level()
     b.consumed(50)
     assert b.freed == 0 and (kept.rows(0, 50) == rows).all()
+
+
+def test_unpacked_rows_take_the_narrowest_type_their_levels_allow():
+    import numpy as np
+
+    from explorer.arrays_narrow import Arena, Raw
+
+    a = Arena(1024, np.int8)  # int8 rows until a block does not fit
+    rows = np.array([[1, -2, 3], [100, 0, -128], [300, 1, 2]], np.int64)
+    a.next_level()
+    ok = Raw.fit(rows, np.array([1, 0]), a.take(2, 3))
+    assert ok.data.dtype == np.int8 and ok.rows(0, 2).dtype == np.int64
+    assert ok.rows(0, 2).tolist() == [rows[1].tolist(), rows[0].tolist()]
+    assert Raw.fit(rows, np.array([0, 2]), a.take(2, 3)) is None  # 300: not an int8
+    a.widen(rows[[0, 2]])
+    assert a.take(1, 3) is None  # the rest of this level is packed
+    a.next_level()
+    wide = Raw.fit(rows, np.array([2]), a.take(1, 3))
+    assert wide.data.dtype == np.int16 and wide.rows(0, 1).tolist() == [rows[2].tolist()]
+    a.widen(np.array([[-5, 7]]))  # a narrower block never narrows the type back
+    a.next_level()
+    assert a.take(1, 3).dtype == np.int16
+    big = np.array([[2 ** 40]], np.int64)
+    a.widen(big)
+    a.next_level()
+    assert Raw.fit(big, np.array([0]), a.take(1, 1)).rows(0, 1).tolist() == [[2 ** 40]]
