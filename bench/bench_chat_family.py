@@ -4,8 +4,8 @@ preemption (a chat may preempt itself), resume keeping its outputs. For
 each N and with and without symmetry: verdict, distinct states, wall
 seconds, states/s, CPU seconds, bytes per stored state (peak RSS above the
 process's RSS once the instance is loaded and every compiled part of the
-engine warm, over the states) and the wall time of 2 workers against 1
-(`--workers`), with the 2-worker run's CPU time over its wall time (how
+engine warm, over the states) and the speed of 2 workers against 1
+(`--workers`: states per second, so also for a run the time limit stops), with the 2-worker run's CPU time over its wall time (how
 much of the second core it used) and its serial fraction: the CPU time of
 the thread that walks the chunks in order over the run's CPU time (with
 f that fraction, 2 workers can give at most 1 / (f + (1 - f) / 2)).
@@ -124,8 +124,10 @@ def main() -> None:
                     r2 = run(n, sym, args.time_limit, workers=2)
                     if r["verdict"] != "bound" and (r2["distinct"], r2["verdict"]) != (r["distinct"], r["verdict"]):
                         raise SystemExit(f"2 workers differ from 1: {r2} vs {r}")
-                    if r2["seconds"]:
-                        ratios.append(one["seconds"] / r2["seconds"])
+                    if r2["seconds"] and one["seconds"] and one["distinct"]:
+                        # states per second of 2 workers over 1 (their seconds when both complete;
+                        # the states each reached when the time limit stops both)
+                        ratios.append((r2["distinct"] / r2["seconds"]) / (one["distinct"] / one["seconds"]))
                         uses.append(r2["cpu"] / r2["seconds"])
                     if r2["cpu"]:
                         sers.append(r2["main"] / r2["cpu"])
