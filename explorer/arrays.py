@@ -3,7 +3,7 @@ protocol (see `explorer/model.py`), with the very semantics of the
 sequential BFS in `search.py` (same verdict, counts, queue figure and
 shortest trace), at a fraction of its cost per state.
 
-Store, per state id (dense, in discovery order): its 64-bit fingerprint
+Store (`array_table.py`), per state id (dense, in discovery order): its 64-bit fingerprint
 and its parent's id (12 bytes); the ids are found through a hash table
 split into 16 sub-tables by the fingerprint's top bits (4 bytes a slot, at
 most 70 % full, each sub-table doubled on its own, so a growth never holds
@@ -44,9 +44,10 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
+from .array_table import TOUCH_FROM, _Store, _find, _grow_sub, _touch
 from .arrays_narrow import Arena, Packed, Raw, pack_rows
 from .cycles import _acyclic_part, _cycle, _scc
-from .memory import MemoryGuard, _reserve, _trim, _zeros_aligned, mib
+from .memory import MemoryGuard, _reserve, _trim, mib
 from .interrupt import interrupt_of
 from .limits import LimitReached
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
@@ -61,9 +62,6 @@ S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
 CHUNK = 1024
 RAW_LEVEL = 4 << 20  # bytes of a level's rows kept unpacked, as int8 where they fit (a small level is not worth packing)
 TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
-NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
-SUB_SHIFT = 60
-SUB0 = 1 << 10  # the first size (and room) of a sub-table
 
 
 class ArrayFallback(Exception):
@@ -71,69 +69,7 @@ class ArrayFallback(Exception):
     runs the sequential engine instead."""
 
 
-# ---------------------------------------------------------------- the table
-
-
-@njit(cache=True, nogil=True)
-def _find(tab, R, sz, fparr, fp):
-    """(id or -1, sub-table, slot): sub-table p holds slots p*R .. p*R +
-    sz[p]; a slot holds id + 1 (0: empty); ids are compared through their
-    fingerprints."""
-    p = np.int64(fp >> np.uint64(SUB_SHIFT))
-    base = p * R
-    mask = np.uint64(sz[p] - 1)
-    j = fp & mask
-    while True:
-        v = tab[base + np.int64(j)]
-        if v == 0:
-            return -1, p, base + np.int64(j)
-        if fparr[v - 1] == fp:
-            return np.int64(v - 1), p, base + np.int64(j)
-        j = (j + np.uint64(1)) & mask
-
-
-@njit(cache=True, nogil=True)
-def _grow_sub(tab, R, sz, p, fparr):
-    """Sub-table p doubled in place (its region has room): only its own
-    slots are copied aside."""
-    base = p * R
-    old = tab[base: base + sz[p]].copy()
-    sz[p] *= 2
-    tab[base: base + sz[p]] = 0
-    mask = np.uint64(sz[p] - 1)
-    for v in old:
-        if v != 0:
-            k = fparr[v - 1] & mask
-            while tab[base + np.int64(k)] != 0:
-                k = (k + np.uint64(1)) & mask
-            tab[base + np.int64(k)] = v
-
-
 # ---------------------------------------------------------------- the walk
-
-
-TOUCH_FROM = 1 << 18  # states stored from which the table outgrows the caches: slots touched ahead of the walk
-
-
-@njit(cache=True, nogil=True)
-def _touch(fps, tab, R, sz, fparr):
-    """Load the table slot of every successor, then the fingerprint its
-    slot names: independent loads, so the memory system overlaps their
-    misses, and the walk that follows finds them cached (a large table
-    costs two misses a lookup otherwise). Returns a sum nobody reads."""
-    acc = 0
-    n = fps.shape[0]
-    for i in range(n):
-        fp = fps[i]
-        p = np.int64(fp >> np.uint64(SUB_SHIFT))
-        acc += tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
-    for i in range(n):
-        fp = fps[i]
-        p = np.int64(fp >> np.uint64(SUB_SHIFT))
-        v = tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
-        if v != 0:
-            acc += np.int64(fparr[v - 1] & np.uint64(1))
-    return acc
 
 
 @njit(cache=True, nogil=True)
@@ -211,78 +147,6 @@ def _offsets(parent, nrows, out):
 
 
 # ---------------------------------------------------------------- the search
-
-
-class _Store:
-    """Per stored state: fingerprint (8 bytes) and parent id (4); the
-    sub-tables of ids (4 bytes a slot, at most 70 % full). Depth and action
-    are not stored: BFS gives ids level by level, and `chain` re-derives the
-    actions."""
-
-    def __init__(self, m: Any, first: int = 1 << 16) -> None:
-        self.m = m
-        self.fp = np.zeros(first, np.uint64)
-        self.parent = np.zeros(first, np.int32)
-        self.R = SUB0  # the room of each sub-table's region
-        self.tab = np.zeros(NSUB * self.R, np.int32)
-        self.sz = np.full(NSUB, SUB0, np.int64)
-        self.cnt = np.zeros(NSUB, np.int64)
-        self.init_rows = None  # the model's initial rows and fingerprints
-        self.init_fps = None
-
-    def reserve(self, n: int, more: int) -> None:
-        """Room for `more` states beyond the n stored."""
-        if n + more > self.fp.shape[0]:
-            self.fp = _reserve(self.fp, n + more, n)
-            self.parent = _reserve(self.parent, n + more, n)
-
-    def relayout(self) -> None:
-        """Regions 16 times larger (the next ones are reserved address
-        space: a region's pages become resident as its sub-table grows into
-        them); each sub-table copied over, slots unchanged."""
-        R = self.R * 16
-        try:
-            tab = _zeros_aligned(NSUB * R)
-        except MemoryError:
-            R = self.R * 2
-            tab = _zeros_aligned(NSUB * R)
-        for p in range(NSUB):
-            tab[p * R: p * R + self.sz[p]] = self.tab[p * self.R: p * self.R + self.sz[p]]
-        self.tab, self.R = tab, R
-
-    def id_of(self, fp: int) -> int:
-        i, _, _ = _find(self.tab, self.R, self.sz, self.fp, np.uint64(fp))
-        return int(i)
-
-    def chain(self, fp: int) -> list[tuple[int, int]]:
-        """[(fingerprint, action index)] from the initial state to fp: the
-        parents' ids, then each step's action found by expanding its
-        parent's row again (the first successor with the fingerprint, as
-        the walk that stored it met it first)."""
-        ids = []
-        i = self.id_of(fp)
-        while i >= 0:
-            ids.append(i)
-            i = int(self.parent[i])
-        ids.reverse()
-        f0 = int(self.fp[ids[0]])
-        i0 = int(np.nonzero(self.init_fps == np.uint64(f0))[0][0])
-        out = [(f0, i0)]
-        row = self.init_rows[i0: i0 + 1].copy()
-        for step, i in enumerate(ids[1:], start=1):
-            f = self.fp[i]
-            succ, _, action, fps, _ = self.m.array_expand(row)
-            at = np.nonzero(fps == f)[0]
-            if at.size == 0:
-                from .trace import NondeterministicModel
-
-                raise NondeterministicModel(
-                    f"nondeterministic model: no successor at step {step} has the stored fingerprint "
-                    f"{int(f):016x}", step, expected=int(f))
-            k = int(at[0])
-            out.append((int(f), int(action[k])))
-            row = np.array(succ[k: k + 1], np.int64)
-        return out
 
 
 class _Expanded:

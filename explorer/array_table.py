@@ -1,0 +1,155 @@
+"""The array engine's table of states (`explorer/arrays.py`): per state id
+(dense, in discovery order) its 64-bit fingerprint and its parent's id,
+found through a hash table split into NSUB sub-tables by the
+fingerprint's top bits (4 bytes a slot, at most 70 % full, each sub-table
+doubled on its own in a region of its own), and the chain of parents a
+counterexample is rebuilt from."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from .memory import _reserve, _zeros_aligned
+
+__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_find", "_grow_sub", "_touch"]
+
+NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
+SUB_SHIFT = 60
+SUB0 = 1 << 10  # the first size (and room) of a sub-table
+
+
+# ---------------------------------------------------------------- the table
+
+
+@njit(cache=True, nogil=True)
+def _find(tab, R, sz, fparr, fp):
+    """(id or -1, sub-table, slot): sub-table p holds slots p*R .. p*R +
+    sz[p]; a slot holds id + 1 (0: empty); ids are compared through their
+    fingerprints."""
+    p = np.int64(fp >> np.uint64(SUB_SHIFT))
+    base = p * R
+    mask = np.uint64(sz[p] - 1)
+    j = fp & mask
+    while True:
+        v = tab[base + np.int64(j)]
+        if v == 0:
+            return -1, p, base + np.int64(j)
+        if fparr[v - 1] == fp:
+            return np.int64(v - 1), p, base + np.int64(j)
+        j = (j + np.uint64(1)) & mask
+
+
+@njit(cache=True, nogil=True)
+def _grow_sub(tab, R, sz, p, fparr):
+    """Sub-table p doubled in place (its region has room): only its own
+    slots are copied aside."""
+    base = p * R
+    old = tab[base: base + sz[p]].copy()
+    sz[p] *= 2
+    tab[base: base + sz[p]] = 0
+    mask = np.uint64(sz[p] - 1)
+    for v in old:
+        if v != 0:
+            k = fparr[v - 1] & mask
+            while tab[base + np.int64(k)] != 0:
+                k = (k + np.uint64(1)) & mask
+            tab[base + np.int64(k)] = v
+
+
+TOUCH_FROM = 1 << 18  # states stored from which the table outgrows the caches: slots touched ahead of the walk
+
+
+@njit(cache=True, nogil=True)
+def _touch(fps, tab, R, sz, fparr):
+    """Load the table slot of every successor, then the fingerprint its
+    slot names: independent loads, so the memory system overlaps their
+    misses, and the walk that follows finds them cached (a large table
+    costs two misses a lookup otherwise). Returns a sum nobody reads."""
+    acc = 0
+    n = fps.shape[0]
+    for i in range(n):
+        fp = fps[i]
+        p = np.int64(fp >> np.uint64(SUB_SHIFT))
+        acc += tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
+    for i in range(n):
+        fp = fps[i]
+        p = np.int64(fp >> np.uint64(SUB_SHIFT))
+        v = tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
+        if v != 0:
+            acc += np.int64(fparr[v - 1] & np.uint64(1))
+    return acc
+
+
+class _Store:
+    """Per stored state: fingerprint (8 bytes) and parent id (4); the
+    sub-tables of ids (4 bytes a slot, at most 70 % full). Depth and action
+    are not stored: BFS gives ids level by level, and `chain` re-derives the
+    actions."""
+
+    def __init__(self, m: Any, first: int = 1 << 16) -> None:
+        self.m = m
+        self.fp = np.zeros(first, np.uint64)
+        self.parent = np.zeros(first, np.int32)
+        self.R = SUB0  # the room of each sub-table's region
+        self.tab = np.zeros(NSUB * self.R, np.int32)
+        self.sz = np.full(NSUB, SUB0, np.int64)
+        self.cnt = np.zeros(NSUB, np.int64)
+        self.init_rows = None  # the model's initial rows and fingerprints
+        self.init_fps = None
+
+    def reserve(self, n: int, more: int) -> None:
+        """Room for `more` states beyond the n stored."""
+        if n + more > self.fp.shape[0]:
+            self.fp = _reserve(self.fp, n + more, n)
+            self.parent = _reserve(self.parent, n + more, n)
+
+    def relayout(self) -> None:
+        """Regions 16 times larger (the next ones are reserved address
+        space: a region's pages become resident as its sub-table grows into
+        them); each sub-table copied over, slots unchanged."""
+        R = self.R * 16
+        try:
+            tab = _zeros_aligned(NSUB * R)
+        except MemoryError:
+            R = self.R * 2
+            tab = _zeros_aligned(NSUB * R)
+        for p in range(NSUB):
+            tab[p * R: p * R + self.sz[p]] = self.tab[p * self.R: p * self.R + self.sz[p]]
+        self.tab, self.R = tab, R
+
+    def id_of(self, fp: int) -> int:
+        i, _, _ = _find(self.tab, self.R, self.sz, self.fp, np.uint64(fp))
+        return int(i)
+
+    def chain(self, fp: int) -> list[tuple[int, int]]:
+        """[(fingerprint, action index)] from the initial state to fp: the
+        parents' ids, then each step's action found by expanding its
+        parent's row again (the first successor with the fingerprint, as
+        the walk that stored it met it first)."""
+        ids = []
+        i = self.id_of(fp)
+        while i >= 0:
+            ids.append(i)
+            i = int(self.parent[i])
+        ids.reverse()
+        f0 = int(self.fp[ids[0]])
+        i0 = int(np.nonzero(self.init_fps == np.uint64(f0))[0][0])
+        out = [(f0, i0)]
+        row = self.init_rows[i0: i0 + 1].copy()
+        for step, i in enumerate(ids[1:], start=1):
+            f = self.fp[i]
+            succ, _, action, fps, _ = self.m.array_expand(row)
+            at = np.nonzero(fps == f)[0]
+            if at.size == 0:
+                from .trace import NondeterministicModel
+
+                raise NondeterministicModel(
+                    f"nondeterministic model: no successor at step {step} has the stored fingerprint "
+                    f"{int(f):016x}", step, expected=int(f))
+            k = int(at[0])
+            out.append((int(f), int(action[k])))
+            row = np.array(succ[k: k + 1], np.int64)
+        return out
