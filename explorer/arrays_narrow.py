@@ -8,6 +8,7 @@ side by side in 64-bit words. A level of the chat family (N = 5, rows of
 from __future__ import annotations
 
 import mmap
+import threading
 
 import numpy as np
 from numba import njit
@@ -181,6 +182,9 @@ def _anonymous(nbytes: int):
     return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 
 
+_WIDEN = threading.Lock()
+
+
 class Arena:
     """Two buffers of `size` bytes that the BFS levels use in turn for
     their unpacked rows (`Raw` blocks are views into them): level d + 1 is
@@ -243,8 +247,9 @@ class Arena:
         (from any thread: a stale read of `want` costs one more block
         packed)."""
         t = np.dtype(_width(int(rows.min()), int(rows.max()))) if rows.size else self.dtype
-        if t.itemsize > self.want.itemsize:
-            self.want = t
+        with _WIDEN:  # two workers widening at once keep the wider type
+            if t.itemsize > self.want.itemsize:
+                self.want = t
 
     def consumed(self, rows: int) -> None:
         """The level being read is expanded up to its row `rows` (its

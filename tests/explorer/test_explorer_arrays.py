@@ -38,6 +38,20 @@ def test_array_engine_with_two_workers(name, make, width):
     assert key(check(AsArrays(make(), width), workers=2))[:-4] == key(check(make()))[:-4]
 
 
+class _OnThreads(AsArrays):
+    """The toy with `array_expander`: workers are threads of this process
+    (the path serq takes), not processes."""
+
+    def array_expander(self):
+        return self.array_expand
+
+
+@pytest.mark.parametrize("name,make,width", CASES, ids=[c[0] for c in CASES])
+def test_array_engine_with_two_worker_threads(name, make, width):
+    for kw in ({}, {"max_states": 7}, {"max_depth": 2}):
+        assert key(check(_OnThreads(make(), width), workers=2, **kw)) == key(check(make(), **kw))
+
+
 def test_packed_rows_round_trip():
     """Levels are packed by column into bits: every value comes back, at
     any range (64-bit extremes included) and for any slice."""
