@@ -151,7 +151,7 @@ class Expanders:
             raise WorkerFailed(wid, exit_cause(self.procs[wid].exitcode)) from None
 
     def expand(self, chunks):
-        """Yields (meta, rows, successors) for each (meta, rows), in order. Chunk i goes
+        """Yields (meta, successors) for each (meta, rows), in order. Chunk i goes
         to worker i mod N; one chunk in flight per worker, the next one sent
         as soon as a worker's result is in (so no pipe fills both ways)."""
         n = len(self.conns)
@@ -162,16 +162,16 @@ class Expanders:
             if item is None:
                 break
             self._submit(wid, item[1])
-            pending.append((wid, item))
+            pending.append((wid, item[0]))
         while pending:
-            wid, (meta, rows) = pending.popleft()
+            wid, meta = pending.popleft()
             res = self._wait(wid)
             nxt = next(it, None)
             if nxt is not None:
                 self._submit(wid, nxt[1])
-                pending.append((wid, nxt))
+                pending.append((wid, nxt[0]))
             succ, parent, action, fps, flags = res
-            yield meta, rows, (succ, parent.copy(), action.copy(), fps.copy(), flags.copy())
+            yield meta, (succ, parent.copy(), action.copy(), fps.copy(), flags.copy())
 
     def close(self) -> None:
         for c in self.conns:

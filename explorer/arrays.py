@@ -163,13 +163,21 @@ class _Expanded:
         _offsets(parent, pdone.shape[0], self.pofs)
 
 
+def _unpack(block, c0: int, c1: int, buf: np.ndarray | None):
+    """Rows c0..c1 of a block as int64, and the buffer they went into
+    (`buf`, or a new one where it is missing or too small)."""
+    if buf is None or buf.shape[1] != block.width or buf.shape[0] < c1 - c0:
+        buf = np.empty((max(CHUNK, c1 - c0), block.width), np.int64)
+    return block.rows(c0, c1, buf), buf
+
+
 def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None = None, arena: Arena | None = None):
     """The block of the next level made of the new successors of a chunk
     (kept as they are, in the arena's rows `raw`, when given and when they
     fit its type; packed otherwise, and the arena told)."""
     rows = Raw.fit(x.succ, newidx, raw) if raw is not None else None
     if rows is None:
-        if raw is not None and arena is not None:
+        if raw is not None:
             arena.widen(x.succ[newidx])
         rows = pack_rows(x.succ, newidx)
     done = (x.flags[newidx] & DONE).astype(np.int8)
@@ -201,11 +209,8 @@ def _threaded(m, workers, memory, *args) -> Result:
 
     def work(k, block, c0, c1, pdone):
         try:
-            buf = inbufs[k]
-            if buf is None or buf.shape[1] != block.width or buf.shape[0] < c1 - c0:
-                buf = inbufs[k] = np.empty((max(CHUNK, c1 - c0), block.width), np.int64)
-            rows = block.rows(c0, c1, buf)
-            return rows, _Expanded(expanders[k](rows), pdone, k)
+            rows, inbufs[k] = _unpack(block, c0, c1, inbufs[k])
+            return _Expanded(expanders[k](rows), pdone, k)
         except (ArrayFallback, LimitReached):
             raise
         except Exception as e:  # noqa: BLE001 - reported with the worker's id and cause
@@ -239,8 +244,7 @@ def _threaded(m, workers, memory, *args) -> Result:
             pass
         while pending:
             meta, fut = pending.pop(0)
-            rows, x = fut.result()
-            yield meta, rows, x
+            yield meta, fut.result()
             # no wait for an expander while chunks are ready to walk: a pack frees one soon
             while len(pending) < ahead and submit(not pending):
                 pass
@@ -273,10 +277,8 @@ def _local(m):
     def expand(items):
         buf = None  # the chunk's rows, unpacked (read only by the expansion)
         for meta, (block, c0, c1, pdone) in items:
-            if buf is None or buf.shape[1] != block.width or buf.shape[0] < c1 - c0:
-                buf = np.empty((max(CHUNK, c1 - c0), block.width), np.int64)
-            rows = block.rows(c0, c1, buf)
-            yield meta, rows, _Expanded(m.array_expand(rows), pdone)
+            rows, buf = _unpack(block, c0, c1, buf)
+            yield meta, _Expanded(m.array_expand(rows), pdone)
     return expand
 
 
@@ -289,8 +291,8 @@ def _procs(pool):
         def plain():
             for meta, (block, c0, c1, pdone) in items:
                 yield (meta, pdone), block.rows(c0, c1)
-        for (meta, pdone), rows, res in pool.expand(plain()):
-            yield meta, rows, _Expanded(res, pdone)
+        for (meta, pdone), res in pool.expand(plain()):
+            yield meta, _Expanded(res, pdone)
     return expand
 
 
@@ -397,7 +399,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
             nlevel = sum((b.result() if hasattr(b, "result") else b)[0].n for b in level)
             next_count = 0
             arena.next_level()  # the next level's unpacked rows (at most RAW_LEVEL bytes)
-            for (pos, nrows), chunk, x in expand(_chunks(level)):
+            for (pos, nrows), x in expand(_chunks(level)):
                 queue_now = nlevel - pos + next_count
                 now = time.perf_counter()
                 if time_limit is not None and now - t0 >= time_limit:
