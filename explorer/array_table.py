@@ -14,7 +14,7 @@ from numba import njit
 
 from .memory import _reserve, _zeros_aligned
 
-__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_find", "_grow_sub", "_touch"]
+__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_find", "_grow_sub", "_mine", "_touch", "chain"]
 
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
@@ -25,11 +25,11 @@ SUB0 = 1 << 10  # the first size (and room) of a sub-table
 
 
 @njit(cache=True, nogil=True)
-def _find(tab, R, sz, fparr, fp):
-    """(id or -1, sub-table, slot): sub-table p holds slots p*R .. p*R +
-    sz[p]; a slot holds id + 1 (0: empty); ids are compared through their
-    fingerprints."""
-    p = np.int64(fp >> np.uint64(SUB_SHIFT))
+def _find(tab, R, sz, fparr, fp, shift=SUB_SHIFT):
+    """(id or -1, sub-table, slot): sub-table p (the fingerprint's bits
+    from `shift` on) holds slots p*R .. p*R + sz[p]; a slot holds id + 1
+    (0: empty); ids are compared through their fingerprints."""
+    p = np.int64(fp >> np.uint64(shift))
     base = p * R
     mask = np.uint64(sz[p] - 1)
     j = fp & mask
@@ -59,24 +59,36 @@ def _grow_sub(tab, R, sz, p, fparr):
             tab[base + np.int64(k)] = v
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _mine(fp, t, W):
+    """Whether walker t of W (a power of two) owns the fingerprint: the
+    low bits of its sub-table number (`explorer/array_walkers.py`)."""
+    return np.int64(fp >> np.uint64(SUB_SHIFT)) & (W - 1) == t
+
+
 TOUCH_FROM = 1 << 18  # states stored from which the table outgrows the caches: slots touched ahead of the walk
 
 
 @njit(cache=True, nogil=True)
-def _touch(fps, tab, R, sz, fparr):
-    """Load the table slot of every successor, then the fingerprint its
-    slot names: independent loads, so the memory system overlaps their
-    misses, and the walk that follows finds them cached (a large table
-    costs two misses a lookup otherwise). Returns a sum nobody reads."""
+def _touch(fps, tab, R, sz, fparr, shift=SUB_SHIFT, t=0, W=1):
+    """Load the table slot of every successor (of walker t of W: see
+    `_mine`), then the fingerprint its slot names: independent loads, so
+    the memory system overlaps their misses, and the walk that follows
+    finds them cached (a large table costs two misses a lookup otherwise).
+    Returns a sum nobody reads."""
     acc = 0
     n = fps.shape[0]
     for i in range(n):
         fp = fps[i]
-        p = np.int64(fp >> np.uint64(SUB_SHIFT))
+        if W > 1 and not _mine(fp, t, W):
+            continue
+        p = np.int64(fp >> np.uint64(shift))
         acc += tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
     for i in range(n):
         fp = fps[i]
-        p = np.int64(fp >> np.uint64(SUB_SHIFT))
+        if W > 1 and not _mine(fp, t, W):
+            continue
+        p = np.int64(fp >> np.uint64(shift))
         v = tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
         if v != 0:
             acc += np.int64(fparr[v - 1] & np.uint64(1))
@@ -89,14 +101,16 @@ class _Store:
     are not stored: BFS gives ids level by level, and `chain` re-derives the
     actions."""
 
-    def __init__(self, m: Any, first: int = 1 << 16) -> None:
+    def __init__(self, m: Any, first: int = 1 << 16, nsub: int = NSUB, shift: int = SUB_SHIFT) -> None:
         self.m = m
+        self.nsub, self.shift = nsub, shift  # sub-tables, and the fingerprint's bit that numbers them
         self.fp = np.zeros(first, np.uint64)
         self.parent = np.zeros(first, np.int32)
+        self.n = np.zeros(1, np.int64)  # states stored (kept by a walker; the sequential walk counts its own)
         self.R = SUB0  # the room of each sub-table's region
-        self.tab = np.zeros(NSUB * self.R, np.int32)
-        self.sz = np.full(NSUB, SUB0, np.int64)
-        self.cnt = np.zeros(NSUB, np.int64)
+        self.tab = np.zeros(nsub * self.R, np.int32)
+        self.sz = np.full(nsub, SUB0, np.int64)
+        self.cnt = np.zeros(nsub, np.int64)
         self.init_rows = None  # the model's initial rows and fingerprints
         self.init_fps = None
 
@@ -112,44 +126,49 @@ class _Store:
         them); each sub-table copied over, slots unchanged."""
         R = self.R * 16
         try:
-            tab = _zeros_aligned(NSUB * R)
+            tab = _zeros_aligned(self.nsub * R)
         except MemoryError:
             R = self.R * 2
-            tab = _zeros_aligned(NSUB * R)
-        for p in range(NSUB):
+            tab = _zeros_aligned(self.nsub * R)
+        for p in range(self.nsub):
             tab[p * R: p * R + self.sz[p]] = self.tab[p * self.R: p * self.R + self.sz[p]]
         self.tab, self.R = tab, R
 
     def id_of(self, fp: int) -> int:
-        i, _, _ = _find(self.tab, self.R, self.sz, self.fp, np.uint64(fp))
+        i, _, _ = _find(self.tab, self.R, self.sz, self.fp, np.uint64(fp), self.shift)
         return int(i)
 
     def chain(self, fp: int) -> list[tuple[int, int]]:
-        """[(fingerprint, action index)] from the initial state to fp: the
-        parents' ids, then each step's action found by expanding its
-        parent's row again (the first successor with the fingerprint, as
-        the walk that stored it met it first)."""
-        ids = []
-        i = self.id_of(fp)
-        while i >= 0:
-            ids.append(i)
-            i = int(self.parent[i])
-        ids.reverse()
-        f0 = int(self.fp[ids[0]])
-        i0 = int(np.nonzero(self.init_fps == np.uint64(f0))[0][0])
-        out = [(f0, i0)]
-        row = self.init_rows[i0: i0 + 1].copy()
-        for step, i in enumerate(ids[1:], start=1):
-            f = self.fp[i]
-            succ, _, action, fps, _ = self.m.array_expand(row)
-            at = np.nonzero(fps == f)[0]
-            if at.size == 0:
-                from .trace import NondeterministicModel
+        return chain(self.m, self.init_rows, self.init_fps, self.id_of(fp), lambda i: int(self.parent[i]),
+                     lambda i: self.fp[i])
 
-                raise NondeterministicModel(
-                    f"nondeterministic model: no successor at step {step} has the stored fingerprint "
-                    f"{int(f):016x}", step, expected=int(f))
-            k = int(at[0])
-            out.append((int(f), int(action[k])))
-            row = np.array(succ[k: k + 1], np.int64)
-        return out
+
+def chain(m: Any, init_rows: np.ndarray, init_fps: np.ndarray, i: int, parent_of, fp_of) -> list[tuple[int, int]]:
+    """[(fingerprint, action index)] from the initial state to state i: the
+    parents' ids (`parent_of`, -1 for an initial state), then each step's
+    action found by expanding its parent's row again (the first successor
+    with the state's fingerprint, `fp_of`, as the walk that stored it met
+    it first)."""
+    ids = []
+    while i >= 0:
+        ids.append(i)
+        i = parent_of(i)
+    ids.reverse()
+    f0 = int(fp_of(ids[0]))
+    i0 = int(np.nonzero(init_fps == np.uint64(f0))[0][0])
+    out = [(f0, i0)]
+    row = init_rows[i0: i0 + 1].copy()
+    for step, i in enumerate(ids[1:], start=1):
+        f = np.uint64(fp_of(i))
+        succ, _, action, fps, _ = m.array_expand(row)
+        at = np.nonzero(fps == f)[0]
+        if at.size == 0:
+            from .trace import NondeterministicModel
+
+            raise NondeterministicModel(
+                f"nondeterministic model: no successor at step {step} has the stored fingerprint "
+                f"{int(f):016x}", step, expected=int(f))
+        k = int(at[0])
+        out.append((int(f), int(action[k])))
+        row = np.array(succ[k: k + 1], np.int64)
+    return out

@@ -27,18 +27,15 @@ livelock pass peels off the states no cycle leads to (Kahn), then, if any
 are left, runs Pearce's compiled strongly-connected-components search over
 them (4 bytes a state, plus its stacks).
 
-With workers (threads, `_threaded`), everything but the walk runs in the
-workers: unpacking a chunk, the kernel's expansion, the per-row offsets
-and the packing of the new rows of the next level; the walk, a hash lookup
-per successor, stays in chunk order in one thread, which is what keeps
-ids, counts and traces those of one worker."""
+With worker threads (a model with `array_expander`), the walk too is
+split among them, by fingerprint, and a light ordered merge keeps the ids,
+counts and traces those of one worker: `array_walkers.py`. A model without
+it is expanded by worker processes (`array_workers.py`) and walked here."""
 
 from __future__ import annotations
 
 import gc
-import threading
 import time
-import traceback
 from typing import Any, Callable
 
 import numpy as np
@@ -62,6 +59,7 @@ S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
 CHUNK = 1024
 RAW_LEVEL = 4 << 20  # bytes of a level's rows kept unpacked, as int8 where they fit (a small level is not worth packing)
 TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
+NO_I8, NO_I64, NO_U8 = np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros(0, np.uint8)  # a walk's unused arrays
 
 
 class ArrayFallback(Exception):
@@ -74,10 +72,17 @@ class ArrayFallback(Exception):
 
 @njit(cache=True, nogil=True)
 def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt, S, fparr, parents,
-          newidx, eofs, edst, cut, max_states, max_depth, livelock, deadlock_check):
+          newidx, eofs, edst, cut, max_states, max_depth, livelock, deadlock_check,
+          decided, dnew, dtgt, wk, W):
     """Walk successors from parent j0, successor i0; returns (status, j, i).
     ST_ROOM: sub-table S[S_SUB] must outgrow its region; the same successor
-    is walked again once the table is laid out anew."""
+    is walked again once the table is laid out anew.
+
+    `decided`: the walkers (`array_walkers.py`) have already looked each
+    successor up: dnew[i] 0 (stored before, as state dtgt[i]), 1 (new, now
+    stored as state dtgt[i]) or 2 (new but past the depth bound); this walk
+    only gives the new states their ids, in order, and does the rest (the
+    table is not read; `wk[id]`, if given: the walker of each new state)."""
     for j in range(j0, nrows):
         a = pofs[j]
         b = pofs[j + 1]
@@ -91,40 +96,60 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
             continue
         for i in range(start, b):
             fp = fps[i]
-            sid, p, slot = _find(tab, R, sz, fparr, fp)
-            if sid >= 0:
-                S[S_GEN] += 1
-                if livelock and (flags[i] & PROGRESS) == 0:
-                    edst[S[S_NP]] = sid
-                    S[S_NP] += 1
-                continue
-            if max_depth >= 0 and pdepth >= max_depth:
-                S[S_GEN] += 1
-                cut[S[S_CUT]] = fp
-                S[S_CUT] += 1
-                continue
-            if max_states >= 0 and S[S_N] >= max_states:
-                S[S_GEN] += 1
-                return ST_MAXSTATES, j, i
-            if 10 * (cnt[p] + 1) > 7 * sz[p]:
-                if 2 * sz[p] > R:
-                    S[S_SUB] = p
-                    return ST_ROOM, j, i
-                _grow_sub(tab, R, sz, p, fparr)
+            if decided:
+                d = dnew[i]
+                if d == 0:
+                    S[S_GEN] += 1
+                    if livelock and (flags[i] & PROGRESS) == 0:
+                        edst[S[S_NP]] = dtgt[i]
+                        S[S_NP] += 1
+                    continue
+                if d == 2:
+                    S[S_GEN] += 1
+                    cut[S[S_CUT]] = fp
+                    S[S_CUT] += 1
+                    continue
+                if max_states >= 0 and S[S_N] >= max_states:
+                    S[S_GEN] += 1
+                    return ST_MAXSTATES, j, i
+                tgt = dtgt[i]
+                if wk.shape[0] > 0:
+                    wk[S[S_N]] = tgt % W
+            else:
                 sid, p, slot = _find(tab, R, sz, fparr, fp)
+                if sid >= 0:
+                    S[S_GEN] += 1
+                    if livelock and (flags[i] & PROGRESS) == 0:
+                        edst[S[S_NP]] = sid
+                        S[S_NP] += 1
+                    continue
+                if max_depth >= 0 and pdepth >= max_depth:
+                    S[S_GEN] += 1
+                    cut[S[S_CUT]] = fp
+                    S[S_CUT] += 1
+                    continue
+                if max_states >= 0 and S[S_N] >= max_states:
+                    S[S_GEN] += 1
+                    return ST_MAXSTATES, j, i
+                if 10 * (cnt[p] + 1) > 7 * sz[p]:
+                    if 2 * sz[p] > R:
+                        S[S_SUB] = p
+                        return ST_ROOM, j, i
+                    _grow_sub(tab, R, sz, p, fparr)
+                    sid, p, slot = _find(tab, R, sz, fparr, fp)
+                tgt = S[S_N]
+                fparr[tgt] = fp
+                tab[slot] = tgt + 1
+                cnt[p] += 1
+                parents[tgt] = src
             S[S_GEN] += 1
-            nid = S[S_N]
-            fparr[nid] = fp
-            tab[slot] = nid + 1
-            cnt[p] += 1
-            S[S_N] = nid + 1
-            parents[nid] = src
+            S[S_N] += 1
             if pdepth + 1 > S[S_MAXD]:
                 S[S_MAXD] = pdepth + 1
             newidx[S[S_NEW]] = i
             S[S_NEW] += 1
             if livelock and (flags[i] & PROGRESS) == 0:
-                edst[S[S_NP]] = nid
+                edst[S[S_NP]] = tgt
                 S[S_NP] += 1
             if flags[i] & CHECK:
                 if livelock and i + 1 == b:
@@ -184,95 +209,6 @@ def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None = None, a
     return rows, done
 
 
-def _threaded(m, workers, memory, *args) -> Result:
-    """Chunks unpacked, expanded and their new rows packed by `workers`
-    threads, with the model's expanders (`array_expander`: buffers of their
-    own; the kernel does not hold the GIL); this thread walks each chunk's
-    successors, in order. An expander's buffers hold its chunk's successors
-    until they are walked and packed: `ahead` chunks may wait to be walked
-    and `workers` more to be packed, so there are that many expanders and no
-    successor is copied."""
-    import queue
-
-    from .threads import Workers
-
-    ahead = 2 * workers
-    expanders = [m.array_expander() for _ in range(ahead + workers)]
-    free: queue.Queue = queue.Queue()
-    for k in range(len(expanders)):
-        free.put(k)
-    time_limit = args[2]
-    # daemon threads worker_0 ...; a future not done past the time limit (plus a grace) names its worker as hung
-    pool = Workers(workers, None if time_limit is None else time.perf_counter() + time_limit, time_limit)
-
-    inbufs: list = [None] * len(expanders)  # per expander: its chunk's rows, unpacked
-
-    def work(k, block, c0, c1, pdone):
-        try:
-            rows, inbufs[k] = _unpack(block, c0, c1, inbufs[k])
-            return _Expanded(expanders[k](rows), pdone, k)
-        except (ArrayFallback, LimitReached):
-            raise
-        except Exception as e:  # noqa: BLE001 - reported with the worker's id and cause
-            wid = int(threading.current_thread().name.rsplit("_", 1)[-1])
-            raise WorkerFailed(wid, f"raised {type(e).__name__}: {e}", detail=traceback.format_exc()) from None
-
-    def expand(items):
-        pending = []
-        it = iter(items)
-        held = [None]  # the next chunk, until an expander is free for it
-
-        def submit(wait):
-            """The next chunk handed to a free expander; False if none is
-            free (and `wait` is false) or no chunk is left."""
-            item = held[0] if held[0] is not None else next(it, None)
-            if item is None:
-                return False
-            if wait:
-                k = pool.get(free)
-            else:
-                try:
-                    k = free.get_nowait()
-                except queue.Empty:
-                    held[0] = item
-                    return False
-            held[0] = None
-            pending.append((item[0], pool.submit(work, k, *item[1])))
-            return True
-
-        while len(pending) < ahead and submit(True):
-            pass
-        while pending:
-            meta, fut = pending.pop(0)
-            yield meta, fut.result()
-            # no wait for an expander while chunks are ready to walk: a pack frees one soon
-            while len(pending) < ahead and submit(not pending):
-                pass
-
-    def packed(x, newidx, raw, arena):  # raw: None, or the arena's rows for them
-        try:
-            return _pack_new(x, newidx, raw, arena)
-        finally:
-            free.put(x.slot)
-
-    def pack(x, newidx, raw=None, arena=None):
-        if newidx is None:
-            free.put(x.slot)
-            return None
-        return pool.submit(packed, x, newidx.copy(), raw, arena, urgent=True)
-
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        r = _array_check(m, *args, expand, pack, memory)
-    finally:
-        pool.close()  # never waits for a hung worker
-        if gc_was:
-            gc.enable()
-    r.stats.workers = workers
-    return r
-
-
 def _local(m):
     def expand(items):
         buf = None  # the chunk's rows, unpacked (read only by the expansion)
@@ -304,8 +240,10 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
     the chunks are expanded by worker threads (or processes,
     array_workers.py, for a model without `array_expander`)."""
     if workers > 1 and hasattr(m, "array_expander"):
-        return _threaded(m, workers, MemoryGuard(memory_limit), max_states, max_depth, time_limit,
-                         check_deadlock, check_livelock, progress, progress_interval)
+        from .array_walkers import walkers_check
+
+        return walkers_check(m, workers, MemoryGuard(memory_limit), max_states, max_depth, time_limit,
+                             check_deadlock, check_livelock, progress, progress_interval)
     if workers > 1:
         from .array_workers import Expanders
 
@@ -426,7 +364,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 while True:
                     status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth,
                                          x.pdone, st.tab, st.R, st.sz, st.cnt, S, st.fp, st.parent, newidx, eofs, edst,
-                                         cut, ms, md, livelock, check_deadlock)
+                                         cut, ms, md, livelock, check_deadlock, False, NO_I8, NO_I64, NO_U8, 1)
                     pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
                     if status == ST_DONE:
                         break

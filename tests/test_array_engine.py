@@ -59,3 +59,48 @@ def test_two_workers_give_the_same_result(name):
     b = check(Sequential(SerqModel(prog)), max_states=20_000)
     same(a, b)
     assert a.stats.workers == 2
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """Chunks of 5 rows on the worker threads: a level spans many chunks,
+    so the walkers, the ordered merge and the packing meet every case (a
+    state first met in a later chunk, a deadlock or a violation in the
+    middle of a level, the limits)."""
+    from explorer import array_walkers
+
+    monkeypatch.setattr(array_walkers, "CHUNK", 5)
+
+
+@pytest.mark.parametrize("path", INSTANCES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("workers", [2, 3, 4])
+def test_worker_threads_with_small_chunks_give_one_workers_result(path, workers, small_chunks):
+    prog = load_path(path).program
+    for kw in (dict(max_states=3_000), dict(max_states=137), dict(max_depth=4)):
+        a = check(SerqModel(prog, symmetry=False), workers=workers, **kw)
+        b = check(SerqModel(prog, symmetry=False), **kw)
+        same(a, b)
+        assert [s.state for s in a.trace] == [s.state for s in b.trace]
+        assert a.stats.workers == workers
+
+
+def test_worker_threads_store_a_large_table(small_chunks):
+    """vllm_chat without symmetry (94,278 states): every walker's
+    sub-tables outgrow their first region and are laid out anew."""
+    from explorer import array_walkers
+
+    prog = load_path(ROOT / "instances" / "vllm_chat.sq").program
+    seen = []
+    real = array_walkers._Store.relayout
+
+    def relayout(self):
+        seen.append(self.nsub)
+        real(self)
+
+    array_walkers._Store.relayout = relayout
+    try:
+        a = check(SerqModel(prog, symmetry=False), workers=2)
+    finally:
+        array_walkers._Store.relayout = real
+    same(a, check(SerqModel(prog, symmetry=False)))
+    assert a.stats.distinct == 94278 and seen and set(seen) == {8}

@@ -103,3 +103,19 @@ def test_livelock_pass_finds_the_smallest_node_on_a_cycle():
         if got >= 0:  # the component ids: equal exactly within a component
             same = {v for v in range(n) if comp[v] == comp[got]}
             assert same == next(c for c in nx.strongly_connected_components(g) if got in c)
+
+
+@pytest.mark.parametrize("name,make,width", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("chunk", [1, 2, 3])
+def test_worker_threads_with_chunks_of_a_few_rows(name, make, width, chunk, monkeypatch):
+    """Every chunk boundary: the walkers split each chunk's successors by
+    fingerprint, the merge gives ids in order; with 2, 3 (2 walkers, 1
+    more expander) and 4 threads, with and without limits."""
+    from explorer import array_walkers
+
+    monkeypatch.setattr(array_walkers, "CHUNK", chunk)
+    for workers in (2, 3, 4):
+        for kw in ({}, {"max_states": 7}, {"max_depth": 2}):
+            r = check(_OnThreads(make(), width), workers=workers, **kw)
+            assert key(r) == key(check(make(), **kw))
+            assert r.stats.workers == workers

@@ -1,0 +1,592 @@
+"""The array engine on worker threads (`--workers N` for a model with
+`array_expander`): every part of a BFS level, the walk included, runs on
+N threads, with the verdict, counts, queue figure and trace of one worker.
+
+The walk is split by fingerprint. Of the table's 16 sub-tables, walker t
+of W (W: the largest power of two up to N, at most 16) owns those whose
+number is t modulo W, and keeps their states in a store of its own
+(`array_table._Store`: fingerprints, parents, sub-tables). Each walker
+goes through every chunk's successors in order and looks up only its own:
+a fingerprint always falls to the same walker, so whether a successor is
+new is decided exactly as the one walk of one worker decides it, and a
+walker stores its new states (fingerprint and parent) on its own. A state
+is named there by a code, `local index * W + walker`.
+
+What is left in order is light: the merge (`arrays._walk` with `decided`)
+reads the walkers' decisions of a chunk in (parent, action) order and
+gives the new states their ids (dense, in discovery order, as one worker
+numbers them), counts, finds a deadlock, stops at `max_states`, has the
+invariants of a state checked, records the non-progress edges (their
+targets as codes, turned into ids when the livelock pass needs them) and
+packs the new rows of the next level. The merge of chunk c runs once every
+walker is done with it and chunk c - 1 is merged, on whichever thread
+finished last.
+
+A thread walks the next chunk as soon as it is expanded; otherwise it
+expands the next chunk no thread has taken (the model's expander for the
+chunk's slot; the kernel does not hold the GIL), up to A = 3N chunks ahead
+of the last chunk packed; otherwise it waits. The calling thread only
+watches: the time limit, the memory bound, progress lines, signals, and a
+worker that never returns from the model (named at the time limit plus a
+grace period; it is abandoned, a daemon thread)."""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from typing import Any, Callable
+
+import numpy as np
+from numba import njit
+
+from .array_table import NSUB, SUB_SHIFT, TOUCH_FROM, _Store, _find, _grow_sub, _mine, _touch, chain
+from .arrays import (CHECK, CHUNK, DONE, NO_I64, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
+                     ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, _Expanded, _pack_new,
+                     _unpack, _walk)
+from .arrays_narrow import Arena, Packed
+from .cycles import _acyclic_part, _cycle, _scc
+from .interrupt import interrupt_of
+from .limits import LimitReached
+from .memory import _reserve, _trim, mib
+from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
+from .result import Result, Stats
+from .threads import GRACE
+
+__all__ = ["walkers_check"]
+
+ST_ROOM = 4
+POLL = 0.05  # seconds between two looks of the calling thread at the clock, the memory and signals
+WAIT = 0.5  # a worker's longest sleep before it looks at the run again
+NO_I32, NO_U64 = np.zeros(0, np.int32), np.zeros(0, np.uint64)
+
+
+@njit(cache=True, nogil=True)
+def _decide(t, W, j0, i0, nrows, pofs, fps, pcode, depth, max_depth, tab, R, sz, cnt, fparr, parents, n, shift,
+            dnew, dtgt):
+    """Walker t's look at a chunk's successors (from parent j0, successor
+    i0), its own only: dnew[i] 0 (stored before, as code dtgt[i]), 1 (new:
+    stored now, parent pcode[j]) or 2 (new, past the depth bound: not
+    stored). Returns (status, j, i); ST_ROOM: a sub-table must outgrow its
+    region (the same successor is looked at again once it is laid out
+    anew)."""
+    for j in range(j0, nrows):
+        start = i0 if j == j0 else pofs[j]
+        for i in range(start, pofs[j + 1]):
+            fp = fps[i]
+            if not _mine(fp, t, W):
+                continue
+            lid, q, slot = _find(tab, R, sz, fparr, fp, shift)
+            if lid >= 0:
+                dnew[i] = 0
+                dtgt[i] = lid * W + t
+                continue
+            if max_depth >= 0 and depth >= max_depth:
+                dnew[i] = 2
+                continue
+            if 10 * (cnt[q] + 1) > 7 * sz[q]:
+                if 2 * sz[q] > R:
+                    return ST_ROOM, j, i
+                _grow_sub(tab, R, sz, q, fparr)
+                lid, q, slot = _find(tab, R, sz, fparr, fp, shift)
+            lid = n[0]
+            fparr[lid] = fp
+            parents[lid] = pcode[j]
+            tab[slot] = lid + 1
+            cnt[q] += 1
+            n[0] = lid + 1
+            dnew[i] = 1
+            dtgt[i] = lid * W + t
+    return ST_DONE, nrows, 0
+
+
+@njit(cache=True)
+def _codes_to_ids(wk, n, W, edst, ne):
+    """The edges' targets, codes, turned into ids: wk[id] is the walker of
+    state id, and a walker's states are numbered in the order of their ids."""
+    cnt = np.zeros(W, np.int64)
+    for g in range(n):
+        cnt[wk[g]] += 1
+    c2g = np.empty(max(1, cnt.max()) * W, np.int32)
+    cnt[:] = 0
+    for g in range(n):
+        w = wk[g]
+        c2g[cnt[w] * W + w] = g
+        cnt[w] += 1
+    for e in range(ne):
+        edst[e] = c2g[edst[e]]
+
+
+@njit(cache=True)
+def _ids_to_codes(wk, W, ids):
+    """The codes of the states `ids` (see `_codes_to_ids`)."""
+    out = np.empty(ids.shape[0], np.int64)
+    order = np.argsort(ids)
+    cnt = np.zeros(W, np.int64)
+    k = 0
+    for g in range(ids.max() + 1 if ids.shape[0] else 0):
+        w = wk[g]
+        while k < ids.shape[0] and ids[order[k]] == g:
+            out[order[k]] = cnt[w] * W + w
+            k += 1
+        cnt[w] += 1
+    return out
+
+
+class _Level:
+    """One BFS level: its chunks `(position, rows, block, first, end, done
+    flags, codes)` (None once merged), which are expanded (`ready`), how
+    many walkers each still waits for (`left`), how many are merged, and
+    the next level's blocks as they are packed; a chunk's slot is free
+    once it and every chunk before it are packed (`freed`)."""
+
+    __slots__ = ("chunks", "C", "ready", "left", "merged", "mpos", "nlevel", "id0", "depth", "nxt", "next_count",
+                 "packed", "freed", "done", "nexp")
+
+    def __init__(self, blocks: list, W: int, id0: int, depth: int) -> None:
+        self.chunks, pos = [], 0
+        for block, done, codes in blocks:
+            for c0 in range(0, block.n, CHUNK):
+                c1 = min(c0 + CHUNK, block.n)
+                self.chunks.append((pos, c1 - c0, block, c0, c1, done[c0:c1], codes[c0:c1]))
+                pos += c1 - c0
+        self.C, self.nlevel, self.id0, self.depth = len(self.chunks), pos, id0, depth
+        self.ready = [False] * self.C
+        self.left = [W] * self.C
+        self.packed = [False] * self.C
+        self.merged = self.mpos = self.next_count = self.freed = 0  # freed: chunks packed, all before them too
+        self.nexp = 0  # the next chunk to expand, by the first thread free for it
+        self.done = False
+        self.nxt: list = []
+
+
+class _Run:
+    def __init__(self, m: Any, T: int, memory, max_states, max_depth, time_limit, check_deadlock, check_livelock,
+                 progress, progress_interval) -> None:
+        self.m, self.T, self.memory = m, T, memory
+        self.W = W = 1 << min(T.bit_length() - 1, 4)
+        lw = W.bit_length() - 1
+        self.stores = [_Store(m, nsub=NSUB >> lw, shift=SUB_SHIFT + lw) for _ in range(W)]
+        self.ms = -1 if max_states is None else max_states
+        self.md = -1 if max_depth is None else max_depth
+        self.max_states, self.max_depth, self.time_limit = max_states, max_depth, time_limit
+        self.check_deadlock, self.livelock = bool(check_deadlock), bool(check_livelock)
+        self.progress, self.progress_interval = progress, progress_interval
+        self.A = A = 3 * T  # chunks between the merge and the farthest expansion: an expander (and buffers) each
+        self.expanders = [m.array_expander() for _ in range(A)]
+        self.inbuf: list = [None] * A
+        self.X: list = [None] * A
+        self.dnew = [np.zeros(4 * CHUNK, np.int8) for _ in range(A)]
+        self.dtgt = [np.zeros(4 * CHUNK, np.int64) for _ in range(A)]
+        self.cv = threading.Condition()
+        self.mlock = threading.Lock()  # held by the thread merging
+        self.lv: _Level | None = None
+        self.stop = False
+        self.stopped = threading.Event()  # what the calling thread waits for
+        self.timed_out = False  # stopped by the time limit (a worker still in the model's code past it is hung)
+        self.end: tuple | None = None  # (Result from Stats, pending) once the run has its answer
+        self.error: BaseException | None = None
+        self.busy: list = [None] * T  # per worker: since when it runs the model's code
+        self.S = np.zeros(7, np.int64)
+        self.arena = Arena(RAW_LEVEL, np.int8)
+        self.eofs = np.zeros(1 << 16 if self.livelock else 1, np.int32)
+        self.edst = np.zeros(1 << 16 if self.livelock else 1, np.int32)
+        self.wk = np.zeros(1 << 16 if self.livelock and W > 1 else 0, np.uint8)
+        self.newidx = np.zeros(CHUNK, np.int64)
+        self.cut = np.zeros(CHUNK, np.uint64)
+        self.cuts: list = []
+        self.nchunks = 0
+        self.t0 = time.perf_counter()
+        self.stats = Stats(strategy="bfs")
+        self.init_rows = self.init_fps = None
+
+    # ------------------------------------------------------------ states
+
+    def fp_of(self, code: int) -> np.uint64:
+        return self.stores[code % self.W].fp[code // self.W]
+
+    def parent_of(self, code: int) -> int:
+        return int(self.stores[code % self.W].parent[code // self.W])
+
+    def code_of(self, fp: int) -> int:
+        fp = np.uint64(fp)
+        t = int(fp >> np.uint64(SUB_SHIFT)) & (self.W - 1)
+        lid = self.stores[t].id_of(fp)
+        return -1 if lid < 0 else lid * self.W + t
+
+    def chain(self, fp: int) -> list[tuple[int, int]]:
+        return chain(self.m, self.init_rows, self.init_fps, self.code_of(fp), self.parent_of, self.fp_of)
+
+    def final(self, pending: int) -> Stats:
+        S, st = self.S, self.stats
+        st.generated, st.distinct, st.max_depth = int(S[S_GEN]), int(S[S_N]), int(S[S_MAXD])
+        st.queue, st.elapsed = pending, time.perf_counter() - self.t0
+        return st
+
+    def queue_now(self) -> int:
+        lv = self.lv
+        return 0 if lv is None else lv.nlevel - lv.mpos + lv.next_count
+
+    def _store_initial(self, fp: np.uint64) -> int:
+        """An initial state stored by its walker (new: checked before);
+        its code."""
+        t = int(fp >> np.uint64(SUB_SHIFT)) & (self.W - 1)
+        st = self.stores[t]
+        lid = int(st.n[0])
+        st.reserve(lid, 1)
+        while True:
+            _, q, slot = _find(st.tab, st.R, st.sz, st.fp, fp, st.shift)
+            if 10 * (st.cnt[q] + 1) <= 7 * st.sz[q]:
+                break
+            if 2 * st.sz[q] > st.R:
+                st.relayout()
+            else:
+                _grow_sub(st.tab, st.R, st.sz, q, st.fp)
+        st.fp[lid], st.parent[lid], st.tab[slot] = fp, -1, lid + 1
+        st.cnt[q] += 1
+        st.n[0] = lid + 1
+        return lid * self.W + t
+
+    def initial(self) -> Result | None:
+        """The initial states stored, the first level laid out; a Result
+        if the run ends there."""
+        m, S = self.m, self.S
+        rows, fps, flags = m.array_initial()
+        self.init_rows, self.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
+        first, codes = [], []
+        for i in range(len(fps)):
+            S[S_GEN] += 1
+            fp = np.uint64(fps[i])
+            if self.code_of(fp) >= 0:
+                continue
+            if self.ms >= 0 and S[S_N] >= self.ms:
+                return bounded(self.final(len(first)), "max_states", self.max_states)
+            code = self._store_initial(fp)
+            if self.wk.shape[0]:
+                self.wk = _reserve(self.wk, int(S[S_N]) + 1, int(S[S_N]))
+                self.wk[S[S_N]] = code % self.W
+            S[S_N] += 1
+            if flags[i] & CHECK:
+                bad = m.invariants(m.array_state(rows[i]))
+                if bad:
+                    return violation(m, self.chain, int(fp), bad[0][0], bad[0][1], self.final(len(first)))
+            first.append(i)
+            codes.append(code)
+        blocks = [(Packed(np.asarray(rows, np.int64)[first]), (np.asarray(flags, np.int64)[first] & DONE)
+                   .astype(np.int8), np.array(codes, np.int32))] if first else []
+        self._install(blocks, 0, 0)
+        return None
+
+    def _install(self, blocks: list, id0: int, depth: int) -> None:
+        """The next level (the first: id0 = depth = 0), or the end."""
+        if not blocks:
+            with self.cv:
+                if self.end is None:
+                    self.end = (self._finish, 0)
+                self.stop = True
+                self.stopped.set()
+                self.cv.notify_all()
+            return
+        self.arena.next_level()  # the level's unpacked rows (at most RAW_LEVEL bytes)
+        lv = _Level(blocks, self.W, id0, depth)
+        blocks.clear()
+        with self.cv:
+            self.lv = lv
+            self.cv.notify_all()
+
+    # ------------------------------------------------------------ the workers' steps
+
+    def _expand(self, lv: _Level, c: int, tid: int) -> None:
+        s = c % self.A
+        _, _, block, c0, c1, pdone, _ = lv.chunks[c]
+        rows, self.inbuf[s] = _unpack(block, c0, c1, self.inbuf[s])
+        self.busy[tid] = time.perf_counter()
+        try:
+            res = self.expanders[s](rows)
+        except (ArrayFallback, LimitReached):
+            raise
+        except Exception as e:  # noqa: BLE001 - reported with the worker's id and cause
+            raise WorkerFailed(tid, f"raised {type(e).__name__}: {e}", detail=traceback.format_exc()) from None
+        self.busy[tid] = None
+        x = _Expanded(res, pdone, s)
+        k = x.fps.shape[0]
+        if self.dnew[s].shape[0] < k:
+            self.dnew[s], self.dtgt[s] = np.zeros(2 * k, np.int8), np.zeros(2 * k, np.int64)
+        self.X[s] = x
+
+    def _decide(self, lv: _Level, c: int, t: int) -> None:
+        s = c % self.A
+        x, st = self.X[s], self.stores[t]
+        _, nrows, _, _, _, _, pcode = lv.chunks[c]
+        st.reserve(int(st.n[0]), x.fps.shape[0])
+        if st.n[0] >= TOUCH_FROM // self.W:
+            _touch(x.fps, st.tab, st.R, st.sz, st.fp, st.shift, t, self.W)
+        j, i = 0, 0
+        while True:
+            status, j, i = _decide(t, self.W, j, i, nrows, x.pofs, x.fps, pcode, lv.depth, self.md, st.tab, st.R,
+                                   st.sz, st.cnt, st.fp, st.parent, st.n, st.shift, self.dnew[s], self.dtgt[s])
+            if status == ST_DONE:
+                return
+            st.relayout()
+
+    def _merge_ready(self, lv: _Level) -> None:
+        """Merge the chunks every walker is done with, in order (one thread
+        at a time; a thread finding the lock taken leaves the work to its
+        holder, who looks again after letting it go), each packed after."""
+        while True:
+            if not self.mlock.acquire(blocking=False):
+                return
+            c, job = -1, None
+            try:
+                if not self.stop and lv.merged < lv.C and lv.left[lv.merged] == 0:
+                    c = lv.merged
+                    job = self._merge(lv, c)
+            finally:
+                self.mlock.release()
+            if c >= 0 and not self.stop:
+                self._pack(lv, c, job)
+            if self.stop or not (lv.merged < lv.C and lv.left[lv.merged] == 0):
+                return
+
+    def _stop_with(self, result: Callable[[Stats], Result], pending: int) -> None:
+        with self.cv:
+            if self.end is None and self.error is None:
+                self.end = (result, pending)
+            self.stop = True
+            self.stopped.set()
+            self.cv.notify_all()
+
+    def _merge(self, lv: _Level, c: int) -> tuple | None:
+        m, S, s = self.m, self.S, c % self.A
+        x = self.X[s]
+        pos, nrows, _, _, _, _, pcode = lv.chunks[c]
+        k, n = x.fps.shape[0], int(S[S_N])
+        if self.livelock:
+            self.eofs = _reserve(self.eofs, lv.id0 + pos + nrows + 1, lv.id0 + pos + 1)
+            self.edst = _reserve(self.edst, int(S[S_NP]) + k, int(S[S_NP]))
+            if self.wk.shape[0]:
+                self.wk = _reserve(self.wk, n + k, n)
+        if self.newidx.shape[0] < k:
+            self.newidx, self.cut = np.zeros(2 * k, np.int64), np.zeros(2 * k, np.uint64)
+        newidx, dtgt = self.newidx, self.dtgt[s]
+        S[S_NEW] = S[S_CUT] = 0
+        j, i = 0, 0
+        while True:
+            status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, lv.id0 + pos, lv.depth, x.pdone, NO_I32, 0,
+                                 NO_I64, NO_I64, S, NO_U64, NO_I32, newidx, self.eofs, self.edst, self.cut, self.ms,
+                                 self.md, self.livelock, self.check_deadlock, True, self.dnew[s], dtgt, self.wk,
+                                 self.W)
+            pending = (lv.nlevel - pos - j - 1) + lv.next_count + int(S[S_NEW])
+            if status == ST_DONE:
+                break
+            if status == ST_DEADLOCK:
+                fp = int(self.fp_of(int(pcode[j])))
+                return self._stop_with(lambda st: deadlock(m, self.chain, fp, st), pending)
+            if status == ST_MAXSTATES:
+                return self._stop_with(lambda st: bounded(st, "max_states", self.max_states), pending)
+            assert status == ST_CHECK  # the state just stored (successor i - 1)
+            bad = m.invariants(m.array_state(np.asarray(x.succ[i - 1], np.int64)))
+            if bad:
+                fp, (kind, msg) = int(x.fps[i - 1]), bad[0]
+                return self._stop_with(lambda st: violation(m, self.chain, fp, kind, msg, st), pending - 1)
+        nnew = int(S[S_NEW])
+        job = None
+        if nnew:  # packed out of the merge lock, by this thread (`_pack`)
+            job = (len(lv.nxt), newidx[:nnew].copy(), self.arena.take(nnew, x.succ.shape[1]))
+            lv.nxt.append(None)
+        if S[S_CUT]:
+            self.cuts.append(self.cut[: int(S[S_CUT])].copy())
+        self.arena.consumed(pos + nrows)
+        self.nchunks += 1
+        if self.nchunks % TRIM_EVERY == 0:
+            _trim()
+        with self.cv:
+            lv.next_count += nnew
+            lv.mpos = pos + nrows
+            lv.merged = c + 1
+        return job
+
+    def _pack(self, lv: _Level, c: int, job) -> None:
+        """Chunk c's new rows packed into the next level (in their place
+        among its blocks); then its slot is free once every chunk before it
+        is packed too, and the level, once packed, makes way for the next."""
+        s = c % self.A
+        if job is not None:
+            k, idx, raw = job
+            x = self.X[s]
+            rows, done = _pack_new(x, idx, raw, self.arena)
+            lv.nxt[k] = (rows, done, self.dtgt[s][idx].astype(np.int32))
+        with self.cv:
+            lv.packed[c] = True
+            while lv.freed < lv.C and lv.packed[lv.freed]:
+                self.X[lv.freed % self.A] = lv.chunks[lv.freed] = None
+                lv.freed += 1
+            self.cv.notify_all()
+            if lv.freed < lv.C or lv.done:
+                return
+            lv.done = True  # one thread lays out the next level
+        nxt, lv.nxt = lv.nxt, []
+        _trim()
+        self._install(nxt, lv.id0 + lv.nlevel, lv.depth + 1)
+
+    def worker(self, tid: int) -> None:
+        try:
+            self._work(tid)
+        except BaseException as e:  # noqa: BLE001 - handed to the calling thread
+            with self.cv:
+                if self.error is None and self.end is None:
+                    self.error = e
+                self.stop = True
+                self.stopped.set()
+                self.cv.notify_all()
+
+    def _work(self, tid: int) -> None:
+        walker, A = tid < self.W, self.A
+        lv = None
+        while True:
+            with self.cv:
+                while not self.stop and self.lv is lv:
+                    self.cv.wait(WAIT)
+                if self.stop:
+                    return
+                lv = self.lv
+            cur = 0  # the next chunk this thread walks
+            while not self.stop:
+                if walker and cur < lv.C and lv.ready[cur]:
+                    self._decide(lv, cur, tid)
+                    with self.cv:
+                        lv.left[cur] -= 1
+                        last = lv.left[cur] == 0
+                    cur += 1
+                    if last:
+                        self._merge_ready(lv)
+                    continue
+                with self.cv:
+                    e = lv.nexp
+                    if e < lv.C and e < lv.freed + A:  # the next chunk to expand is this thread's
+                        lv.nexp = e + 1
+                    elif (not walker or cur >= lv.C) and e >= lv.C:
+                        break  # this thread's part of the level is done
+                    else:
+                        if not self.stop and not (walker and cur < lv.C and lv.ready[cur]):
+                            self.cv.wait(WAIT)
+                        continue
+                self._expand(lv, e, tid)
+                with self.cv:
+                    lv.ready[e] = True
+                    self.cv.notify_all()
+
+    # ------------------------------------------------------------ the calling thread
+
+    def run(self) -> Result:
+        threads: list = []
+        deadline = None if self.time_limit is None else self.t0 + self.time_limit
+        next_report = self.t0 + self.progress_interval
+        try:
+            r = self.initial()
+            if r is not None:
+                return r
+            threads = [threading.Thread(target=self.worker, args=(t,), name=f"worker_{t}", daemon=True)
+                       for t in range(self.T)]
+            for t in threads:
+                t.start()
+            while True:
+                if self.stopped.wait(POLL):
+                    break
+                now = time.perf_counter()
+                if deadline is not None and now >= deadline:
+                    self.timed_out = True
+                    self._stop_with(lambda st: bounded(st, "time_limit", self.time_limit), -1)
+                elif self.memory.over():
+                    self._stop_with(lambda st: bounded(st, "memory", mib(self.memory.limit)), -1)
+                elif self.progress is not None and now >= next_report:
+                    next_report = now + self.progress_interval
+                    self.progress(self.final(self.queue_now()).snapshot())
+            hung = self._wind_down(threads, deadline)
+        except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: the counts of every chunk merged so far
+            self._stop_with(lambda st: st, -1)
+            self._wind_down(threads, None)
+            return interrupted(self.final(self.queue_now()), interrupt_of(e))
+        if hung is not None:
+            return failed(self.final(self.queue_now()), hung)
+        e = self.error
+        if e is not None:
+            if isinstance(e, LimitReached):  # inside one expansion (explorer/limits.py)
+                return bounded(self.final(self.queue_now()), e.reason, e.value)
+            if isinstance(e, MemoryError):  # the tables could not grow: what was stored so far
+                return bounded(self.final(self.queue_now()), "memory", "MemoryError")
+            if isinstance(e, WorkerFailed):
+                return failed(self.final(self.queue_now()), e)
+            raise e
+        result, pending = self.end
+        return result(self.final(self.queue_now() if pending < 0 else pending))
+
+    def _wind_down(self, threads: list, deadline: float | None) -> WorkerFailed | None:
+        """The workers stopped: each one not in the model's code ends within
+        a step. One still in it past the time limit and the grace period
+        (with a time limit, stopped by it) is hung: named, and abandoned."""
+        with self.cv:
+            self.stop = True
+            self.stopped.set()
+            self.cv.notify_all()
+        timed = deadline is not None and self.timed_out
+        while True:
+            alive = [(b, w) for w, (t, b) in enumerate(zip(threads, self.busy)) if t.is_alive()]
+            if not alive:
+                break
+            now = time.perf_counter()
+            if all(b is not None for b, _ in alive):  # the rest is in the model's code
+                if not timed:
+                    break
+                if now >= deadline + GRACE:
+                    since, wid = min(alive)
+                    return WorkerFailed(wid, f"had not answered for {now - since:.1f} s when the time limit "
+                                             f"({self.time_limit} s) came", hung=("time_limit", self.time_limit))
+            time.sleep(0.01)
+        self.mlock.acquire(timeout=GRACE)  # a merge under way (the model's invariants) ends first
+        return None
+
+    def _finish(self, stats: Stats) -> Result:
+        """The search is complete: a state cut by the depth bound and never
+        reached within it makes the verdict "bound"; then the livelock pass."""
+        for c in self.cuts:
+            for fp in c.tolist():
+                if self.code_of(fp) < 0:
+                    return bounded(stats, "max_depth", self.max_depth)
+        S = self.S
+        if self.livelock and S[S_NP]:
+            n, ne = int(S[S_N]), int(S[S_NP])
+            ofs, dst = self.eofs[: n + 1], self.edst[:ne]
+            if self.W > 1:
+                _codes_to_ids(self.wk, n, self.W, dst, ne)
+            comp, left = _acyclic_part(n, ofs, dst)
+            entry = _scc(n, ofs, dst, comp) if left else -1
+            if entry >= 0:
+                cycle = _cycle(n, ofs, dst, comp, entry)
+                ids = np.array([entry] + list(cycle), np.int64)
+                codes = _ids_to_codes(self.wk, self.W, ids) if self.W > 1 else ids
+                fps = [int(self.fp_of(int(c))) for c in codes]
+                return livelock_result(self.m, self.chain, fps[0], fps[1:], stats)
+        return passed(stats)
+
+
+def walkers_check(m: Any, workers: int, memory, max_states: int | None, max_depth: int | None,
+                  time_limit: float | None, check_deadlock: bool, check_livelock: bool, progress: Callable | None,
+                  progress_interval: float) -> Result:
+    """`arrays.array_check` on `workers` threads (see the module's text)."""
+    import gc
+
+    gc_was = gc.isenabled()
+    gc.disable()  # no Python object per state: nothing for the collector but pauses
+    try:
+        run = _Run(m, workers, memory, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
+                   progress_interval)
+        try:
+            r = run.run()
+        except MemoryError:
+            r = bounded(run.final(run.queue_now()), "memory", "MemoryError")
+    finally:
+        if gc_was:
+            gc.enable()
+    r.stats.workers = workers
+    return r
