@@ -70,25 +70,20 @@ TOUCH_FROM = 1 << 18  # states stored from which the table outgrows the caches: 
 
 
 @njit(cache=True, nogil=True)
-def _touch(fps, tab, R, sz, fparr, shift=SUB_SHIFT, t=0, W=1):
-    """Load the table slot of every successor (of walker t of W: see
-    `_mine`), then the fingerprint its slot names: independent loads, so
-    the memory system overlaps their misses, and the walk that follows
-    finds them cached (a large table costs two misses a lookup otherwise).
-    Returns a sum nobody reads."""
+def _touch(fps, tab, R, sz, fparr):
+    """Load the table slot of every successor, then the fingerprint its
+    slot names: independent loads, so the memory system overlaps their
+    misses, and the walk that follows finds them cached (a large table
+    costs two misses a lookup otherwise). Returns a sum nobody reads."""
     acc = 0
     n = fps.shape[0]
     for i in range(n):
         fp = fps[i]
-        if W > 1 and not _mine(fp, t, W):
-            continue
-        p = np.int64(fp >> np.uint64(shift))
+        p = np.int64(fp >> np.uint64(SUB_SHIFT))
         acc += tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
     for i in range(n):
         fp = fps[i]
-        if W > 1 and not _mine(fp, t, W):
-            continue
-        p = np.int64(fp >> np.uint64(shift))
+        p = np.int64(fp >> np.uint64(SUB_SHIFT))
         v = tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
         if v != 0:
             acc += np.int64(fparr[v - 1] & np.uint64(1))

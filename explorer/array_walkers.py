@@ -40,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import NSUB, SUB_SHIFT, TOUCH_FROM, _Store, _find, _grow_sub, _mine, _touch, chain
+from .array_table import NSUB, SUB_SHIFT, _Store, _find, _grow_sub, _mine, chain
 from .arrays import (CHECK, CHUNK, DONE, NO_I64, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, _Expanded, _pack_new,
                      _unpack, _walk)
@@ -318,9 +318,7 @@ class _Run:
         s = c % self.A
         x, st = self.X[s], self.stores[t]
         _, nrows, _, _, _, _, pcode = lv.chunks[c]
-        st.reserve(int(st.n[0]), x.fps.shape[0])
-        if st.n[0] >= TOUCH_FROM // self.W:
-            _touch(x.fps, st.tab, st.R, st.sz, st.fp, st.shift, t, self.W)
+        st.reserve(int(st.n[0]), x.fps.shape[0])  # (no `_touch` ahead: with two walkers it costs more than it saves)
         j, i = 0, 0
         while True:
             status, j, i = _decide(t, self.W, j, i, nrows, x.pofs, x.fps, pcode, lv.depth, self.md, st.tab, st.R,
