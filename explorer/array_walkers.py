@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from .array_table import NSUB, SUB_SHIFT, _Store, _find, _grow_sub, _mine, chain
-from .arrays import (CHECK, CHUNK, DONE, NO_I64, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
+from .arrays import (CHECK, CHUNK, DONE, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, _Expanded, _pack_new,
                      _unpack, _walk)
 from .arrays_narrow import Arena, Packed
@@ -58,16 +58,17 @@ __all__ = ["walkers_check"]
 ST_ROOM = 4
 POLL = 0.05  # seconds between two looks of the calling thread at the clock, the memory and signals
 WAIT = 0.5  # a worker's longest sleep before it looks at the run again
-NO_I32, NO_U64 = np.zeros(0, np.int32), np.zeros(0, np.uint64)
+NO_I32, NO_I64, NO_U64 = np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.uint64)  # the merge's unused
 
 
 @njit(cache=True, nogil=True)
 def _decide(t, W, j0, i0, nrows, pofs, fps, pcode, depth, max_depth, tab, R, sz, cnt, fparr, parents, n, shift,
             dnew, dtgt):
     """Walker t's look at a chunk's successors (from parent j0, successor
-    i0), its own only: dnew[i] 0 (stored before, as code dtgt[i]), 1 (new:
-    stored now, parent pcode[j]) or 2 (new, past the depth bound: not
-    stored). Returns (status, j, i); ST_ROOM: a sub-table must outgrow its
+    i0), its own only: dnew[t, i] 0 (stored before, as code dtgt[t, i]), 1
+    (new: stored now, parent pcode[j]) or 2 (new, past the depth bound: not
+    stored). (A row of its own per walker: two walkers never write to one
+    cache line.) Returns (status, j, i); ST_ROOM: a sub-table must outgrow its
     region (the same successor is looked at again once it is laid out
     anew)."""
     for j in range(j0, nrows):
@@ -78,11 +79,11 @@ def _decide(t, W, j0, i0, nrows, pofs, fps, pcode, depth, max_depth, tab, R, sz,
                 continue
             lid, q, slot = _find(tab, R, sz, fparr, fp, shift)
             if lid >= 0:
-                dnew[i] = 0
-                dtgt[i] = lid * W + t
+                dnew[t, i] = 0
+                dtgt[t, i] = lid * W + t
                 continue
             if max_depth >= 0 and depth >= max_depth:
-                dnew[i] = 2
+                dnew[t, i] = 2
                 continue
             if 10 * (cnt[q] + 1) > 7 * sz[q]:
                 if 2 * sz[q] > R:
@@ -95,8 +96,8 @@ def _decide(t, W, j0, i0, nrows, pofs, fps, pcode, depth, max_depth, tab, R, sz,
             tab[slot] = lid + 1
             cnt[q] += 1
             n[0] = lid + 1
-            dnew[i] = 1
-            dtgt[i] = lid * W + t
+            dnew[t, i] = 1
+            dtgt[t, i] = lid * W + t
     return ST_DONE, nrows, 0
 
 
@@ -130,6 +131,16 @@ def _ids_to_codes(wk, W, ids):
             out[order[k]] = cnt[w] * W + w
             k += 1
         cnt[w] += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _codes(fps, idx, dtgt, W):
+    """The codes of the successors idx (each in its walker's row)."""
+    out = np.empty(idx.shape[0], np.int32)
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        out[k] = dtgt[np.int64(fps[i] >> np.uint64(SUB_SHIFT)) & (W - 1), i]
     return out
 
 
@@ -176,8 +187,8 @@ class _Run:
         self.expanders = [m.array_expander() for _ in range(A)]
         self.inbuf: list = [None] * A
         self.X: list = [None] * A
-        self.dnew = [np.zeros(4 * CHUNK, np.int8) for _ in range(A)]
-        self.dtgt = [np.zeros(4 * CHUNK, np.int64) for _ in range(A)]
+        self.dnew = [np.zeros((W, 4 * CHUNK), np.int8) for _ in range(A)]  # per slot, per walker: decisions
+        self.dtgt = [np.zeros((W, 4 * CHUNK), np.int64) for _ in range(A)]
         self.cv = threading.Condition()
         self.mlock = threading.Lock()  # held by the thread merging
         self.lv: _Level | None = None
@@ -310,8 +321,8 @@ class _Run:
         self.busy[tid] = None
         x = _Expanded(res, pdone, s)
         k = x.fps.shape[0]
-        if self.dnew[s].shape[0] < k:
-            self.dnew[s], self.dtgt[s] = np.zeros(2 * k, np.int8), np.zeros(2 * k, np.int64)
+        if self.dnew[s].shape[1] < k:
+            self.dnew[s], self.dtgt[s] = np.zeros((self.W, 2 * k), np.int8), np.zeros((self.W, 2 * k), np.int64)
         self.X[s] = x
 
     def _decide(self, lv: _Level, c: int, t: int) -> None:
@@ -413,7 +424,7 @@ class _Run:
             k, idx, raw = job
             x = self.X[s]
             rows, done = _pack_new(x, idx, raw, self.arena)
-            lv.nxt[k] = (rows, done, self.dtgt[s][idx].astype(np.int32))
+            lv.nxt[k] = (rows, done, _codes(x.fps, idx, self.dtgt[s], self.W))
         with self.cv:
             lv.packed[c] = True
             while lv.freed < lv.C and lv.packed[lv.freed]:

@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import TOUCH_FROM, _Store, _find, _grow_sub, _touch
+from .array_table import SUB_SHIFT, TOUCH_FROM, _Store, _find, _grow_sub, _touch
 from .arrays_narrow import Arena, Packed, Raw, pack_rows
 from .cycles import _acyclic_part, _cycle, _scc
 from .memory import MemoryGuard, _reserve, _trim, mib
@@ -59,7 +59,7 @@ S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
 CHUNK = 1024
 RAW_LEVEL = 4 << 20  # bytes of a level's rows kept unpacked, as int8 where they fit (a small level is not worth packing)
 TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
-NO_I8, NO_I64, NO_U8 = np.zeros(0, np.int8), np.zeros(0, np.int64), np.zeros(0, np.uint8)  # a walk's unused arrays
+NO_I8, NO_I64, NO_U8 = np.zeros((1, 0), np.int8), np.zeros((1, 0), np.int64), np.zeros(0, np.uint8)  # unused
 
 
 class ArrayFallback(Exception):
@@ -79,8 +79,9 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
     is walked again once the table is laid out anew.
 
     `decided`: the walkers (`array_walkers.py`) have already looked each
-    successor up: dnew[i] 0 (stored before, as state dtgt[i]), 1 (new, now
-    stored as state dtgt[i]) or 2 (new but past the depth bound); this walk
+    successor up: dnew[t, i] (t: the successor's walker) 0 (stored before,
+    as state dtgt[t, i]), 1 (new, now stored as state dtgt[t, i]) or 2 (new
+    but past the depth bound); this walk
     only gives the new states their ids, in order, and does the rest (the
     table is not read; `wk[id]`, if given: the walker of each new state)."""
     for j in range(j0, nrows):
@@ -97,11 +98,12 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
         for i in range(start, b):
             fp = fps[i]
             if decided:
-                d = dnew[i]
+                t = np.int64(fp >> np.uint64(SUB_SHIFT)) & (W - 1)  # its walker
+                d = dnew[t, i]
                 if d == 0:
                     S[S_GEN] += 1
                     if livelock and (flags[i] & PROGRESS) == 0:
-                        edst[S[S_NP]] = dtgt[i]
+                        edst[S[S_NP]] = dtgt[t, i]
                         S[S_NP] += 1
                     continue
                 if d == 2:
@@ -112,9 +114,9 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
                 if max_states >= 0 and S[S_N] >= max_states:
                     S[S_GEN] += 1
                     return ST_MAXSTATES, j, i
-                tgt = dtgt[i]
+                tgt = dtgt[t, i]
                 if wk.shape[0] > 0:
-                    wk[S[S_N]] = tgt % W
+                    wk[S[S_N]] = t
             else:
                 sid, p, slot = _find(tab, R, sz, fparr, fp)
                 if sid >= 0:
