@@ -2,7 +2,7 @@
 (dense, in discovery order) its 64-bit fingerprint and its parent's id,
 found through a hash table split into NSUB sub-tables by the
 fingerprint's top bits (4 bytes a slot, at most 70 % full, each sub-table
-doubled on its own in a region of its own), and the chain of parents a
+grown by half or a third on its own, in a region of its own), and the chain of parents a
 counterexample is rebuilt from."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from numba import njit
 
 from .memory import _reserve, _zeros_aligned
 
-__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_find", "_grow_sub", "_mine", "_touch", "chain"]
+__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_find", "_grow_sub", "_mine", "_next_size", "_touch", "chain"]
 
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
@@ -24,6 +24,21 @@ SUB0 = 1 << 10  # the first size (and room) of a sub-table
 # ---------------------------------------------------------------- the table
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _home(fp, n):
+    """A fingerprint's first slot in a sub-table of n slots: its low 32
+    bits scaled to n (n need not be a power of two)."""
+    return np.int64(((fp & np.uint64(0xFFFFFFFF)) * np.uint64(n)) >> np.uint64(32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _next_size(n):
+    """The size a sub-table of n slots grows to: x 1.5 from a power of two,
+    x 4/3 to the next one, so that a grown table is 47 %-70 % full (where
+    doubling would leave it 35 %-70 %)."""
+    return n * 3 // 2 if n & (n - 1) == 0 else n * 4 // 3
+
+
 @njit(cache=True, nogil=True)
 def _find(tab, R, sz, fparr, fp, shift=SUB_SHIFT):
     """(id or -1, sub-table, slot): sub-table p (the fingerprint's bits
@@ -31,32 +46,36 @@ def _find(tab, R, sz, fparr, fp, shift=SUB_SHIFT):
     (0: empty); ids are compared through their fingerprints."""
     p = np.int64(fp >> np.uint64(shift))
     base = p * R
-    mask = np.uint64(sz[p] - 1)
-    j = fp & mask
+    n = sz[p]
+    j = _home(fp, n)
     while True:
-        v = tab[base + np.int64(j)]
+        v = tab[base + j]
         if v == 0:
-            return -1, p, base + np.int64(j)
+            return -1, p, base + j
         if fparr[v - 1] == fp:
-            return np.int64(v - 1), p, base + np.int64(j)
-        j = (j + np.uint64(1)) & mask
+            return np.int64(v - 1), p, base + j
+        j += 1
+        if j == n:
+            j = 0
 
 
 @njit(cache=True, nogil=True)
 def _grow_sub(tab, R, sz, p, fparr):
-    """Sub-table p doubled in place (its region has room): only its own
-    slots are copied aside."""
+    """Sub-table p grown in place to its next size (its region has room):
+    only its own slots are copied aside."""
     base = p * R
     old = tab[base: base + sz[p]].copy()
-    sz[p] *= 2
-    tab[base: base + sz[p]] = 0
-    mask = np.uint64(sz[p] - 1)
+    n = _next_size(sz[p])
+    sz[p] = n
+    tab[base: base + n] = 0
     for v in old:
         if v != 0:
-            k = fparr[v - 1] & mask
-            while tab[base + np.int64(k)] != 0:
-                k = (k + np.uint64(1)) & mask
-            tab[base + np.int64(k)] = v
+            k = _home(fparr[v - 1], n)
+            while tab[base + k] != 0:
+                k += 1
+                if k == n:
+                    k = 0
+            tab[base + k] = v
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -80,11 +99,11 @@ def _touch(fps, tab, R, sz, fparr):
     for i in range(n):
         fp = fps[i]
         p = np.int64(fp >> np.uint64(SUB_SHIFT))
-        acc += tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
+        acc += tab[p * R + _home(fp, sz[p])]
     for i in range(n):
         fp = fps[i]
         p = np.int64(fp >> np.uint64(SUB_SHIFT))
-        v = tab[p * R + np.int64(fp & np.uint64(sz[p] - 1))]
+        v = tab[p * R + _home(fp, sz[p])]
         if v != 0:
             acc += np.int64(fparr[v - 1] & np.uint64(1))
     return acc
@@ -130,8 +149,17 @@ class _Store:
         self.tab, self.R = tab, R
 
     def id_of(self, fp: int) -> int:
+        if self.tab is None:  # the search is over (`drop_table`): a scan, for the few states a trace needs
+            at = np.flatnonzero(self.fp[: int(self.n[0])] == np.uint64(fp))
+            return int(at[0]) if at.size else -1
         i, _, _ = _find(self.tab, self.R, self.sz, self.fp, np.uint64(fp), self.shift)
         return int(i)
+
+    def drop_table(self, n: int) -> None:
+        """The search is over, with n states: the hash table goes (the
+        livelock pass needs its room); `id_of` scans the fingerprints."""
+        self.n[0] = n
+        self.tab = None
 
     def chain(self, fp: int) -> list[tuple[int, int]]:
         return chain(self.m, self.init_rows, self.init_fps, self.id_of(fp), lambda i: int(self.parent[i]),

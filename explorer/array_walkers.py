@@ -40,10 +40,10 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import NSUB, SUB_SHIFT, _Store, _find, _grow_sub, _mine, chain
+from .array_table import NSUB, SUB_SHIFT, _Store, _find, _grow_sub, _mine, _next_size, chain
 from .arrays import (CHECK, CHUNK, DONE, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, _Expanded, _pack_new,
-                     _unpack, _walk)
+                     _unpack, _walk, chunk_rows)
 from .arrays_narrow import Arena, Packed
 from .cycles import _acyclic_part, _cycle, _scc
 from .interrupt import interrupt_of
@@ -86,7 +86,7 @@ def _decide(t, W, j0, i0, nrows, pofs, fps, pcode, depth, max_depth, tab, R, sz,
                 dnew[t, i] = 2
                 continue
             if 10 * (cnt[q] + 1) > 7 * sz[q]:
-                if 2 * sz[q] > R:
+                if _next_size(sz[q]) > R:
                     return ST_ROOM, j, i
                 _grow_sub(tab, R, sz, q, fparr)
                 lid, q, slot = _find(tab, R, sz, fparr, fp, shift)
@@ -151,17 +151,17 @@ class _Level:
     the next level's blocks as they are packed; a chunk's slot is free
     once it and every chunk before it are packed (`freed`)."""
 
-    __slots__ = ("chunks", "C", "ready", "left", "merged", "mpos", "nlevel", "id0", "depth", "nxt", "next_count",
+    __slots__ = ("gen0", "chunks", "C", "ready", "left", "merged", "mpos", "nlevel", "id0", "depth", "nxt", "next_count",
                  "packed", "freed", "done", "nexp")
 
-    def __init__(self, blocks: list, W: int, id0: int, depth: int) -> None:
+    def __init__(self, blocks: list, W: int, id0: int, depth: int, size: int, gen0: int) -> None:
         self.chunks, pos = [], 0
         for block, done, codes in blocks:
-            for c0 in range(0, block.n, CHUNK):
-                c1 = min(c0 + CHUNK, block.n)
+            for c0 in range(0, block.n, size):
+                c1 = min(c0 + size, block.n)
                 self.chunks.append((pos, c1 - c0, block, c0, c1, done[c0:c1], codes[c0:c1]))
                 pos += c1 - c0
-        self.C, self.nlevel, self.id0, self.depth = len(self.chunks), pos, id0, depth
+        self.C, self.nlevel, self.id0, self.depth, self.gen0 = len(self.chunks), pos, id0, depth, gen0
         self.ready = [False] * self.C
         self.left = [W] * self.C
         self.packed = [False] * self.C
@@ -249,7 +249,7 @@ class _Run:
             _, q, slot = _find(st.tab, st.R, st.sz, st.fp, fp, st.shift)
             if 10 * (st.cnt[q] + 1) <= 7 * st.sz[q]:
                 break
-            if 2 * st.sz[q] > st.R:
+            if _next_size(int(st.sz[q])) > st.R:
                 st.relayout()
             else:
                 _grow_sub(st.tab, st.R, st.sz, q, st.fp)
@@ -299,7 +299,10 @@ class _Run:
                 self.cv.notify_all()
             return
         self.arena.next_level()  # the level's unpacked rows (at most RAW_LEVEL bytes)
-        lv = _Level(blocks, self.W, id0, depth)
+        gen, last = int(self.S[S_GEN]), self.lv
+        size = CHUNK if last is None else chunk_rows(CHUNK, gen - last.gen0, last.nlevel, blocks[0][0].width,
+                                                     int(self.S[S_N]))
+        lv = _Level(blocks, self.W, id0, depth, size, gen)
         blocks.clear()
         with self.cv:
             self.lv = lv
@@ -565,6 +568,9 @@ class _Run:
         S = self.S
         if self.livelock and S[S_NP]:
             n, ne = int(S[S_N]), int(S[S_NP])
+            for st in self.stores:
+                st.drop_table(int(st.n[0]))
+            _trim()
             ofs, dst = self.eofs[: n + 1], self.edst[:ne]
             if self.W > 1:
                 _codes_to_ids(self.wk, n, self.W, dst, ne)

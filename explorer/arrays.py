@@ -6,8 +6,8 @@ shortest trace), at a fraction of its cost per state.
 Store (`array_table.py`), per state id (dense, in discovery order): its 64-bit fingerprint
 and its parent's id (12 bytes); the ids are found through a hash table
 split into 16 sub-tables by the fingerprint's top bits (4 bytes a slot, at
-most 70 % full, each sub-table doubled on its own, so a growth never holds
-two copies of the whole table). No action and no row is stored: the path
+most 70 % full and at least 47 % once grown, each sub-table grown on its
+own, so a growth never holds two copies of the whole table). No action and no row is stored: the path
 to a state is its chain of parents, and its actions and rows are re-derived
 by expanding each state of the chain again (`_Store.chain`). Rows are kept
 only for the current and the next BFS level, packed by column
@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import SUB_SHIFT, TOUCH_FROM, _Store, _find, _grow_sub, _touch
+from .array_table import SUB_SHIFT, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch
 from .arrays_narrow import Arena, Packed, Raw, pack_rows
 from .cycles import _acyclic_part, _cycle, _scc
 from .memory import MemoryGuard, _reserve, _trim, mib
@@ -56,8 +56,9 @@ CHECK, DONE, PROGRESS = 1, 2, 4  # per successor: check its invariants; it is do
 ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
 # counters in S
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
-CHUNK = 1024
-RAW_LEVEL = 4 << 20  # bytes of a level's rows kept unpacked, as int8 where they fit (a small level is not worth packing)
+CHUNK = 1024  # rows a chunk has at most
+SUCC_CHUNK = 1024  # successors a chunk should give (at least this many in a large run; see `chunk_rows`)
+RAW_LEVEL = 2 << 20  # bytes of a level's rows kept unpacked, as int8 where they fit (a small level is not worth packing)
 TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
 NO_I8, NO_I64, NO_U8 = np.zeros((1, 0), np.int8), np.zeros((1, 0), np.int64), np.zeros(0, np.uint8)  # unused
 
@@ -134,7 +135,7 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
                     S[S_GEN] += 1
                     return ST_MAXSTATES, j, i
                 if 10 * (cnt[p] + 1) > 7 * sz[p]:
-                    if 2 * sz[p] > R:
+                    if _next_size(sz[p]) > R:
                         S[S_SUB] = p
                         return ST_ROOM, j, i
                     _grow_sub(tab, R, sz, p, fparr)
@@ -267,18 +268,32 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
             gc.enable()
 
 
-def _chunks(level):
+def chunk_rows(cap: int, gen: int, rows: int, width: int, stored: int) -> int:
+    """Rows a chunk of the next level has: `cap`, or fewer where the level
+    just walked gave many successors a row (`gen` successors of `rows`
+    rows): the model's buffers for a chunk's successors (`width` int64
+    columns each) grow to the largest chunk's and stay that size, so a
+    chunk should give no more successors than SUCC_CHUNK or, in a larger
+    run, than about 1 byte of buffer per state `stored` (fewer rows a
+    chunk also means smaller packed blocks, each with a header)."""
+    succ = max(SUCC_CHUNK, stored // (8 * max(width, 1)))
+    if rows <= 0 or gen * cap <= succ * rows:
+        return cap
+    return max(min(cap, 16), succ * rows // gen)
+
+
+def _chunks(level, size: int = CHUNK):
     """The chunks of a level (blocks of (rows, done flags), each a pending
-    pack or one made): ((position in the level, rows in the chunk),
-    (block, first, end, done flags)); each block is freed once its chunks
-    are handed out."""
+    pack or one made), of `size` rows at most: ((position in the level,
+    rows in the chunk), (block, first, end, done flags)); each block is
+    freed once its chunks are handed out."""
     pos = 0
     level.reverse()
     while level:
         b = level.pop()
         block, bdone = b.result() if hasattr(b, "result") else b
-        for c0 in range(0, block.n, CHUNK):
-            c1 = min(c0 + CHUNK, block.n)
+        for c0 in range(0, block.n, size):
+            c1 = min(c0 + size, block.n)
             yield (pos, c1 - c0), (block, c0, c1, bdone[c0:c1])
             pos += c1 - c0
         del block, bdone, b
@@ -334,12 +349,14 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         nchunks = 0
         newidx = np.zeros(CHUNK, np.int64)
         cut = np.zeros(CHUNK, np.uint64)
+        size, width = CHUNK, 1  # rows a chunk of the level has; the rows' width
         while level:
+            gen0 = int(S[S_GEN])
             nxt: list = []
             nlevel = sum((b.result() if hasattr(b, "result") else b)[0].n for b in level)
             next_count = 0
             arena.next_level()  # the next level's unpacked rows (at most RAW_LEVEL bytes)
-            for (pos, nrows), x in expand(_chunks(level)):
+            for (pos, nrows), x in expand(_chunks(level, size)):
                 queue_now = nlevel - pos + next_count
                 now = time.perf_counter()
                 if time_limit is not None and now - t0 >= time_limit:
@@ -351,6 +368,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                     progress(final(queue_now).snapshot())
                 k = x.fps.shape[0]
                 n = int(S[S_N])
+                width = x.succ.shape[1]
                 st.reserve(n, k)
                 if livelock:
                     eofs = _reserve(eofs, level_id0 + pos + nrows + 1, level_id0 + pos + 1)
@@ -396,6 +414,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 nchunks += 1
                 if nchunks % TRIM_EVERY == 0:
                     _trim()
+            size = chunk_rows(CHUNK, int(S[S_GEN]) - gen0, nlevel, width, int(S[S_N]))
             level_id0 += nlevel
             depth += 1
             level = nxt
@@ -407,6 +426,8 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                     return bounded(stats, "max_depth", max_depth)
         if livelock and S[S_NP]:
             n = int(S[S_N])
+            st.drop_table(n)
+            _trim()
             ofs, dst = eofs[: n + 1], edst[: int(S[S_NP])]
             comp, left = _acyclic_part(n, ofs, dst)
             entry = _scc(n, ofs, dst, comp) if left else -1
