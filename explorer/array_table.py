@@ -14,7 +14,7 @@ from numba import njit
 
 from .memory import _reserve, _zeros_aligned
 
-__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_find", "_grow_sub", "_mine", "_next_size", "_touch", "chain"]
+__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_mine", "_next_size", "_touch", "chain"]
 
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
@@ -107,6 +107,42 @@ def _touch(fps, tab, R, sz, fparr):
         if v != 0:
             acc += np.int64(fparr[v - 1] & np.uint64(1))
     return acc
+
+
+# ---------------------------------------------------------------- codes of the walkers (array_walkers.py)
+
+
+@njit(cache=True)
+def _codes_to_ids(wk, n, W, edst, ne):
+    """The edges' targets, codes, turned into ids: wk[id] is the walker of
+    state id, and a walker's states are numbered in the order of their ids."""
+    cnt = np.zeros(W, np.int64)
+    for g in range(n):
+        cnt[wk[g]] += 1
+    c2g = np.empty(max(1, cnt.max()) * W, np.int32)
+    cnt[:] = 0
+    for g in range(n):
+        w = wk[g]
+        c2g[cnt[w] * W + w] = g
+        cnt[w] += 1
+    for e in range(ne):
+        edst[e] = c2g[edst[e]]
+
+
+@njit(cache=True)
+def _ids_to_codes(wk, W, ids):
+    """The codes of the states `ids` (see `_codes_to_ids`)."""
+    out = np.empty(ids.shape[0], np.int64)
+    order = np.argsort(ids)
+    cnt = np.zeros(W, np.int64)
+    k = 0
+    for g in range(ids.max() + 1 if ids.shape[0] else 0):
+        w = wk[g]
+        while k < ids.shape[0] and ids[order[k]] == g:
+            out[order[k]] = cnt[w] * W + w
+            k += 1
+        cnt[w] += 1
+    return out
 
 
 class _Store:

@@ -40,7 +40,8 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import NSUB, SUB_SHIFT, _Store, _find, _grow_sub, _mine, _next_size, chain
+from .array_table import (NSUB, SUB_SHIFT, _Store, _codes_to_ids, _find, _grow_sub, _ids_to_codes, _mine, _next_size,
+                          chain)
 from .arrays import (CHECK, CHUNK, DONE, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, _Expanded, _pack_new,
                      _unpack, _walk, chunk_rows)
@@ -99,39 +100,6 @@ def _decide(t, W, j0, i0, nrows, pofs, fps, pcode, depth, max_depth, tab, R, sz,
             dnew[t, i] = 1
             dtgt[t, i] = lid * W + t
     return ST_DONE, nrows, 0
-
-
-@njit(cache=True)
-def _codes_to_ids(wk, n, W, edst, ne):
-    """The edges' targets, codes, turned into ids: wk[id] is the walker of
-    state id, and a walker's states are numbered in the order of their ids."""
-    cnt = np.zeros(W, np.int64)
-    for g in range(n):
-        cnt[wk[g]] += 1
-    c2g = np.empty(max(1, cnt.max()) * W, np.int32)
-    cnt[:] = 0
-    for g in range(n):
-        w = wk[g]
-        c2g[cnt[w] * W + w] = g
-        cnt[w] += 1
-    for e in range(ne):
-        edst[e] = c2g[edst[e]]
-
-
-@njit(cache=True)
-def _ids_to_codes(wk, W, ids):
-    """The codes of the states `ids` (see `_codes_to_ids`)."""
-    out = np.empty(ids.shape[0], np.int64)
-    order = np.argsort(ids)
-    cnt = np.zeros(W, np.int64)
-    k = 0
-    for g in range(ids.max() + 1 if ids.shape[0] else 0):
-        w = wk[g]
-        while k < ids.shape[0] and ids[order[k]] == g:
-            out[order[k]] = cnt[w] * W + w
-            k += 1
-        cnt[w] += 1
-    return out
 
 
 @njit(cache=True, nogil=True)
