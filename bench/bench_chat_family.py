@@ -8,8 +8,11 @@ engine warm, over the states) and the speed of 2 workers against 1
 (`--workers`: states per second, so also for a run the time limit
 stops), with the 2-worker run's CPU time over its wall time (how much of
 the second core it used) and its serial fraction: the CPU time of the
-thread that walks the chunks in order over the run's CPU time (with f
-that fraction, 2 workers can give at most 1 / (f + (1 - f) / 2)).
+calling thread over the run's CPU time (with f that fraction, 2 workers
+can give at most 1 / (f + (1 - f) / 2). The workers do all the search,
+the walk included, and that thread only watches, so f is the start, the
+end and the livelock pass; the merge, which keeps the order, runs on the
+worker that finished a chunk last and is not in f).
 
 The machine's own ceiling for that ratio (`--workers`): two independent
 1-worker runs at once, in two processes, against one alone; the sum of

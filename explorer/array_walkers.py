@@ -17,10 +17,10 @@ reads the walkers' decisions of a chunk in (parent, action) order and
 gives the new states their ids (dense, in discovery order, as one worker
 numbers them), counts, finds a deadlock, stops at `max_states`, has the
 invariants of a state checked, records the non-progress edges (their
-targets as codes, turned into ids when the livelock pass needs them) and
-packs the new rows of the next level. The merge of chunk c runs once every
-walker is done with it and chunk c - 1 is merged, on whichever thread
-finished last.
+targets as codes, turned into ids when the livelock pass needs them). The
+merge of chunk c runs once every walker is done with it and chunk c - 1 is
+merged, on whichever thread finished last, which then packs the chunk's
+new rows into the next level, outside the merge's lock.
 
 A thread walks the next chunk as soon as it is expanded; otherwise it
 expands the next chunk no thread has taken (the model's expander for the
@@ -140,6 +140,9 @@ class _Level:
 
 
 class _Run:
+    """One search: the walkers' stores, the slots, the level under way,
+    the counts (`S`, written by the merge only) and how it ended."""
+
     def __init__(self, m: Any, T: int, memory, max_states, max_depth, time_limit, check_deadlock, check_livelock,
                  progress, progress_interval) -> None:
         self.m, self.T, self.memory = m, T, memory
@@ -568,6 +571,11 @@ def walkers_check(m: Any, workers: int, memory, max_states: int | None, max_dept
             r = run.run()
         except MemoryError:
             r = bounded(run.final(run.queue_now()), "memory", "MemoryError")
+        finally:  # whatever the calling thread met (an error of a progress callback...), the workers stop
+            with run.cv:
+                run.stop = True
+                run.stopped.set()
+                run.cv.notify_all()
     finally:
         if gc_was:
             gc.enable()

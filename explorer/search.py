@@ -82,7 +82,7 @@ def check(
     if strategy == "bfs" and hasattr(m, "array_expand"):
         from .arrays import ArrayFallback, array_check
 
-        try:  # with workers: one table here, the expansion of chunks in the workers
+        try:  # with workers: the chunks' expansion and walk on threads (array_walkers.py) or processes
             with limits_on(m, Limits(time_limit, MemoryGuard(memory_limit))):  # inside an expansion too
                 return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
                                    progress, progress_interval, factory=factory, workers=workers,

@@ -1,4 +1,5 @@
-"""The worker threads of the array engine (`arrays._threaded`): a pool of
+"""Worker threads for the partitions run in this process
+(`distributed.py`, `--partitions K --workers N`): a pool of
 daemon threads whose futures are waited for in short polls, so that
 
 - a worker that never returns (a kernel call that does not end) cannot
@@ -57,7 +58,7 @@ class Workers:
 
     def __init__(self, n: int, deadline: float | None = None, time_limit: float | None = None) -> None:
         self.deadline, self.time_limit = deadline, time_limit
-        self._q: queue.PriorityQueue = queue.PriorityQueue()  # (0 urgent / 1, order, job)
+        self._q: queue.PriorityQueue = queue.PriorityQueue()  # (0: a job / 2: stop, order, job)
         self._order = itertools.count()
         self._busy: list[float | None] = [None] * n  # per thread: since when its job runs
         self._threads = [threading.Thread(target=self._run, args=(i,), name=f"worker_{i}", daemon=True)
@@ -82,20 +83,10 @@ class Workers:
             self._busy[wid] = None
             del job, fn, args, item
 
-    def get(self, q: queue.Queue):
-        """An item of `q`, which the workers fill: waited for in polls, so
-        that a hung worker (past the deadline) or a signal ends the wait."""
-        while True:
-            try:
-                return q.get(timeout=_POLL)
-            except queue.Empty:
-                self.check_hung()
-
-    def submit(self, fn, *args, urgent: bool = False) -> Future:
-        """A future for fn(*args); an urgent job runs before every job not
-        urgent that is still queued (jobs of one kind run in their order)."""
+    def submit(self, fn, *args) -> Future:
+        """A future for fn(*args) (jobs start in the order submitted)."""
         job = _Job(self)
-        self._q.put((0 if urgent else 1, next(self._order), (job, fn, args)))
+        self._q.put((0, next(self._order), (job, fn, args)))
         return job
 
     def check_hung(self, job: _Job | None = None) -> None:
