@@ -3,7 +3,7 @@
 N threads, with the verdict, counts, queue figure and trace of one worker.
 
 The walk is split by fingerprint. Of the table's 16 sub-tables, walker t
-of W (W: the largest power of two up to N, at most 16) owns those whose
+of W (W: the largest power of two up to N, at most 8) owns those whose
 number is t modulo W, and keeps their states in a store of its own
 (`array_table._Store`: fingerprints, parents, sub-tables). Each walker
 goes through every chunk's successors in order and looks up only its own:
@@ -119,7 +119,7 @@ class _Level:
     the next level's blocks as they are packed; a chunk's slot is free
     once it and every chunk before it are packed (`freed`)."""
 
-    __slots__ = ("gen0", "chunks", "C", "ready", "left", "merged", "mpos", "nlevel", "id0", "depth", "nxt", "next_count",
+    __slots__ = ("errs", "gen0", "chunks", "C", "ready", "left", "merged", "mpos", "nlevel", "id0", "depth", "nxt", "next_count",
                  "packed", "freed", "done", "nexp")
 
     def __init__(self, blocks: list, W: int, id0: int, depth: int, size: int, gen0: int) -> None:
@@ -135,6 +135,7 @@ class _Level:
         self.packed = [False] * self.C
         self.merged = self.mpos = self.next_count = self.freed = 0  # freed: chunks packed, all before them too
         self.nexp = 0  # the next chunk to expand, by the first thread free for it
+        self.errs: dict = {}  # chunk -> what its expansion raised (raised by the merge, in order)
         self.done = False
         self.nxt: list = []
 
@@ -146,7 +147,7 @@ class _Run:
     def __init__(self, m: Any, T: int, memory, max_states, max_depth, time_limit, check_deadlock, check_livelock,
                  progress, progress_interval) -> None:
         self.m, self.T, self.memory = m, T, memory
-        self.W = W = 1 << min(T.bit_length() - 1, 4)
+        self.W = W = 1 << min(T.bit_length() - 1, 3)  # (16 walkers would shift a fingerprint by 64 bits)
         lw = W.bit_length() - 1
         self.stores = [_Store(m, nsub=NSUB >> lw, shift=SUB_SHIFT + lw) for _ in range(W)]
         self.ms = -1 if max_states is None else max_states
@@ -181,8 +182,6 @@ class _Run:
         self.t0 = time.perf_counter()
         self.stats = Stats(strategy="bfs")
         self.init_rows = self.init_fps = None
-
-    # ------------------------------------------------------------ states
 
     def fp_of(self, code: int) -> np.uint64:
         return self.stores[code % self.W].fp[code // self.W]
@@ -284,15 +283,18 @@ class _Run:
     def _expand(self, lv: _Level, c: int, tid: int) -> None:
         s = c % self.A
         _, _, block, c0, c1, pdone, _ = lv.chunks[c]
-        rows, self.inbuf[s] = _unpack(block, c0, c1, self.inbuf[s])
         self.busy[tid] = time.perf_counter()
         try:
+            rows, self.inbuf[s] = _unpack(block, c0, c1, self.inbuf[s])
             res = self.expanders[s](rows)
-        except (ArrayFallback, LimitReached):
-            raise
+        except (ArrayFallback, LimitReached, MemoryError) as e:
+            lv.errs[c] = e  # raised when the merge reaches this chunk: a verdict met before it comes first
+            return
         except Exception as e:  # noqa: BLE001 - reported with the worker's id and cause
-            raise WorkerFailed(tid, f"raised {type(e).__name__}: {e}", detail=traceback.format_exc()) from None
-        self.busy[tid] = None
+            lv.errs[c] = WorkerFailed(tid, f"raised {type(e).__name__}: {e}", detail=traceback.format_exc())
+            return
+        finally:
+            self.busy[tid] = None
         x = _Expanded(res, pdone, s)
         k = x.fps.shape[0]
         if self.dnew[s].shape[1] < k:
@@ -300,6 +302,8 @@ class _Run:
         self.X[s] = x
 
     def _decide(self, lv: _Level, c: int, t: int) -> None:
+        if c in lv.errs:  # its expansion failed: nothing to look up
+            return
         s = c % self.A
         x, st = self.X[s], self.stores[t]
         _, nrows, _, _, _, _, pcode = lv.chunks[c]
@@ -312,7 +316,7 @@ class _Run:
                 return
             st.relayout()
 
-    def _merge_ready(self, lv: _Level) -> None:
+    def _merge_ready(self, lv: _Level, tid: int) -> None:
         """Merge the chunks every walker is done with, in order (one thread
         at a time; a thread finding the lock taken leaves the work to its
         holder, who looks again after letting it go), each packed after."""
@@ -323,7 +327,7 @@ class _Run:
             try:
                 if not self.stop and lv.merged < lv.C and lv.left[lv.merged] == 0:
                     c = lv.merged
-                    job = self._merge(lv, c)
+                    job = self._merge(lv, c, tid)
             finally:
                 self.mlock.release()
             if c >= 0 and not self.stop:
@@ -331,15 +335,21 @@ class _Run:
             if self.stop or not (lv.merged < lv.C and lv.left[lv.merged] == 0):
                 return
 
-    def _stop_with(self, result: Callable[[Stats], Result], pending: int) -> None:
+    def _stop_with(self, result: Callable[[Stats], Result], pending: int, timed: bool = False) -> None:
+        """The run's answer, unless one came first; `timed`: the time limit's
+        (a worker then still in the model's code is hung)."""
         with self.cv:
             if self.end is None and self.error is None:
                 self.end = (result, pending)
+                self.timed_out = timed
             self.stop = True
             self.stopped.set()
             self.cv.notify_all()
 
-    def _merge(self, lv: _Level, c: int) -> tuple | None:
+    def _merge(self, lv: _Level, c: int, tid: int) -> tuple | None:
+        err = lv.errs.get(c)
+        if err is not None:  # the chunk's expansion failed: every chunk before it is merged
+            raise err
         m, S, s = self.m, self.S, c % self.A
         x = self.X[s]
         pos, nrows, _, _, _, _, pcode = lv.chunks[c]
@@ -368,7 +378,11 @@ class _Run:
             if status == ST_MAXSTATES:
                 return self._stop_with(lambda st: bounded(st, "max_states", self.max_states), pending)
             assert status == ST_CHECK  # the state just stored (successor i - 1)
-            bad = m.invariants(m.array_state(np.asarray(x.succ[i - 1], np.int64)))
+            self.busy[tid] = time.perf_counter()  # the model's code
+            try:
+                bad = m.invariants(m.array_state(np.asarray(x.succ[i - 1], np.int64)))
+            finally:
+                self.busy[tid] = None
             if bad:
                 fp, (kind, msg) = int(x.fps[i - 1]), bad[0]
                 return self._stop_with(lambda st: violation(m, self.chain, fp, kind, msg, st), pending - 1)
@@ -442,7 +456,7 @@ class _Run:
                         last = lv.left[cur] == 0
                     cur += 1
                     if last:
-                        self._merge_ready(lv)
+                        self._merge_ready(lv, tid)
                     continue
                 with self.cv:
                     e = lv.nexp
@@ -478,18 +492,20 @@ class _Run:
                     break
                 now = time.perf_counter()
                 if deadline is not None and now >= deadline:
-                    self.timed_out = True
-                    self._stop_with(lambda st: bounded(st, "time_limit", self.time_limit), -1)
+                    self._stop_with(lambda st: bounded(st, "time_limit", self.time_limit), -1, timed=True)
                 elif self.memory.over():
                     self._stop_with(lambda st: bounded(st, "memory", mib(self.memory.limit)), -1)
                 elif self.progress is not None and now >= next_report:
                     next_report = now + self.progress_interval
                     self.progress(self.final(self.queue_now()).snapshot())
             hung = self._wind_down(threads, deadline)
+            return self._answer(hung)  # (the livelock pass and a trace too: an interrupt there is seen)
         except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: the counts of every chunk merged so far
             self._stop_with(lambda st: st, -1)
             self._wind_down(threads, None)
             return interrupted(self.final(self.queue_now()), interrupt_of(e))
+
+    def _answer(self, hung: WorkerFailed | None) -> Result:
         if hung is not None:
             return failed(self.final(self.queue_now()), hung)
         e = self.error

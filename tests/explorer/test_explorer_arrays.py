@@ -119,3 +119,11 @@ def test_worker_threads_with_chunks_of_a_few_rows(name, make, width, chunk, monk
             r = check(_OnThreads(make(), width), workers=workers, **kw)
             assert key(r) == key(check(make(), **kw))
             assert r.stats.workers == workers
+
+
+@pytest.mark.parametrize("workers", [8, 9, 16])
+def test_many_worker_threads(workers):
+    """Up to 8 walkers (each with 2 of the 16 sub-tables); threads past
+    them only expand."""
+    for name, make, width in CASES:
+        assert key(check(_OnThreads(make(), width), workers=workers)) == key(check(make())), name
