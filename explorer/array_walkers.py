@@ -44,13 +44,12 @@ from .array_table import (NSUB, SUB_SHIFT, _Store, _codes_to_ids, _find, _grow_s
                           chain)
 from .arrays import (CHECK, CHUNK, DONE, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, _Expanded, _pack_new,
-                     _unpack, _walk, chunk_rows)
+                     _unpack, _walk, chunk_rows, complete)
 from .arrays_narrow import Arena, Packed
-from .cycles import _acyclic_part, _cycle, _scc
 from .interrupt import interrupt_of
 from .limits import LimitReached
 from .memory import _reserve, _trim, mib
-from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
+from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
 from .result import Result, Stats
 from .threads import GRACE
 
@@ -59,7 +58,8 @@ __all__ = ["walkers_check"]
 ST_ROOM = 4
 POLL = 0.05  # seconds between two looks of the calling thread at the clock, the memory and signals
 WAIT = 0.5  # a worker's longest sleep before it looks at the run again
-NO_I32, NO_I64, NO_U64 = np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.uint64)  # the merge's unused
+# the table a merge does not read (`_walk` with `decided`): none
+NO_TAB, NO_COUNTS, NO_FPS = np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.uint64)
 
 
 @njit(cache=True, nogil=True)
@@ -119,7 +119,8 @@ class _Level:
     the next level's blocks as they are packed; a chunk's slot is free
     once it and every chunk before it are packed (`freed`)."""
 
-    __slots__ = ("errs", "gen0", "chunks", "C", "ready", "left", "merged", "mpos", "nlevel", "id0", "depth", "nxt", "next_count",
+    __slots__ = ("errs", "gen0", "chunks", "C", "ready", "left", "merged", "mpos", "nlevel", "id0", "depth", "nxt",
+                 "next_count",
                  "packed", "freed", "done", "nexp")
 
     def __init__(self, blocks: list, W: int, id0: int, depth: int, size: int, gen0: int) -> None:
@@ -295,7 +296,7 @@ class _Run:
             return
         finally:
             self.busy[tid] = None
-        x = _Expanded(res, pdone, s)
+        x = _Expanded(res, pdone)
         k = x.fps.shape[0]
         if self.dnew[s].shape[1] < k:
             self.dnew[s], self.dtgt[s] = np.zeros((self.W, 2 * k), np.int8), np.zeros((self.W, 2 * k), np.int64)
@@ -365,10 +366,10 @@ class _Run:
         S[S_NEW] = S[S_CUT] = 0
         j, i = 0, 0
         while True:
-            status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, lv.id0 + pos, lv.depth, x.pdone, NO_I32, 0,
-                                 NO_I64, NO_I64, S, NO_U64, NO_I32, newidx, self.eofs, self.edst, self.cut, self.ms,
-                                 self.md, self.livelock, self.check_deadlock, True, self.dnew[s], dtgt, self.wk,
-                                 self.W)
+            status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, lv.id0 + pos, lv.depth, x.pdone, NO_TAB, 0,
+                                 NO_COUNTS, NO_COUNTS, S, NO_FPS, NO_TAB, newidx, self.eofs, self.edst, self.cut,
+                                 self.ms, self.md, self.livelock, self.check_deadlock, True, self.dnew[s], dtgt,
+                                 self.wk, self.W)
             pending = (lv.nlevel - pos - j - 1) + lv.next_count + int(S[S_NEW])
             if status == ST_DONE:
                 break
@@ -546,30 +547,26 @@ class _Run:
         return None
 
     def _finish(self, stats: Stats) -> Result:
-        """The search is complete: a state cut by the depth bound and never
-        reached within it makes the verdict "bound"; then the livelock pass."""
-        for c in self.cuts:
-            for fp in c.tolist():
-                if self.code_of(fp) < 0:
-                    return bounded(stats, "max_depth", self.max_depth)
-        S = self.S
-        if self.livelock and S[S_NP]:
+        """The search is complete (`arrays.complete`): the depth bound's
+        cuts, then the livelock pass, its edges' codes turned into ids."""
+        S, W = self.S, self.W
+
+        def graph():
             n, ne = int(S[S_N]), int(S[S_NP])
             for st in self.stores:
                 st.drop_table(int(st.n[0]))
             _trim()
-            ofs, dst = self.eofs[: n + 1], self.edst[:ne]
-            if self.W > 1:
-                _codes_to_ids(self.wk, n, self.W, dst, ne)
-            comp, left = _acyclic_part(n, ofs, dst)
-            entry = _scc(n, ofs, dst, comp) if left else -1
-            if entry >= 0:
-                cycle = _cycle(n, ofs, dst, comp, entry)
-                ids = np.array([entry] + list(cycle), np.int64)
-                codes = _ids_to_codes(self.wk, self.W, ids) if self.W > 1 else ids
-                fps = [int(self.fp_of(int(c))) for c in codes]
-                return livelock_result(self.m, self.chain, fps[0], fps[1:], stats)
-        return passed(stats)
+            dst = self.edst[:ne]
+            if W > 1:
+                _codes_to_ids(self.wk, n, W, dst, ne)
+            return n, self.eofs[: n + 1], dst
+
+        def fps_of(ids):
+            codes = _ids_to_codes(self.wk, W, ids) if W > 1 else ids
+            return [int(self.fp_of(int(c))) for c in codes]
+
+        return complete(self.m, lambda: self.final(0), self.cuts, lambda fp: self.code_of(fp) >= 0, self.max_depth,
+                        graph if self.livelock and S[S_NP] else None, fps_of, self.chain)
 
 
 def walkers_check(m: Any, workers: int, memory, max_states: int | None, max_depth: int | None,

@@ -58,9 +58,10 @@ ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
 CHUNK = 1024  # rows a chunk has at most
 SUCC_CHUNK = 1024  # successors a chunk should give (at least this many in a large run; see `chunk_rows`)
-RAW_LEVEL = 2 << 20  # bytes of a level's rows kept unpacked, as int8 where they fit (a small level is not worth packing)
+RAW_LEVEL = 2 << 20  # bytes of a level's rows kept unpacked, int8 where they fit (a small level is not worth packing)
 TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
-NO_I8, NO_I64, NO_U8 = np.zeros((1, 0), np.int8), np.zeros((1, 0), np.int64), np.zeros(0, np.uint8)  # unused
+# a walk's decisions when it makes its own (`_walk`): none
+NO_DNEW, NO_DTGT, NO_WK = np.zeros((1, 0), np.int8), np.zeros((1, 0), np.int64), np.zeros(0, np.uint8)
 
 
 class ArrayFallback(Exception):
@@ -82,9 +83,10 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
     `decided`: the walkers (`array_walkers.py`) have already looked each
     successor up: dnew[t, i] (t: the successor's walker) 0 (stored before,
     as state dtgt[t, i]), 1 (new, now stored as state dtgt[t, i]) or 2 (new
-    but past the depth bound); this walk
-    only gives the new states their ids, in order, and does the rest (the
-    table is not read; `wk[id]`, if given: the walker of each new state)."""
+    but past the depth bound), what the lookup below decides otherwise; this
+    walk only gives the new states their ids, in order, and does the rest
+    (the table is not read; `wk[id]`, if given: the walker of each new
+    state)."""
     for j in range(j0, nrows):
         a = pofs[j]
         b = pofs[j + 1]
@@ -98,48 +100,38 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
             continue
         for i in range(start, b):
             fp = fps[i]
-            if decided:
+            t, p, slot = 0, 0, 0
+            if decided:  # 0 seen as state tgt, 1 new (stored as tgt), 2 new past the depth bound
                 t = np.int64(fp >> np.uint64(SUB_SHIFT)) & (W - 1)  # its walker
                 d = dnew[t, i]
-                if d == 0:
-                    S[S_GEN] += 1
-                    if livelock and (flags[i] & PROGRESS) == 0:
-                        edst[S[S_NP]] = dtgt[t, i]
-                        S[S_NP] += 1
-                    continue
-                if d == 2:
-                    S[S_GEN] += 1
-                    cut[S[S_CUT]] = fp
-                    S[S_CUT] += 1
-                    continue
-                if max_states >= 0 and S[S_N] >= max_states:
-                    S[S_GEN] += 1
-                    return ST_MAXSTATES, j, i
                 tgt = dtgt[t, i]
+            else:
+                tgt, p, slot = _find(tab, R, sz, fparr, fp)
+                d = 0 if tgt >= 0 else 2 if max_depth >= 0 and pdepth >= max_depth else 1
+            if d == 0:
+                S[S_GEN] += 1
+                if livelock and (flags[i] & PROGRESS) == 0:
+                    edst[S[S_NP]] = tgt
+                    S[S_NP] += 1
+                continue
+            if d == 2:
+                S[S_GEN] += 1
+                cut[S[S_CUT]] = fp
+                S[S_CUT] += 1
+                continue
+            if max_states >= 0 and S[S_N] >= max_states:
+                S[S_GEN] += 1
+                return ST_MAXSTATES, j, i
+            if decided:
                 if wk.shape[0] > 0:
                     wk[S[S_N]] = t
             else:
-                sid, p, slot = _find(tab, R, sz, fparr, fp)
-                if sid >= 0:
-                    S[S_GEN] += 1
-                    if livelock and (flags[i] & PROGRESS) == 0:
-                        edst[S[S_NP]] = sid
-                        S[S_NP] += 1
-                    continue
-                if max_depth >= 0 and pdepth >= max_depth:
-                    S[S_GEN] += 1
-                    cut[S[S_CUT]] = fp
-                    S[S_CUT] += 1
-                    continue
-                if max_states >= 0 and S[S_N] >= max_states:
-                    S[S_GEN] += 1
-                    return ST_MAXSTATES, j, i
                 if 10 * (cnt[p] + 1) > 7 * sz[p]:
                     if _next_size(sz[p]) > R:
                         S[S_SUB] = p
                         return ST_ROOM, j, i
                     _grow_sub(tab, R, sz, p, fparr)
-                    sid, p, slot = _find(tab, R, sz, fparr, fp)
+                    _, p, slot = _find(tab, R, sz, fparr, fp)
                 tgt = S[S_N]
                 fparr[tgt] = fp
                 tab[slot] = tgt + 1
@@ -182,11 +174,11 @@ class _Expanded:
     fingerprints, flags, the first successor of each row (`pofs`) and the
     done flag of each row."""
 
-    __slots__ = ("succ", "fps", "flags", "pofs", "pdone", "slot")
+    __slots__ = ("succ", "fps", "flags", "pofs", "pdone")
 
-    def __init__(self, res, pdone, slot: int = -1) -> None:
+    def __init__(self, res, pdone) -> None:
         succ, parent, _, fps, flags = res
-        self.succ, self.fps, self.flags, self.pdone, self.slot = succ, fps, flags, pdone, slot
+        self.succ, self.fps, self.flags, self.pdone = succ, fps, flags, pdone
         self.pofs = np.empty(pdone.shape[0] + 1, np.int64)
         _offsets(parent, pdone.shape[0], self.pofs)
 
@@ -199,7 +191,7 @@ def _unpack(block, c0: int, c1: int, buf: np.ndarray | None):
     return block.rows(c0, c1, buf), buf
 
 
-def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None = None, arena: Arena | None = None):
+def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None, arena: Arena):
     """The block of the next level made of the new successors of a chunk
     (kept as they are, in the arena's rows `raw`, when given and when they
     fit its type; packed otherwise, and the arena told)."""
@@ -219,10 +211,6 @@ def _local(m):
             rows, buf = _unpack(block, c0, c1, buf)
             yield meta, _Expanded(m.array_expand(rows), pdone)
     return expand
-
-
-def _local_pack(x, newidx, raw=None, arena=None):
-    return None if newidx is None else _pack_new(x, newidx, raw, arena)
 
 
 def _procs(pool):
@@ -253,7 +241,7 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
         pool = Expanders(factory, workers, time_limit)
         try:
             r = _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                             progress_interval, _procs(pool), _local_pack, MemoryGuard(memory_limit))
+                             progress_interval, _procs(pool), MemoryGuard(memory_limit))
         finally:
             pool.close()
         r.stats.workers = workers
@@ -262,7 +250,7 @@ def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limi
     gc.disable()  # no Python object per state: nothing for the collector but pauses
     try:
         return _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                            progress_interval, _local(m), _local_pack, MemoryGuard(memory_limit))
+                            progress_interval, _local(m), MemoryGuard(memory_limit))
     finally:
         if gc_was:
             gc.enable()
@@ -282,25 +270,45 @@ def chunk_rows(cap: int, gen: int, rows: int, width: int, stored: int) -> int:
     return max(min(cap, 16), succ * rows // gen)
 
 
+def complete(m: Any, final: Callable[[], Stats], cuts: list, stored: Callable[[int], bool], max_depth: int | None,
+             graph: Callable | None, fps_of: Callable, chain: Callable) -> Result:
+    """The verdict of a search that ran out of states: "bound" if a state
+    the depth bound cut was never reached within it (`stored(fp)` false);
+    else the livelock pass over `graph()` (None: no non-progress edge),
+    (states, first edge of each, edges' targets); `fps_of(ids)`: their
+    fingerprints, for the lasso. `final()`: the statistics."""
+    for c in cuts:
+        for fp in c.tolist():
+            if not stored(fp):
+                return bounded(final(), "max_depth", max_depth)
+    if graph is not None:
+        n, ofs, dst = graph()
+        comp, left = _acyclic_part(n, ofs, dst)
+        entry = _scc(n, ofs, dst, comp) if left else -1
+        if entry >= 0:
+            fps = fps_of(np.array([entry] + list(_cycle(n, ofs, dst, comp, entry)), np.int64))
+            return livelock_result(m, chain, fps[0], fps[1:], final())
+    return passed(final())
+
+
 def _chunks(level, size: int = CHUNK):
-    """The chunks of a level (blocks of (rows, done flags), each a pending
-    pack or one made), of `size` rows at most: ((position in the level,
+    """The chunks of a level (blocks of (rows, done flags)), of `size` rows
+    at most: ((position in the level,
     rows in the chunk), (block, first, end, done flags)); each block is
     freed once its chunks are handed out."""
     pos = 0
     level.reverse()
     while level:
-        b = level.pop()
-        block, bdone = b.result() if hasattr(b, "result") else b
+        block, bdone = level.pop()
         for c0 in range(0, block.n, size):
             c1 = min(c0 + size, block.n)
             yield (pos, c1 - c0), (block, c0, c1, bdone[c0:c1])
             pos += c1 - c0
-        del block, bdone, b
+        del block, bdone
 
 
 def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                 progress_interval, expand, pack, memory) -> Result:
+                 progress_interval, expand, memory) -> Result:
     t0 = time.perf_counter()
     stats = Stats(strategy="bfs")
     st = _Store(m)
@@ -353,7 +361,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         while level:
             gen0 = int(S[S_GEN])
             nxt: list = []
-            nlevel = sum((b.result() if hasattr(b, "result") else b)[0].n for b in level)
+            nlevel = sum(b[0].n for b in level)
             next_count = 0
             arena.next_level()  # the next level's unpacked rows (at most RAW_LEVEL bytes)
             for (pos, nrows), x in expand(_chunks(level, size)):
@@ -384,7 +392,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 while True:
                     status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth,
                                          x.pdone, st.tab, st.R, st.sz, st.cnt, S, st.fp, st.parent, newidx, eofs, edst,
-                                         cut, ms, md, livelock, check_deadlock, False, NO_I8, NO_I64, NO_U8, 1)
+                                         cut, ms, md, livelock, check_deadlock, False, NO_DNEW, NO_DTGT, NO_WK, 1)
                     pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
                     if status == ST_DONE:
                         break
@@ -403,9 +411,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                         return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
                 nnew = int(S[S_NEW])
                 if nnew:
-                    nxt.append(pack(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1]), arena))
-                else:
-                    pack(x, None)
+                    nxt.append(_pack_new(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1]), arena))
                 next_count += nnew
                 if S[S_CUT]:
                     cuts.append(cut[: int(S[S_CUT])].copy())
@@ -419,23 +425,14 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
             depth += 1
             level = nxt
             _trim()
-        stats = final(0)
-        for c in cuts:
-            for fp in c.tolist():
-                if st.id_of(fp) < 0:
-                    return bounded(stats, "max_depth", max_depth)
-        if livelock and S[S_NP]:
+        def graph():  # the non-progress edges, the table's room handed back first
             n = int(S[S_N])
             st.drop_table(n)
             _trim()
-            ofs, dst = eofs[: n + 1], edst[: int(S[S_NP])]
-            comp, left = _acyclic_part(n, ofs, dst)
-            entry = _scc(n, ofs, dst, comp) if left else -1
-            if entry >= 0:
-                cycle = _cycle(n, ofs, dst, comp, entry)
-                stats = final(0)
-                return livelock_result(m, st.chain, int(st.fp[entry]), [int(st.fp[x]) for x in cycle], stats)
-        return passed(final(0))
+            return n, eofs[: n + 1], edst[: int(S[S_NP])]
+
+        return complete(m, lambda: final(0), cuts, lambda fp: st.id_of(fp) >= 0, max_depth,
+                        graph if livelock and S[S_NP] else None, lambda ids: [int(st.fp[x]) for x in ids], st.chain)
     except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
         return interrupted(final(queue_now), interrupt_of(e))
     except MemoryError:  # the tables could not grow: what was stored so far
