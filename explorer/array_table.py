@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from .memory import _reserve, _zeros_aligned
+from .memory import _reserve, _zeros
 
 __all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_mine", "_next_size", "_touch", "chain"]
 
@@ -176,10 +176,10 @@ class _Store:
         them); each sub-table copied over, slots unchanged."""
         R = self.R * 16
         try:
-            tab = _zeros_aligned(self.nsub * R)
+            tab = _zeros(self.nsub * R, np.int32)
         except MemoryError:
             R = self.R * 2
-            tab = _zeros_aligned(self.nsub * R)
+            tab = _zeros(self.nsub * R, np.int32)
         for p in range(self.nsub):
             tab[p * R: p * R + self.sz[p]] = self.tab[p * self.R: p * self.R + self.sz[p]]
         self.tab, self.R = tab, R

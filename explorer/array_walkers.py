@@ -42,9 +42,9 @@ from numba import njit
 
 from .array_table import (NSUB, SUB_SHIFT, _Store, _codes_to_ids, _find, _grow_sub, _ids_to_codes, _mine, _next_size,
                           chain)
-from .arrays import (CHECK, CHUNK, DONE, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
-                     ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, _Expanded, _pack_new,
-                     _unpack, _walk, chunk_rows, complete)
+from .arrays import (CHECK, CHUNK, DONE, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
+                     ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, Edges, _Expanded,
+                     _pack_new, _unpack, _walk, chunk_rows, complete)
 from .arrays_narrow import Arena, Packed
 from .interrupt import interrupt_of
 from .limits import LimitReached
@@ -171,10 +171,9 @@ class _Run:
         self.end: tuple | None = None  # (Result from Stats, pending) once the run has its answer
         self.error: BaseException | None = None
         self.busy: list = [None] * T  # per worker: since when it runs the model's code
-        self.S = np.zeros(7, np.int64)
+        self.S = np.zeros(NS, np.int64)
         self.arena = Arena(RAW_LEVEL, np.int8)
-        self.eofs = np.zeros(1 << 16 if self.livelock else 1, np.int32)
-        self.edst = np.zeros(1 << 16 if self.livelock else 1, np.int32)
+        self.edges = Edges(self.livelock)
         self.wk = np.zeros(1 << 16 if self.livelock and W > 1 else 0, np.uint8)
         self.newidx = np.zeros(CHUNK, np.int64)
         self.cut = np.zeros(CHUNK, np.uint64)
@@ -356,8 +355,7 @@ class _Run:
         pos, nrows, _, _, _, _, pcode = lv.chunks[c]
         k, n = x.fps.shape[0], int(S[S_N])
         if self.livelock:
-            self.eofs = _reserve(self.eofs, lv.id0 + pos + nrows + 1, lv.id0 + pos + 1)
-            self.edst = _reserve(self.edst, int(S[S_NP]) + k, int(S[S_NP]))
+            self.edges.reserve(S, lv.id0 + pos + nrows, k)
             if self.wk.shape[0]:
                 self.wk = _reserve(self.wk, n + k, n)
         if self.newidx.shape[0] < k:
@@ -367,7 +365,8 @@ class _Run:
         j, i = 0, 0
         while True:
             status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, lv.id0 + pos, lv.depth, x.pdone, NO_TAB, 0,
-                                 NO_COUNTS, NO_COUNTS, S, NO_FPS, NO_TAB, newidx, self.eofs, self.edst, self.cut,
+                                 NO_COUNTS, NO_COUNTS, S, NO_FPS, NO_TAB, newidx, self.edges.cnt, self.edges.ovf,
+                                 self.edges.dst, self.cut,
                                  self.ms, self.md, self.livelock, self.check_deadlock, True, self.dnew[s], dtgt,
                                  self.wk, self.W)
             pending = (lv.nlevel - pos - j - 1) + lv.next_count + int(S[S_NEW])
@@ -552,14 +551,13 @@ class _Run:
         S, W = self.S, self.W
 
         def graph():
-            n, ne = int(S[S_N]), int(S[S_NP])
             for st in self.stores:
                 st.drop_table(int(st.n[0]))
             _trim()
-            dst = self.edst[:ne]
+            n, ofs, dst = self.edges.graph(int(S[S_N]), S)
             if W > 1:
-                _codes_to_ids(self.wk, n, W, dst, ne)
-            return n, self.eofs[: n + 1], dst
+                _codes_to_ids(self.wk, n, W, dst, dst.shape[0])
+            return n, ofs, dst
 
         def fps_of(ids):
             codes = _ids_to_codes(self.wk, W, ids) if W > 1 else ids

@@ -22,8 +22,8 @@ frontier rows (one call), then `_walk` (numba) over them in (parent,
 action) order, exactly as the sequential loop would, returning to Python
 only at an event: a state whose invariants must be checked, a deadlock, a
 limit, a full sub-table. Non-progress edges are kept as the target ids of
-each source's edges (4 bytes an edge) and one offset per state; the
-livelock pass peels off the states no cycle leads to (Kahn), then, if any
+each source's edges (4 bytes an edge) and a count per state (1 byte,
+`Edges`); the livelock pass peels off the states no cycle leads to (Kahn), then, if any
 are left, runs Pearce's compiled strongly-connected-components search over
 them (4 bytes a state, plus its stacks).
 
@@ -54,8 +54,10 @@ __all__ = ["ArrayFallback", "CHECK", "DONE", "PROGRESS", "array_check"]
 
 CHECK, DONE, PROGRESS = 1, 2, 4  # per successor: check its invariants; it is done; its edge is progress
 ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
-# counters in S
-S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB = range(7)
+# counters in S (S_ROW0: the non-progress edges before the row being walked; S_OVF: counts in the overflow)
+S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB, S_ROW0, S_OVF = range(9)
+NS = 9
+ECNT_MAX = 255  # a state's count of non-progress edges in one byte; from this many on, the count is in the overflow
 CHUNK = 1024  # rows a chunk has at most
 SUCC_CHUNK = 1024  # successors a chunk should give (at least this many in a large run; see `chunk_rows`)
 RAW_LEVEL = 2 << 20  # bytes of a level's rows kept unpacked, int8 where they fit (a small level is not worth packing)
@@ -74,7 +76,7 @@ class ArrayFallback(Exception):
 
 @njit(cache=True, nogil=True)
 def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt, S, fparr, parents,
-          newidx, eofs, edst, cut, max_states, max_depth, livelock, deadlock_check,
+          newidx, ecnt, eovf, edst, cut, max_states, max_depth, livelock, deadlock_check,
           decided, dnew, dtgt, wk, W):
     """Walk successors from parent j0, successor i0; returns (status, j, i).
     ST_ROOM: sub-table S[S_SUB] must outgrow its region; the same successor
@@ -94,7 +96,7 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
         src = pid0 + j
         if a == b and start == a:
             if livelock:
-                eofs[src + 1] = S[S_NP]
+                _count(src, S, ecnt, eovf)
             if deadlock_check and pdone[j] == 0:
                 return ST_DEADLOCK, j, a
             continue
@@ -147,12 +149,23 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
                 edst[S[S_NP]] = tgt
                 S[S_NP] += 1
             if flags[i] & CHECK:
-                if livelock and i + 1 == b:
-                    eofs[src + 1] = S[S_NP]
-                return ST_CHECK, j, i + 1
+                return ST_CHECK, j, i + 1  # the row's count is written when the walk comes back to end it
         if livelock:
-            eofs[src + 1] = S[S_NP]
+            _count(src, S, ecnt, eovf)
     return ST_DONE, nrows, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _count(src, S, ecnt, eovf):
+    """The row of state src is walked: its count of non-progress edges."""
+    c = S[S_NP] - S[S_ROW0]
+    if c < ECNT_MAX:
+        ecnt[src] = c
+    else:
+        ecnt[src] = ECNT_MAX
+        eovf[S[S_OVF]] = c
+        S[S_OVF] += 1
+    S[S_ROW0] = S[S_NP]
 
 
 @njit(cache=True, nogil=True)
@@ -164,6 +177,48 @@ def _offsets(parent, nrows, out):
         while i < k and parent[i] < j:
             i += 1
         out[j] = i
+
+
+class Edges:
+    """The non-progress edges, for the livelock pass: the target id of each
+    (4 bytes an edge, sources in id order) and each state's count of them
+    in one byte (a count of ECNT_MAX or more: ECNT_MAX, and the count in
+    `ovf`, in id order). The offsets the pass needs (4 bytes a state) are
+    made from the counts only once the search is over, in the room the hash
+    table leaves."""
+
+    def __init__(self, on: bool) -> None:
+        self.cnt = np.zeros(1 << 16 if on else 1, np.uint8)
+        self.ovf = np.zeros(64 if on else 1, np.int64)
+        self.dst = np.zeros(1 << 16 if on else 1, np.int32)
+
+    def reserve(self, S: np.ndarray, end: int, k: int) -> None:
+        """Room for the counts of the states before id `end` and for k edges
+        more (and their overflow)."""
+        self.cnt = _reserve(self.cnt, end, self.cnt.shape[0])
+        self.dst = _reserve(self.dst, int(S[S_NP]) + k, int(S[S_NP]))
+        self.ovf = _reserve(self.ovf, int(S[S_OVF]) + k // ECNT_MAX + 1, int(S[S_OVF]))
+
+    def graph(self, n: int, S: np.ndarray):
+        """(n, the first edge of each state (n + 1), the edges' targets); the
+        counts are gone after."""
+        ofs = np.empty(n + 1, np.int32)
+        _offsets_of(self.cnt, self.ovf, n, ofs)
+        self.cnt = self.ovf = None
+        return n, ofs, self.dst[: int(S[S_NP])]
+
+
+@njit(cache=True)
+def _offsets_of(cnt, ovf, n, ofs):
+    """ofs[i]: the first edge of state i, from the counts."""
+    ofs[0] = 0
+    k = 0
+    for i in range(n):
+        c = np.int64(cnt[i])
+        if c == ECNT_MAX:
+            c = ovf[k]
+            k += 1
+        ofs[i + 1] = ofs[i] + c
 
 
 # ---------------------------------------------------------------- the search
@@ -185,9 +240,11 @@ class _Expanded:
 
 def _unpack(block, c0: int, c1: int, buf: np.ndarray | None):
     """Rows c0..c1 of a block as int64, and the buffer they went into
-    (`buf`, or a new one where it is missing or too small)."""
+    (`buf`, or a new one of the chunk's size where it is missing or too
+    small: wide rows make it a large one, 1.5 MB for 1,024 rows of 183
+    columns)."""
     if buf is None or buf.shape[1] != block.width or buf.shape[0] < c1 - c0:
-        buf = np.empty((max(CHUNK, c1 - c0), block.width), np.int64)
+        buf = np.empty((c1 - c0, block.width), np.int64)
     return block.rows(c0, c1, buf), buf
 
 
@@ -312,7 +369,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
     t0 = time.perf_counter()
     stats = Stats(strategy="bfs")
     st = _Store(m)
-    S = np.zeros(7, np.int64)
+    S = np.zeros(NS, np.int64)
     ms = -1 if max_states is None else max_states
     md = -1 if max_depth is None else max_depth
     next_report = t0 + progress_interval
@@ -352,8 +409,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
         depth = 0
         cuts: list[np.ndarray] = []
         livelock = bool(check_livelock)
-        eofs = np.zeros(1 << 16 if livelock else 1, np.int32)  # per source: its first edge
-        edst = np.zeros(1 << 16 if livelock else 1, np.int32)  # the target of each non-progress edge
+        edges = Edges(livelock)
         nchunks = 0
         newidx = np.zeros(CHUNK, np.int64)
         cut = np.zeros(CHUNK, np.uint64)
@@ -379,8 +435,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 width = x.succ.shape[1]
                 st.reserve(n, k)
                 if livelock:
-                    eofs = _reserve(eofs, level_id0 + pos + nrows + 1, level_id0 + pos + 1)
-                    edst = _reserve(edst, int(S[S_NP]) + k, int(S[S_NP]))
+                    edges.reserve(S, level_id0 + pos + nrows, k)
                 if newidx.shape[0] < k:
                     newidx = np.zeros(2 * k, np.int64)
                     cut = np.zeros(2 * k, np.uint64)
@@ -391,8 +446,9 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 j, i = 0, 0
                 while True:
                     status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth,
-                                         x.pdone, st.tab, st.R, st.sz, st.cnt, S, st.fp, st.parent, newidx, eofs, edst,
-                                         cut, ms, md, livelock, check_deadlock, False, NO_DNEW, NO_DTGT, NO_WK, 1)
+                                         x.pdone, st.tab, st.R, st.sz, st.cnt, S, st.fp, st.parent, newidx,
+                                         edges.cnt, edges.ovf, edges.dst, cut, ms, md, livelock, check_deadlock,
+                                         False, NO_DNEW, NO_DTGT, NO_WK, 1)
                     pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
                     if status == ST_DONE:
                         break
@@ -429,7 +485,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
             n = int(S[S_N])
             st.drop_table(n)
             _trim()
-            return n, eofs[: n + 1], edst[: int(S[S_NP])]
+            return edges.graph(n, S)
 
         return complete(m, lambda: final(0), cuts, lambda fp: st.id_of(fp) >= 0, max_depth,
                         graph if livelock and S[S_NP] else None, lambda ids: [int(st.fp[x]) for x in ids], st.chain)

@@ -9,6 +9,7 @@ still ends the search the same way."""
 
 from __future__ import annotations
 
+import mmap
 import os
 import time
 
@@ -135,16 +136,24 @@ def _trim() -> None:
 _TRIM = None
 
 
-HUGE = 2 << 20  # the system's large page
-
-
-def _zeros_aligned(n: int) -> np.ndarray:
-    """n int32 zeros starting on a large-page boundary: a region of the
-    table (a multiple of 2 MiB from 2^19 slots on) then never shares a page
-    with its neighbour, so a sub-table's pages are its own."""
-    buf = np.zeros(n + HUGE // 4, np.int32)
-    off = (-buf.ctypes.data % HUGE) // 4
-    return buf[off: off + n]
+def _zeros(n: int, dtype) -> np.ndarray:
+    """n zeros of that type in memory of their own, mapped in pages of the
+    system's small size (4 KiB): numpy advises the system to back an array
+    of 4 MiB or more with large pages (2 MiB), which makes a whole large
+    page resident as soon as any byte of it is written, and the engine's
+    large arrays are written from their start on (a BFS's ids) or by
+    regions (the table's sub-tables). Anonymous memory reads as zeros and
+    becomes resident page by page as it is written; unmapped when the array
+    goes. Raises MemoryError where the system refuses the address space."""
+    dt = np.dtype(dtype)
+    size = max(n, 1) * dt.itemsize
+    if not hasattr(mmap, "MAP_ANONYMOUS"):
+        return np.zeros(n, dt)
+    try:
+        buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except OSError as e:
+        raise MemoryError(f"cannot map {size} bytes: {e}") from e
+    return np.frombuffer(buf, dt, n)
 
 
 def _reserve(a: np.ndarray, need: int, used: int) -> np.ndarray:
@@ -156,9 +165,9 @@ def _reserve(a: np.ndarray, need: int, used: int) -> np.ndarray:
         return a
     size = max(BIG, need) if a.shape[0] < BIG else max(2 * a.shape[0], need)
     try:
-        b = np.zeros(size, a.dtype)
+        b = _zeros(size, a.dtype)
     except MemoryError:
         size = max(2 * a.shape[0], need)
-        b = np.zeros(size, a.dtype)
+        b = _zeros(size, a.dtype)
     b[:used] = a[:used]
     return b
