@@ -251,12 +251,15 @@ def _unpack(block, c0: int, c1: int, buf: np.ndarray | None):
 def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None, arena: Arena):
     """The block of the next level made of the new successors of a chunk
     (kept as they are, in the arena's rows `raw`, when given and when they
-    fit its type; packed otherwise, and the arena told)."""
+    fit its type; packed otherwise, and the arena told, and compressed too
+    in a large level)."""
     rows = Raw.fit(x.succ, newidx, raw) if raw is not None else None
     if rows is None:
         if raw is not None:
             arena.widen(x.succ[newidx])
         rows = pack_rows(x.succ, newidx)
+        if arena.compresses(rows):
+            rows.compress()
     done = (x.flags[newidx] & DONE).astype(np.int8)
     return rows, done
 
