@@ -18,7 +18,10 @@ The machine's own ceiling for that ratio (`--workers`): two independent
 1-worker runs at once, in two processes, against one alone; the sum of
 their speeds relative to the lone run (2.00x when two cores give twice
 the work of one; less when the two cores share a physical core or its
-memory). A 2-worker ratio is read against it: the engine cannot split a
+memory). The two start together once both are warm and stop at the same
+time limit, 0.8 of a whole run, and the lone run they are compared with
+stops at it too: two runs started apart, or one outliving the other,
+would each have the machine alone for a while and raise the figure. A 2-worker ratio is read against it: the engine cannot split a
 run better than two processes that share nothing. With `--repeat K` the
 1-worker, 2-worker and ceiling runs are taken K times in turn and their
 medians printed (the speed of a shared virtual machine drifts within
@@ -38,6 +41,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 from concurrent.futures import ThreadPoolExecutor
 
@@ -67,6 +71,11 @@ CHILD = textwrap.dedent("""
         explore(small, symmetry=s, workers=workers)
     prog = load_text(text, "bench.sq", explorer=True).program
     explore(prog, symmetry=sym, max_states=50, workers=workers)
+    if len(sys.argv) > 6:  # a barrier: the runs of a pair start together, once both are warm
+        import os
+        open(os.path.join(sys.argv[6], sys.argv[7]), "w").close()
+        while len(os.listdir(sys.argv[6])) < 2:
+            time.sleep(0.0005)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
     c = time.process_time()
@@ -79,20 +88,25 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def run(n: int, sym: bool, limit: float, workers: int = 1) -> dict:
+def run(n: int, sym: bool, limit: float, workers: int = 1, barrier: tuple = ()) -> dict:
     text = TEMPLATE.replace("{N}", str(n))
     out = subprocess.run([sys.executable, "-c", CHILD, text, "1" if sym else "0", str(limit), str(workers),
-                          TEMPLATE.replace("{N}", "2")],
+                          TEMPLATE.replace("{N}", "2"), *barrier],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def ceiling(n: int, sym: bool, limit: float, alone: float) -> float:
-    """Two 1-worker runs at once: the sum of their speeds relative to one
-    run alone (`alone` seconds)."""
-    with ThreadPoolExecutor(2) as ex:
-        both = list(ex.map(lambda _: run(n, sym, limit), range(2)))
-    return sum(alone / r["seconds"] for r in both if r["seconds"])
+    """Two 1-worker runs at once, started together once both are warm and
+    both stopped by the same time limit, shorter than a run (0.8 of
+    `alone` seconds), so that they share the machine from start to end:
+    the sum of their speeds relative to a run alone stopped by that
+    limit."""
+    t = min(limit, 0.8 * alone)
+    lone = run(n, sym, t)
+    with tempfile.TemporaryDirectory() as d, ThreadPoolExecutor(2) as ex:
+        both = list(ex.map(lambda i: run(n, sym, t, barrier=(d, str(i))), range(2)))
+    return sum(r["distinct"] / r["seconds"] for r in both) / (lone["distinct"] / lone["seconds"])
 
 
 def main() -> None:
@@ -135,8 +149,7 @@ def main() -> None:
                         uses.append(r2["cpu"] / r2["seconds"])
                     if r2["cpu"]:
                         sers.append(r2["main"] / r2["cpu"])
-                    if r["verdict"] != "bound":  # (a run the time limit stops takes the limit in any company)
-                        caps.append(ceiling(n, sym, args.time_limit, one["seconds"]))
+                    caps.append(ceiling(n, sym, args.time_limit, one["seconds"]))
                 two = f"{statistics.median(ratios):.2f}x" if ratios else ""
                 cap = f"{statistics.median(caps):.2f}x" if caps else ""
                 use = f"{statistics.median(uses):.2f}" if uses else ""
