@@ -14,7 +14,7 @@ from numba import njit
 
 from .memory import _reserve, _zeros
 
-__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_mine", "_next_size", "_touch", "chain"]
+__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_by_walker", "_codes", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_next_size", "_touch", "chain"]
 
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
@@ -78,13 +78,6 @@ def _grow_sub(tab, R, sz, p, fparr):
             tab[base + k] = v
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _mine(fp, t, W):
-    """Whether walker t of W (a power of two) owns the fingerprint: the
-    low bits of its sub-table number (`explorer/array_walkers.py`)."""
-    return np.int64(fp >> np.uint64(SUB_SHIFT)) & (W - 1) == t
-
-
 TOUCH_FROM = 1 << 18  # states stored from which the table outgrows the caches: slots touched ahead of the walk
 
 
@@ -110,6 +103,33 @@ def _touch(fps, tab, R, sz, fparr):
 
 
 # ---------------------------------------------------------------- codes of the walkers (array_walkers.py)
+
+
+@njit(cache=True, nogil=True)
+def _by_walker(fps, W, order, starts):
+    """The successors grouped by walker: order[starts[t]:starts[t + 1]]
+    are walker t's, in successor order (one counting pass, by the thread
+    that expanded the chunk, so that a walker goes through its own only)."""
+    cnt = np.zeros(W + 1, np.int64)
+    for i in range(fps.shape[0]):
+        cnt[(np.int64(fps[i] >> np.uint64(SUB_SHIFT)) & (W - 1)) + 1] += 1
+    for t in range(W):
+        cnt[t + 1] += cnt[t]
+    starts[:] = cnt
+    for i in range(fps.shape[0]):
+        t = np.int64(fps[i] >> np.uint64(SUB_SHIFT)) & (W - 1)
+        order[cnt[t]] = i
+        cnt[t] += 1
+
+
+@njit(cache=True, nogil=True)
+def _codes(fps, idx, dtgt, W):
+    """The codes of the successors idx (each in its walker's row)."""
+    out = np.empty(idx.shape[0], np.int32)
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        out[k] = dtgt[np.int64(fps[i] >> np.uint64(SUB_SHIFT)) & (W - 1), i]
+    return out
 
 
 @njit(cache=True)

@@ -40,8 +40,8 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import (NSUB, SUB_SHIFT, _Store, _codes_to_ids, _find, _grow_sub, _ids_to_codes, _mine, _next_size,
-                          chain)
+from .array_table import (NSUB, SUB_SHIFT, _Store, _by_walker, _codes, _codes_to_ids, _find, _grow_sub,
+                          _ids_to_codes, _next_size, chain)
 from .arrays import (CHECK, CHUNK, DONE, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, Edges, _Expanded,
                      _pack_new, _unpack, _walk, chunk_rows, complete)
@@ -63,53 +63,40 @@ NO_TAB, NO_COUNTS, NO_FPS = np.zeros(0, np.int32), np.zeros(0, np.int64), np.zer
 
 
 @njit(cache=True, nogil=True)
-def _decide(t, W, j0, i0, nrows, pofs, fps, pcode, depth, max_depth, tab, R, sz, cnt, fparr, parents, n, shift,
-            dnew, dtgt):
-    """Walker t's look at a chunk's successors (from parent j0, successor
-    i0), its own only: dnew[t, i] 0 (stored before, as code dtgt[t, i]), 1
-    (new: stored now, parent pcode[j]) or 2 (new, past the depth bound: not
-    stored). (A row of its own per walker: two walkers never write to one
-    cache line.) Returns (status, j, i); ST_ROOM: a sub-table must outgrow its
-    region (the same successor is looked at again once it is laid out
-    anew)."""
-    for j in range(j0, nrows):
-        start = i0 if j == j0 else pofs[j]
-        for i in range(start, pofs[j + 1]):
-            fp = fps[i]
-            if not _mine(fp, t, W):
-                continue
-            lid, q, slot = _find(tab, R, sz, fparr, fp, shift)
-            if lid >= 0:
-                dnew[t, i] = 0
-                dtgt[t, i] = lid * W + t
-                continue
-            if max_depth >= 0 and depth >= max_depth:
-                dnew[t, i] = 2
-                continue
-            if 10 * (cnt[q] + 1) > 7 * sz[q]:
-                if _next_size(sz[q]) > R:
-                    return ST_ROOM, j, i
-                _grow_sub(tab, R, sz, q, fparr)
-                lid, q, slot = _find(tab, R, sz, fparr, fp, shift)
-            lid = n[0]
-            fparr[lid] = fp
-            parents[lid] = pcode[j]
-            tab[slot] = lid + 1
-            cnt[q] += 1
-            n[0] = lid + 1
-            dnew[t, i] = 1
+def _decide(t, W, q0, order, starts, parent, fps, pcode, depth, max_depth, tab, R, sz, cnt, fparr, parents, n,
+            shift, dnew, dtgt):
+    """Walker t's look at its own successors of a chunk (order[q0:
+    starts[t + 1]], see `_by_walker`): dnew[t, i] 0 (stored before, as code
+    dtgt[t, i]), 1 (new: stored now, parent pcode[parent[i]]) or 2 (new,
+    past the depth bound: not stored). (A row of its own per walker: two
+    walkers never write to one cache line.) Returns (status, q); ST_ROOM:
+    a sub-table must outgrow its region (the same successor is looked at
+    again once it is laid out anew)."""
+    for q in range(q0, starts[t + 1]):
+        i = order[q]
+        fp = fps[i]
+        lid, p, slot = _find(tab, R, sz, fparr, fp, shift)
+        if lid >= 0:
+            dnew[t, i] = 0
             dtgt[t, i] = lid * W + t
-    return ST_DONE, nrows, 0
-
-
-@njit(cache=True, nogil=True)
-def _codes(fps, idx, dtgt, W):
-    """The codes of the successors idx (each in its walker's row)."""
-    out = np.empty(idx.shape[0], np.int32)
-    for k in range(idx.shape[0]):
-        i = idx[k]
-        out[k] = dtgt[np.int64(fps[i] >> np.uint64(SUB_SHIFT)) & (W - 1), i]
-    return out
+            continue
+        if max_depth >= 0 and depth >= max_depth:
+            dnew[t, i] = 2
+            continue
+        if 10 * (cnt[p] + 1) > 7 * sz[p]:
+            if _next_size(sz[p]) > R:
+                return ST_ROOM, q
+            _grow_sub(tab, R, sz, p, fparr)
+            lid, p, slot = _find(tab, R, sz, fparr, fp, shift)
+        lid = n[0]
+        fparr[lid] = fp
+        parents[lid] = pcode[parent[i]]
+        tab[slot] = lid + 1
+        cnt[p] += 1
+        n[0] = lid + 1
+        dnew[t, i] = 1
+        dtgt[t, i] = lid * W + t
+    return ST_DONE, 0
 
 
 class _Level:
@@ -161,6 +148,8 @@ class _Run:
         self.inbuf: list = [None] * A
         self.X: list = [None] * A
         self.dnew = [np.zeros((W, 4 * CHUNK), np.int8) for _ in range(A)]  # per slot, per walker: decisions
+        self.order = [np.zeros(4 * CHUNK, np.int32) for _ in range(A)]  # per slot: successors by walker
+        self.starts = [np.zeros(W + 1, np.int64) for _ in range(A)]
         self.dtgt = [np.zeros((W, 4 * CHUNK), np.int64) for _ in range(A)]
         self.cv = threading.Condition()
         self.mlock = threading.Lock()  # held by the thread merging
@@ -299,6 +288,8 @@ class _Run:
         k = x.fps.shape[0]
         if self.dnew[s].shape[1] < k:
             self.dnew[s], self.dtgt[s] = np.zeros((self.W, 2 * k), np.int8), np.zeros((self.W, 2 * k), np.int64)
+            self.order[s] = np.zeros(2 * k, np.int32)
+        _by_walker(x.fps, self.W, self.order[s], self.starts[s])
         self.X[s] = x
 
     def _decide(self, lv: _Level, c: int, t: int) -> None:
@@ -306,12 +297,13 @@ class _Run:
             return
         s = c % self.A
         x, st = self.X[s], self.stores[t]
-        _, nrows, _, _, _, _, pcode = lv.chunks[c]
-        st.reserve(int(st.n[0]), x.fps.shape[0])  # (no `_touch` ahead: with two walkers it costs more than it saves)
-        j, i = 0, 0
+        pcode = lv.chunks[c][6]
+        order, starts = self.order[s], self.starts[s]
+        st.reserve(int(st.n[0]), int(starts[t + 1] - starts[t]))  # (no `_touch` ahead: it costs more than it saves)
+        q = int(starts[t])
         while True:
-            status, j, i = _decide(t, self.W, j, i, nrows, x.pofs, x.fps, pcode, lv.depth, self.md, st.tab, st.R,
-                                   st.sz, st.cnt, st.fp, st.parent, st.n, st.shift, self.dnew[s], self.dtgt[s])
+            status, q = _decide(t, self.W, q, order, starts, x.parent, x.fps, pcode, lv.depth, self.md, st.tab,
+                                st.R, st.sz, st.cnt, st.fp, st.parent, st.n, st.shift, self.dnew[s], self.dtgt[s])
             if status == ST_DONE:
                 return
             st.relayout()

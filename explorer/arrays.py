@@ -226,14 +226,14 @@ def _offsets_of(cnt, ovf, n, ofs):
 
 class _Expanded:
     """The successors of one chunk of frontier rows, ready to walk: rows,
-    fingerprints, flags, the first successor of each row (`pofs`) and the
-    done flag of each row."""
+    the row each comes from, fingerprints, flags, the first successor of
+    each row (`pofs`) and the done flag of each row."""
 
-    __slots__ = ("succ", "fps", "flags", "pofs", "pdone")
+    __slots__ = ("succ", "parent", "fps", "flags", "pofs", "pdone")
 
     def __init__(self, res, pdone) -> None:
         succ, parent, _, fps, flags = res
-        self.succ, self.fps, self.flags, self.pdone = succ, fps, flags, pdone
+        self.succ, self.parent, self.fps, self.flags, self.pdone = succ, parent, fps, flags, pdone
         self.pofs = np.empty(pdone.shape[0] + 1, np.int64)
         _offsets(parent, pdone.shape[0], self.pofs)
 
