@@ -314,6 +314,13 @@ class Packed:
         body = len(self.z) if self.z is not None else self.data.nbytes
         return self.const.nbytes + body + 33 * self.var.size
 
+    def __setstate__(self, state) -> None:
+        """Unpickled (a checkpoint's frontier): a block pickled before
+        blocks could be compressed has no `z`."""
+        self.z, self.words = None, 0
+        for k, v in (state[1] if isinstance(state, tuple) else state).items():
+            setattr(self, k, v)
+
     def compress(self) -> None:
         if self.z is None and self.data.size:
             by_byte = np.ascontiguousarray(self.data.view(np.uint8).T)
