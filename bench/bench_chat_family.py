@@ -18,10 +18,11 @@ The machine's own ceiling for that ratio (`--workers`): two independent
 1-worker runs at once, in two processes, against one alone; the sum of
 their speeds relative to the lone run (2.00x when two cores give twice
 the work of one; less when the two cores share a physical core or its
-memory). The two start together once both are warm and stop at the same
-time limit, 0.8 of a whole run, and the lone run they are compared with
-stops at it too: two runs started apart, or one outliving the other,
-would each have the machine alone for a while and raise the figure. A 2-worker ratio is read against it: the engine cannot split a
+memory). The two start together once both are warm, and their work is
+counted in the time of the slower: two runs started apart, or each
+counted in its own time, would have the machine alone for a while and
+raise the figure (and runs cut at one time limit would compare an
+earlier, faster stretch of the search with a later one). A 2-worker ratio is read against it: the engine cannot split a
 run better than two processes that share nothing. With `--repeat K` the
 1-worker, 2-worker and ceiling runs are taken K times in turn and their
 medians printed (the speed of a shared virtual machine drifts within
@@ -74,7 +75,10 @@ CHILD = textwrap.dedent("""
     if len(sys.argv) > 6:  # a barrier: the runs of a pair start together, once both are warm
         import os
         open(os.path.join(sys.argv[6], sys.argv[7]), "w").close()
+        waited = time.perf_counter()
         while len(os.listdir(sys.argv[6])) < 2:
+            if time.perf_counter() - waited > 300:
+                raise SystemExit("the other run of the pair never got ready")
             time.sleep(0.0005)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
@@ -97,16 +101,13 @@ def run(n: int, sym: bool, limit: float, workers: int = 1, barrier: tuple = ()) 
 
 
 def ceiling(n: int, sym: bool, limit: float, alone: float) -> float:
-    """Two 1-worker runs at once, started together once both are warm and
-    both stopped by the same time limit, shorter than a run (0.8 of
-    `alone` seconds), so that they share the machine from start to end:
-    the sum of their speeds relative to a run alone stopped by that
-    limit."""
-    t = min(limit, 0.8 * alone)
-    lone = run(n, sym, t)
+    """Two whole 1-worker runs at once, started together once both are
+    warm: twice the work of a run alone (`alone` seconds) in the time the
+    slower of the two took (the other had the machine alone for the
+    difference, which this does not count in its favour)."""
     with tempfile.TemporaryDirectory() as d, ThreadPoolExecutor(2) as ex:
-        both = list(ex.map(lambda i: run(n, sym, t, barrier=(d, str(i))), range(2)))
-    return sum(r["distinct"] / r["seconds"] for r in both) / (lone["distinct"] / lone["seconds"])
+        both = list(ex.map(lambda i: run(n, sym, limit, barrier=(d, str(i))), range(2)))
+    return 2 * alone / max(r["seconds"] for r in both)
 
 
 def main() -> None:
@@ -149,7 +150,8 @@ def main() -> None:
                         uses.append(r2["cpu"] / r2["seconds"])
                     if r2["cpu"]:
                         sers.append(r2["main"] / r2["cpu"])
-                    caps.append(ceiling(n, sym, args.time_limit, one["seconds"]))
+                    if r["verdict"] != "bound":  # (a run the time limit stops takes the limit in any company)
+                        caps.append(ceiling(n, sym, args.time_limit, one["seconds"]))
                 two = f"{statistics.median(ratios):.2f}x" if ratios else ""
                 cap = f"{statistics.median(caps):.2f}x" if caps else ""
                 use = f"{statistics.median(uses):.2f}" if uses else ""

@@ -197,7 +197,11 @@ class Edges:
         more (and their overflow)."""
         self.cnt = _reserve(self.cnt, end, self.cnt.shape[0])
         self.dst = _reserve(self.dst, int(S[S_NP]) + k, int(S[S_NP]))
-        self.ovf = _reserve(self.ovf, int(S[S_OVF]) + k // ECNT_MAX + 1, int(S[S_OVF]))
+        need = int(S[S_OVF]) + k // ECNT_MAX + 1
+        if need > self.ovf.shape[0]:  # (rare: doubled, not reserved as address space like the rest)
+            ovf = np.zeros(max(2 * self.ovf.shape[0], need), np.int64)
+            ovf[: int(S[S_OVF])] = self.ovf[: int(S[S_OVF])]
+            self.ovf = ovf
 
     def graph(self, n: int, S: np.ndarray):
         """(n, the first edge of each state (n + 1), the edges' targets); the

@@ -180,7 +180,10 @@ def _anonymous(nbytes: int):
     madvise), or None where mmap cannot do that."""
     if not hasattr(mmap, "MAP_PRIVATE") or not hasattr(mmap, "MADV_DONTNEED"):
         return None
-    return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except OSError as e:  # the address space is limited: the search ends with the "memory" bound
+        raise MemoryError(f"cannot map {nbytes} bytes: {e}") from e
 
 
 _WIDEN = threading.Lock()
@@ -322,16 +325,21 @@ class Packed:
             setattr(self, k, v)
 
     def compress(self) -> None:
-        if self.z is None and self.data.size:
+        if self.z is None and self.data is not None and self.data.size:
             by_byte = np.ascontiguousarray(self.data.view(np.uint8).T)
             self.z = zlib.compress(by_byte, 1)
             self.data = None
 
     def _words(self) -> np.ndarray:
-        if self.z is None:
-            return self.data
-        by_byte = np.frombuffer(zlib.decompress(self.z), np.uint8).reshape(8 * self.words, self.n)
-        return np.ascontiguousarray(by_byte.T).view(np.uint64)
+        """The packed words: a compressed block is inflated on its first
+        read and kept so while it lives (a block spans several chunks; it
+        is freed once they are expanded). Two threads inflating it at
+        once both get the same words."""
+        data = self.data
+        if data is None:
+            by_byte = np.frombuffer(zlib.decompress(self.z), np.uint8).reshape(8 * self.words, self.n)
+            data = self.data = np.ascontiguousarray(by_byte.T).view(np.uint64)
+        return data
 
     def rows(self, a: int, b: int, out: np.ndarray | None = None) -> np.ndarray:
         """Rows a..b as int64, written into `out` (at least b - a rows of

@@ -192,6 +192,12 @@ def test_large_arrays_in_small_pages():
     b = _reserve(np.arange(10, dtype=np.uint64), 100, 10)
     assert (b[:10] == np.arange(10)).all() and (b[10:100] == 0).all()
     assert "hg" not in flags(b)
+    from explorer.arrays_narrow import _anonymous
+
+    with pytest.raises(MemoryError):  # past any address space: the search's "memory" bound, not a crash
+        _zeros(1 << 50, np.int8)
+    with pytest.raises(MemoryError):
+        _anonymous(1 << 50)
     numpy_own = np.zeros(1 << 24, np.int32)
     if "hg" not in flags(numpy_own):
         pytest.skip("numpy does not advise large pages here: the test would prove nothing")
