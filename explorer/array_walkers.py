@@ -5,9 +5,10 @@ N threads, with the verdict, counts, queue figure and trace of one worker.
 The walk is split by fingerprint. Of the table's 16 sub-tables, walker t
 of W (W: the largest power of two up to N, at most 8) owns those whose
 number is t modulo W, and keeps their states in a store of its own
-(`array_table._Store`: fingerprints, parents, sub-tables). Each walker
-goes through every chunk's successors in order and looks up only its own:
-a fingerprint always falls to the same walker, so whether a successor is
+(`array_table._Store`: fingerprints, parents, sub-tables). The thread
+that expands a chunk groups its successors by walker
+(`array_table._by_walker`), and each walker looks up its own group of
+every chunk, in order: a fingerprint always falls to the same walker, so whether a successor is
 new is decided exactly as the one walk of one worker decides it, and a
 walker stores its new states (fingerprint and parent) on its own. A state
 is named there by a code, `local index * W + walker`.
@@ -107,8 +108,7 @@ class _Level:
     once it and every chunk before it are packed (`freed`)."""
 
     __slots__ = ("errs", "gen0", "chunks", "C", "ready", "left", "merged", "mpos", "nlevel", "id0", "depth", "nxt",
-                 "next_count",
-                 "packed", "freed", "done", "nexp")
+                 "next_count", "packed", "freed", "done", "nexp")
 
     def __init__(self, blocks: list, W: int, id0: int, depth: int, size: int, gen0: int) -> None:
         self.chunks, pos = [], 0

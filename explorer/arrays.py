@@ -56,7 +56,7 @@ CHECK, DONE, PROGRESS = 1, 2, 4  # per successor: check its invariants; it is do
 ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
 # counters in S (S_ROW0: the non-progress edges before the row being walked; S_OVF: counts in the overflow)
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB, S_ROW0, S_OVF = range(9)
-NS = 9
+NS = S_OVF + 1  # counters in S
 ECNT_MAX = 255  # a state's count of non-progress edges in one byte; from this many on, the count is in the overflow
 CHUNK = 1024  # rows a chunk has at most
 SUCC_CHUNK = 1024  # successors a chunk should give (at least this many in a large run; see `chunk_rows`)

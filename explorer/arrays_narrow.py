@@ -14,6 +14,8 @@ import zlib
 import numpy as np
 from numba import njit
 
+from .memory import _anonymous
+
 
 @njit(cache=True, nogil=True)
 def _minmax(rows, idx):
@@ -175,17 +177,6 @@ class Raw:
         return out
 
 
-def _anonymous(nbytes: int):
-    """Private anonymous memory (its pages can be handed back with
-    madvise), or None where mmap cannot do that."""
-    if not hasattr(mmap, "MAP_PRIVATE") or not hasattr(mmap, "MADV_DONTNEED"):
-        return None
-    try:
-        return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    except OSError as e:  # the address space is limited: the search ends with the "memory" bound
-        raise MemoryError(f"cannot map {nbytes} bytes: {e}") from e
-
-
 _WIDEN = threading.Lock()
 COMPRESS_FROM = 32 << 20  # bytes of packed rows a level holds from which its next blocks are compressed
 
@@ -289,8 +280,8 @@ class Packed:
     row, then the k + 1-th, so that the bytes of a column that barely
     changes from row to row, most of them, come together (a level of the
     chat family at N = 7 without symmetry: 19 times smaller, where the rows
-    as they are deflate 5 times); a compressed block is inflated whenever
-    rows are read from it."""
+    as they are deflate 5 times); a compressed block is inflated on its
+    first read (`_words`)."""
 
     __slots__ = ("n", "width", "const", "var", "base", "wd", "sh", "spill", "mask", "data", "z", "words")
 
@@ -325,7 +316,7 @@ class Packed:
             setattr(self, k, v)
 
     def compress(self) -> None:
-        if self.z is None and self.data is not None and self.data.size:
+        if self.z is None and self.data.size:
             by_byte = np.ascontiguousarray(self.data.view(np.uint8).T)
             self.z = zlib.compress(by_byte, 1)
             self.data = None

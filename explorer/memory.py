@@ -136,24 +136,30 @@ def _trim() -> None:
 _TRIM = None
 
 
-def _zeros(n: int, dtype) -> np.ndarray:
-    """n zeros of that type in memory of their own, mapped in pages of the
-    system's small size (4 KiB): numpy advises the system to back an array
-    of 4 MiB or more with large pages (2 MiB), which makes a whole large
-    page resident as soon as any byte of it is written, and the engine's
-    large arrays are written from their start on (a BFS's ids) or by
-    regions (the table's sub-tables). Anonymous memory reads as zeros and
-    becomes resident page by page as it is written; unmapped when the array
-    goes. Raises MemoryError where the system refuses the address space."""
-    dt = np.dtype(dtype)
-    size = max(n, 1) * dt.itemsize
-    if not hasattr(mmap, "MAP_ANONYMOUS"):
-        return np.zeros(n, dt)
+def _anonymous(nbytes: int):
+    """Private anonymous memory, an `mmap` (zeros, resident page by page as
+    written, its pages can be handed back with madvise, unmapped when it
+    goes), or None where mmap cannot do that. Raises MemoryError where the
+    system refuses the address space: the search then ends with the
+    "memory" bound."""
+    if not hasattr(mmap, "MAP_PRIVATE") or not hasattr(mmap, "MADV_DONTNEED"):
+        return None
     try:
-        buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        return mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     except OSError as e:
-        raise MemoryError(f"cannot map {size} bytes: {e}") from e
-    return np.frombuffer(buf, dt, n)
+        raise MemoryError(f"cannot map {nbytes} bytes: {e}") from e
+
+
+def _zeros(n: int, dtype) -> np.ndarray:
+    """n zeros of that type in anonymous memory of their own (`_anonymous`),
+    mapped in pages of the system's small size (4 KiB): numpy advises the
+    system to back an array of 4 MiB or more with large pages (2 MiB),
+    which makes a whole large page resident as soon as any byte of it is
+    written, and the engine's large arrays are written from their start on
+    (a BFS's ids) or by regions (the table's sub-tables)."""
+    dt = np.dtype(dtype)
+    buf = _anonymous(max(n, 1) * dt.itemsize)
+    return np.zeros(n, dt) if buf is None else np.frombuffer(buf, dt, n)
 
 
 def _reserve(a: np.ndarray, need: int, used: int) -> np.ndarray:

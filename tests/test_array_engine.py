@@ -120,8 +120,9 @@ def test_compressed_levels_give_the_same_result(path, monkeypatch):
     real = arrays_narrow.Packed.compress
 
     def compress(self):
-        made.append(self.n)
         real(self)
+        if self.z is not None:  # (a block whose columns are all equal has nothing to deflate)
+            made.append(self.n)
 
     monkeypatch.setattr(arrays_narrow.Packed, "compress", compress)
     monkeypatch.setattr(arrays_narrow, "COMPRESS_FROM", 0)
@@ -132,4 +133,4 @@ def test_compressed_levels_give_the_same_result(path, monkeypatch):
     two = check(SerqModel(prog, symmetry=False), workers=2, **kw)
     same(two, plain)
     assert [s.state for s in two.trace] == [s.state for s in plain.trace]
-    assert plain.stats.distinct < 30 or made  # (a tiny instance may end before a block has a varying column)
+    assert plain.stats.distinct < 10 or made  # (join_in_hold, 3 states, and self_preempt, 5: no block varies)
