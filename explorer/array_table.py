@@ -12,13 +12,14 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from .memory import _reserve, _zeros
+from .memory import _reserve, _zeros, limited
 
 __all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_by_walker", "_codes", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_next_size", "_touch", "chain"]
 
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
 SUB0 = 1 << 10  # the first size (and room) of a sub-table
+FIRST = 1 << 16  # states a store has room for before its first growth
 
 
 # ---------------------------------------------------------------- the table
@@ -171,8 +172,9 @@ class _Store:
     are not stored: BFS gives ids level by level, and `chain` re-derives the
     actions."""
 
-    def __init__(self, m: Any, first: int = 1 << 16, nsub: int = NSUB, shift: int = SUB_SHIFT) -> None:
+    def __init__(self, m: Any, first: int | None = None, nsub: int = NSUB, shift: int = SUB_SHIFT) -> None:
         self.m = m
+        first = FIRST if first is None else first
         self.nsub, self.shift = nsub, shift  # sub-tables, and the fingerprint's bit that numbers them
         self.fp = np.zeros(first, np.uint64)
         self.parent = np.zeros(first, np.int32)
@@ -185,16 +187,18 @@ class _Store:
         self.init_fps = None
 
     def reserve(self, n: int, more: int) -> None:
-        """Room for `more` states beyond the n stored."""
-        if n + more > self.fp.shape[0]:
-            self.fp = _reserve(self.fp, n + more, n)
-            self.parent = _reserve(self.parent, n + more, n)
+        """Room for `more` states beyond the n stored. Each array is looked
+        at on its own: one may have been given its reserve of BIG entries
+        and the other, refused that much address space, only doubled."""
+        self.fp = _reserve(self.fp, n + more, n)
+        self.parent = _reserve(self.parent, n + more, n)
 
     def relayout(self) -> None:
         """Regions 16 times larger (the next ones are reserved address
         space: a region's pages become resident as its sub-table grows into
-        them); each sub-table copied over, slots unchanged."""
-        R = self.R * 16
+        them), twice as large where the address space is limited (`limited`)
+        or refused; each sub-table copied over, slots unchanged."""
+        R = self.R * (2 if limited() else 16)
         try:
             tab = _zeros(self.nsub * R, np.int32)
         except MemoryError:

@@ -54,13 +54,18 @@ class _Store:
 
     def reserve(self, n: int, more: int) -> None:
         """Room for `more` states beyond the n stored."""
-        while n + more > self.cap:
-            self.cap *= 2
+        cap = self.cap
+        while n + more > cap:
+            cap *= 2
+        if cap != self.cap:  # all three grown, or none (a MemoryError leaves them as they were)
+            grown = {}
             for name in ("fp", "parent", "action"):
                 a = getattr(self, name)
-                b = np.zeros(self.cap, a.dtype)
+                grown[name] = b = np.zeros(cap, a.dtype)
                 b[: a.shape[0]] = a
+            for name, b in grown.items():
                 setattr(self, name, b)
+            self.cap = cap
         size = self.tab.shape[0]
         while 10 * (n + more) > 7 * size:
             size *= 2

@@ -162,14 +162,34 @@ def _zeros(n: int, dtype) -> np.ndarray:
     return np.zeros(n, dt) if buf is None else np.frombuffer(buf, dt, n)
 
 
+def limited() -> bool:
+    """Whether this process's address space is limited (`ulimit -v`,
+    RLIMIT_AS): the engine then reserves none ahead (`_reserve`,
+    `_Store.relayout`), since address space reserved by one array is
+    refused to the next (a run would stop sooner under a larger limit)."""
+    global _LIMITED
+    if _LIMITED is None:
+        try:
+            import resource
+
+            _LIMITED = resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+        except (ImportError, OSError, ValueError):
+            _LIMITED = False
+    return _LIMITED
+
+
+_LIMITED = None
+
+
 def _reserve(a: np.ndarray, need: int, used: int) -> np.ndarray:
     """`a` with room for `need` entries, its first `used` kept: the first
     growth reserves BIG entries of address space (pages become resident only
     when written, so nothing is copied again before BIG); past it, or when
-    the address space is limited, by doubling."""
+    the address space is limited (`limited`, or a reserve refused), by
+    doubling."""
     if need <= a.shape[0]:
         return a
-    size = max(BIG, need) if a.shape[0] < BIG else max(2 * a.shape[0], need)
+    size = max(BIG, need) if a.shape[0] < BIG and not limited() else max(2 * a.shape[0], need)
     try:
         b = _zeros(size, a.dtype)
     except MemoryError:

@@ -134,3 +134,33 @@ def test_compressed_levels_give_the_same_result(path, monkeypatch):
     same(two, plain)
     assert [s.state for s in two.trace] == [s.state for s in plain.trace]
     assert plain.stats.distinct < 10 or made  # (join_in_hold, 3 states, and self_preempt, 5: no block varies)
+
+
+def test_stores_grow_each_array_when_address_space_is_short(monkeypatch):
+    """The fingerprints may be given their reserve of BIG entries while the
+    parents, refused that much address space, are only doubled: each
+    array keeps growing as it needs (one grown past the other once wrote
+    past the parents' end). vllm_chat without symmetry, stores of 1,024
+    states at first, with 1 worker and with 2 worker threads."""
+    import numpy as np
+
+    from explorer import array_table, memory
+
+    real = memory._zeros
+
+    def short(n, dtype):
+        if np.dtype(dtype) == np.int32 and n >= memory.BIG:
+            raise MemoryError("refused")
+        return real(n, dtype)
+
+    prog = load_path(ROOT / "instances" / "vllm_chat.sq").program
+    plain = check(SerqModel(prog, symmetry=False))
+    monkeypatch.setattr(memory, "_zeros", short)
+    monkeypatch.setattr(array_table, "FIRST", 1 << 10)
+    st = array_table._Store(None)
+    st.reserve(1 << 10, 1)
+    assert st.fp.shape[0] >= memory.BIG and st.parent.shape[0] == 1 << 11
+    st.reserve(1 << 11, 5)
+    assert st.parent.shape[0] >= (1 << 11) + 5 and st.fp.shape[0] >= memory.BIG
+    for workers in (1, 2):
+        same(check(SerqModel(prog, symmetry=False), workers=workers), plain)

@@ -167,3 +167,26 @@ def test_a_model_too_large_to_build_is_a_clean_stop(tmp_path, capsys, monkeypatc
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "bound: no violation within the bound (memory=MemoryError); exploration incomplete"
     assert out[1].startswith("stats: generated=0 distinct=0 ")
+
+
+def test_no_address_space_reserved_ahead_under_ulimit():
+    """Under `ulimit -v` the engine's arrays grow by doubling, without the
+    reserve of BIG entries ahead (address space one array reserves is
+    refused to the next: a run would stop sooner under a larger limit);
+    without a limit they reserve it."""
+    code = ("import numpy as np; from explorer.memory import BIG, _reserve, limited; "
+            "print(limited(), _reserve(np.zeros(10, np.int32), 11, 10).shape[0] == (20 if limited() else BIG))")
+
+    def low():
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    def unlimited():
+        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+
+    cases = [(low, "True True")]
+    if resource.getrlimit(resource.RLIMIT_AS)[1] == resource.RLIM_INFINITY:
+        cases.append((unlimited, "False True"))
+    for pre, want in cases:
+        r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, preexec_fn=pre,
+                           timeout=120)
+        assert r.stdout.split() == want.split(), r.stderr
