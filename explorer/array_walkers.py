@@ -477,8 +477,11 @@ class _Run:
                 return r
             threads = [threading.Thread(target=self.worker, args=(t,), name=f"worker_{t}", daemon=True)
                        for t in range(self.T)]
-            for t in threads:
-                t.start()
+            for wid, t in enumerate(threads):
+                try:
+                    t.start()
+                except RuntimeError as e:  # the system refused a thread (its limits, its memory)
+                    raise WorkerFailed(wid, f"could not be started: {e}") from None
             while True:
                 if self.stopped.wait(POLL):
                     break
@@ -492,6 +495,10 @@ class _Run:
                     self.progress(self.final(self.queue_now()).snapshot())
             hung = self._wind_down(threads, deadline)
             return self._answer(hung)  # (the livelock pass and a trace too: an interrupt there is seen)
+        except WorkerFailed as e:  # a thread not started: those started stop
+            self._stop_with(lambda st: st, -1)
+            self._wind_down(threads, None)
+            return failed(self.final(self.queue_now()), e)
         except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: the counts of every chunk merged so far
             self._stop_with(lambda st: st, -1)
             self._wind_down(threads, None)

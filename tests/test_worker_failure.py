@@ -160,3 +160,30 @@ def test_a_worker_thread_that_never_returns_ends_at_the_time_limit(tmp_path):
     # the time limit, the grace of 2 s, the start (the kernel loaded from its cache) and a margin:
     # the stuck daemon thread neither holds the search nor the interpreter's exit
     assert took < 3 + 2 + 30, took
+
+
+def test_a_worker_thread_the_system_refuses_is_reported(capsys, monkeypatch):
+    """A thread that cannot be started (the system's limits on threads or
+    memory): the verdict "failed" (exit 18) names it, with the statistics;
+    the threads already started stop."""
+    import threading
+
+    from serq.cli import main
+
+    real = threading.Thread.start
+
+    def start(self):
+        if self.name == "worker_2":
+            raise RuntimeError("can't start new thread")
+        return real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    before = threading.active_count()
+    assert main(["explore", str(ROOT / "instances" / "vllm_chat.sq"), "--workers", "3", "--no-timing"]) == 18
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("failed: worker 2 could not be started: can't start new thread; stopped after ")
+    assert out[-1].startswith("stats: generated=")
+    for t in threading.enumerate():  # one still in the model's code ends with its chunk
+        if t.name.startswith("worker_"):
+            t.join(30)
+    assert threading.active_count() == before
