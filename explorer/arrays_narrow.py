@@ -177,7 +177,7 @@ class Raw:
         return out
 
 
-_WIDEN = threading.Lock()
+_WIDEN = threading.Lock()  # an arena's type widened, its packed bytes counted: by one thread at a time
 COMPRESS_FROM = 32 << 20  # bytes of packed rows a level holds from which its next blocks are compressed
 
 
@@ -218,9 +218,11 @@ class Arena:
         """A block of this level was packed: whether to compress it, as
         every block of the level from the one that takes its packed rows
         past COMPRESS_FROM bytes on (a small or middling level is not
-        worth the time: packed, it is a few bytes a state)."""
-        self.packed += block.nbytes
-        return self.packed > COMPRESS_FROM
+        worth the time: packed, it is a few bytes a state). (Worker
+        threads pack blocks at once: the count is kept under a lock.)"""
+        with _WIDEN:
+            self.packed += block.nbytes
+            return self.packed > COMPRESS_FROM
 
     def take(self, n: int, width: int, dtype=None) -> np.ndarray | None:
         """Room for n more rows of this level (of that width, and of that
