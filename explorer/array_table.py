@@ -14,7 +14,7 @@ from numba import njit
 
 from .memory import _reserve, _zeros, limited
 
-__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "_Store", "_by_walker", "_codes", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_next_size", "_touch", "chain"]
+__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "NO_ORDER", "_Store", "_by_walker", "_codes", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_next_size", "_touch", "chain"]
 
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
@@ -79,24 +79,28 @@ def _grow_sub(tab, R, sz, p, fparr):
             tab[base + k] = v
 
 
-TOUCH_FROM = 1 << 18  # states stored from which the table outgrows the caches: slots touched ahead of the walk
+TOUCH_FROM = 1 << 18  # states stored (in a walker's store: by it) from which the table outgrows the caches:
+# slots touched ahead of the lookups
+NO_ORDER = np.zeros(0, np.int32)  # `_touch` of every successor in turn
 
 
 @njit(cache=True, nogil=True)
-def _touch(fps, tab, R, sz, fparr):
-    """Load the table slot of every successor, then the fingerprint its
-    slot names: independent loads, so the memory system overlaps their
-    misses, and the walk that follows finds them cached (a large table
-    costs two misses a lookup otherwise). Returns a sum nobody reads."""
+def _touch(fps, tab, R, sz, fparr, order, q0, q1, shift):
+    """Load the table slot of successors q0..q1 (fps[order[q]] where order
+    is given, a walker's group; fps[q] where it is empty), then the
+    fingerprint each slot names: independent loads, so the memory system
+    overlaps their misses, and the lookups that follow find them cached (a
+    large table costs two misses a lookup otherwise). Returns a sum nobody
+    reads (so that the loads are not optimized away)."""
     acc = 0
-    n = fps.shape[0]
-    for i in range(n):
-        fp = fps[i]
-        p = np.int64(fp >> np.uint64(SUB_SHIFT))
+    by = order.shape[0] > 0
+    for q in range(q0, q1):
+        fp = fps[order[q]] if by else fps[q]
+        p = np.int64(fp >> np.uint64(shift))
         acc += tab[p * R + _home(fp, sz[p])]
-    for i in range(n):
-        fp = fps[i]
-        p = np.int64(fp >> np.uint64(SUB_SHIFT))
+    for q in range(q0, q1):
+        fp = fps[order[q]] if by else fps[q]
+        p = np.int64(fp >> np.uint64(shift))
         v = tab[p * R + _home(fp, sz[p])]
         if v != 0:
             acc += np.int64(fparr[v - 1] & np.uint64(1))

@@ -41,8 +41,8 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import (NSUB, SUB_SHIFT, _Store, _by_walker, _codes, _codes_to_ids, _find, _grow_sub,
-                          _ids_to_codes, _next_size, chain)
+from .array_table import (NSUB, SUB_SHIFT, TOUCH_FROM, _Store, _by_walker, _codes, _codes_to_ids, _find, _grow_sub,
+                          _ids_to_codes, _next_size, _touch, chain)
 from .arrays import (CHECK, CHUNK, DONE, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, Edges, _Expanded,
                      _pack_new, _unpack, _walk, chunk_rows, complete)
@@ -65,14 +65,18 @@ NO_TAB, NO_COUNTS, NO_FPS = np.zeros(0, np.int32), np.zeros(0, np.int64), np.zer
 
 @njit(cache=True, nogil=True)
 def _decide(t, W, q0, order, starts, parent, fps, pcode, depth, max_depth, tab, R, sz, cnt, fparr, parents, n,
-            shift, dnew, dtgt):
+            shift, dnew, dtgt, touch_from):
     """Walker t's look at its own successors of a chunk (order[q0:
     starts[t + 1]], see `_by_walker`): dnew[t, i] 0 (stored before, as code
     dtgt[t, i]), 1 (new: stored now, parent pcode[parent[i]]) or 2 (new,
     past the depth bound: not stored). (A row of its own per walker: two
     walkers never write to one cache line.) Returns (status, q); ST_ROOM:
     a sub-table must outgrow its region (the same successor is looked at
-    again once it is laid out anew)."""
+    again once it is laid out anew); and the sum of `_touch` (unread), which
+    goes over the group's slots first once the store has `touch_from` states."""
+    acc = 0
+    if n[0] >= touch_from:
+        acc = _touch(fps, tab, R, sz, fparr, order, q0, starts[t + 1], shift)
     for q in range(q0, starts[t + 1]):
         i = order[q]
         fp = fps[i]
@@ -86,7 +90,7 @@ def _decide(t, W, q0, order, starts, parent, fps, pcode, depth, max_depth, tab, 
             continue
         if 10 * (cnt[p] + 1) > 7 * sz[p]:
             if _next_size(sz[p]) > R:
-                return ST_ROOM, q
+                return ST_ROOM, q, acc
             _grow_sub(tab, R, sz, p, fparr)
             lid, p, slot = _find(tab, R, sz, fparr, fp, shift)
         lid = n[0]
@@ -97,7 +101,7 @@ def _decide(t, W, q0, order, starts, parent, fps, pcode, depth, max_depth, tab, 
         n[0] = lid + 1
         dnew[t, i] = 1
         dtgt[t, i] = lid * W + t
-    return ST_DONE, 0
+    return ST_DONE, 0, acc
 
 
 class _Level:
@@ -299,11 +303,12 @@ class _Run:
         x, st = self.X[s], self.stores[t]
         pcode = lv.chunks[c][6]
         order, starts = self.order[s], self.starts[s]
-        st.reserve(int(st.n[0]), int(starts[t + 1] - starts[t]))  # (no `_touch` ahead: it costs more than it saves)
+        st.reserve(int(st.n[0]), int(starts[t + 1] - starts[t]))
         q = int(starts[t])
         while True:
-            status, q = _decide(t, self.W, q, order, starts, x.parent, x.fps, pcode, lv.depth, self.md, st.tab,
-                                st.R, st.sz, st.cnt, st.fp, st.parent, st.n, st.shift, self.dnew[s], self.dtgt[s])
+            status, q, _ = _decide(t, self.W, q, order, starts, x.parent, x.fps, pcode, lv.depth, self.md, st.tab,
+                                   st.R, st.sz, st.cnt, st.fp, st.parent, st.n, st.shift, self.dnew[s], self.dtgt[s],
+                                   TOUCH_FROM)
             if status == ST_DONE:
                 return
             st.relayout()

@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import SUB_SHIFT, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch
+from .array_table import NO_ORDER, SUB_SHIFT, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch
 from .arrays_narrow import Arena, Packed, Raw, pack_rows
 from .cycles import _acyclic_part, _cycle, _scc
 from .memory import MemoryGuard, _reserve, _trim, mib
@@ -449,7 +449,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 S[S_NEW] = 0
                 S[S_CUT] = 0
                 if n >= TOUCH_FROM:
-                    _touch(x.fps, st.tab, st.R, st.sz, st.fp)
+                    _touch(x.fps, st.tab, st.R, st.sz, st.fp, NO_ORDER, 0, x.fps.shape[0], SUB_SHIFT)
                 j, i = 0, 0
                 while True:
                     status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth,

@@ -66,10 +66,14 @@ def small_chunks(monkeypatch):
     """Chunks of 5 rows on the worker threads: a level spans many chunks,
     so the walkers, the ordered merge and the packing meet every case (a
     state first met in a later chunk, a deadlock or a violation in the
-    middle of a level, the limits)."""
-    from explorer import array_walkers
+    middle of a level, the limits). The prefetch pass (`_touch`) from the
+    first state on, in the walkers and in the single walk: it only loads,
+    so the results stay those of the engine without it."""
+    from explorer import array_walkers, arrays
 
     monkeypatch.setattr(array_walkers, "CHUNK", 5)
+    monkeypatch.setattr(array_walkers, "TOUCH_FROM", 0)
+    monkeypatch.setattr(arrays, "TOUCH_FROM", 0)
 
 
 @pytest.mark.parametrize("path", INSTANCES, ids=lambda p: p.stem)
