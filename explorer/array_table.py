@@ -79,8 +79,8 @@ def _grow_sub(tab, R, sz, p, fparr):
             tab[base + k] = v
 
 
-TOUCH_FROM = 1 << 18  # states stored (in a walker's store: by it) from which the table outgrows the caches:
-# slots touched ahead of the lookups
+# states stored (in a walker's store: by it) from which the table outgrows the caches: slots touched ahead
+TOUCH_FROM = 1 << 18
 NO_ORDER = np.zeros(0, np.int32)  # `_touch` of every successor in turn
 
 
@@ -206,6 +206,8 @@ class _Store:
         try:
             tab = _zeros(self.nsub * R, np.int32)
         except MemoryError:
+            if R == self.R * 2:  # refused already at twice: the "memory" bound
+                raise
             R = self.R * 2
             tab = _zeros(self.nsub * R, np.int32)
         for p in range(self.nsub):

@@ -449,7 +449,7 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 S[S_NEW] = 0
                 S[S_CUT] = 0
                 if n >= TOUCH_FROM:
-                    _touch(x.fps, st.tab, st.R, st.sz, st.fp, NO_ORDER, 0, x.fps.shape[0], SUB_SHIFT)
+                    _touch(x.fps, st.tab, st.R, st.sz, st.fp, NO_ORDER, 0, x.fps.shape[0], st.shift)
                 j, i = 0, 0
                 while True:
                     status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth,

@@ -50,7 +50,7 @@ from .arrays import CHECK, ArrayFallback, _acyclic_part, _cycle, _scc
 from .memory import MemoryGuard, mib
 from .model import build_model
 from .interrupt import interrupt_of
-from .outcome import bounded, deadlock, interrupted, livelock_result, passed, violation
+from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
 
 from .partition import SH, Partition, PartitionError, RayUnavailable, WorkerLost, owner_of
@@ -257,13 +257,16 @@ def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | N
     cp = Checkpoint(checkpoint, ident, partitions) if checkpoint is not None else None
     if cp is not None and state is None:
         cp.require_fresh()
-    backend = _Ray(partitions, ray) if ray is not None else _Local(partitions, workers)
-    failed = True
+    try:
+        backend = _Ray(partitions, ray) if ray is not None else _Local(partitions, workers)
+    except WorkerFailed as e:  # a worker thread the system refused: nothing explored
+        return failed(Stats(strategy="bfs", workers=workers), e)
+    broke = True
     try:
         r = _Driver(m, factory, backend, max_states, max_depth, time_limit, check_deadlock, check_livelock,
                     progress, progress_interval, MemoryGuard(memory_limit), cp, state).run()
         r.stats.workers = getattr(backend, "threads", 1)
-        failed = False
+        broke = False
         return r
     except ArrayFallback as e:
         raise PartitionError(f"the model cannot go on with rows ({e})") from None
@@ -274,7 +277,7 @@ def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | N
         msg += f"; last checkpoint: {where}" if where else "; no checkpoint was written (--checkpoint DIR keeps one)"
         raise WorkerLost(msg) from None
     finally:
-        backend.close(failed=failed)
+        backend.close(failed=broke)
 
 
 class _Driver:

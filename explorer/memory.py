@@ -162,18 +162,24 @@ def _zeros(n: int, dtype) -> np.ndarray:
     return np.zeros(n, dt) if buf is None else np.frombuffer(buf, dt, n)
 
 
+LIMITED_BELOW = 256 << 30  # an address-space limit under which nothing is reserved ahead (`limited`)
+
+
 def limited() -> bool:
-    """Whether this process's address space is limited (`ulimit -v`,
-    RLIMIT_AS): the engine then reserves none ahead (`_reserve`,
-    `_Store.relayout`), since address space reserved by one array is
-    refused to the next (a run would stop sooner under a larger limit)."""
+    """Whether this process's address space is limited below LIMITED_BELOW
+    bytes (`ulimit -v`, RLIMIT_AS, or `ulimit -d`, RLIMIT_DATA, which
+    Linux applies to private anonymous mappings too): the engine then
+    reserves none ahead (`_reserve`, `_Store.relayout`), since address
+    space reserved by one array is refused to the next (a run would stop
+    sooner under a larger limit). Read once a process."""
     global _LIMITED
     if _LIMITED is None:
         try:
             import resource
 
-            _LIMITED = resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
-        except (ImportError, OSError, ValueError):
+            soft = [resource.getrlimit(r)[0] for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA)]
+            _LIMITED = any(s != resource.RLIM_INFINITY and s < LIMITED_BELOW for s in soft)
+        except (ImportError, OSError, ValueError, AttributeError):
             _LIMITED = False
     return _LIMITED
 

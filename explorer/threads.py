@@ -63,8 +63,15 @@ class Workers:
         self._busy: list[float | None] = [None] * n  # per thread: since when its job runs
         self._threads = [threading.Thread(target=self._run, args=(i,), name=f"worker_{i}", daemon=True)
                          for i in range(n)]
-        for t in self._threads:
-            t.start()
+        for i, t in enumerate(self._threads):
+            try:
+                t.start()
+            except RuntimeError as e:  # the system refused a thread (its limits, its memory): those started stop
+                from .outcome import WorkerFailed
+
+                self._threads = self._threads[:i]
+                self.close()
+                raise WorkerFailed(i, f"could not be started: {e}") from None
 
     def _run(self, wid: int) -> None:
         while True:

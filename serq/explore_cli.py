@@ -43,9 +43,10 @@ def register(sub) -> None:
     e.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
                    help="check this property instead of the instance's `check` lines "
                         "(deadlock, livelock, stuck, invariant, completes); repeatable")
-    e.add_argument("--workers", type=int, default=1, metavar="N", help="worker threads: each expands chunks of a level and looks up "
-                        "the successors whose fingerprints fall to it, with one worker's verdict, counts and "
-                        "trace; with --partitions K, each owns partitions of the state table (default 1)")
+    e.add_argument("--workers", type=int, default=1, metavar="N", help="worker threads: each expands chunks of a level, and up to 8 of "
+                        "them (a power of two) look up the successors whose fingerprints fall to them, with one "
+                        "worker's verdict, counts and trace; with --partitions K, each owns partitions of the "
+                        "state table (default 1)")
     e.add_argument("--exact", action="store_true",
                    help="identify states by their whole canonical row instead of its 64-bit fingerprint, so "
                         "that no fingerprint collision can hide a state (one process, slower, more memory: "

@@ -175,17 +175,23 @@ def test_no_address_space_reserved_ahead_under_ulimit():
     refused to the next: a run would stop sooner under a larger limit);
     without a limit they reserve it."""
     code = ("import numpy as np; from explorer.memory import BIG, _reserve, limited; "
-            "print(limited(), _reserve(np.zeros(10, np.int32), 11, 10).shape[0] == (20 if limited() else BIG))")
+            "from explorer.array_table import SUB0, _Store; st = _Store(None); st.relayout(); "
+            "print(limited(), _reserve(np.zeros(10, np.int32), 11, 10).shape[0] == (20 if limited() else BIG), "
+            "st.R == (2 if limited() else 16) * SUB0)")
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    cap = 4 << 30 if hard == resource.RLIM_INFINITY else min(4 << 30, hard)
 
     def low():
-        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
     def unlimited():
-        resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+            resource.setrlimit(r, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
 
-    cases = [(low, "True True")]
-    if resource.getrlimit(resource.RLIMIT_AS)[1] == resource.RLIM_INFINITY:
-        cases.append((unlimited, "False True"))
+    cases = [(low, "True True True")]
+    data = resource.getrlimit(resource.RLIMIT_DATA)
+    if hard == resource.RLIM_INFINITY and data[1] == resource.RLIM_INFINITY:
+        cases.append((unlimited, "False True True"))
     for pre, want in cases:
         r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, preexec_fn=pre,
                            timeout=120)

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.fixtures import alive, children  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -162,10 +164,13 @@ def test_a_worker_thread_that_never_returns_ends_at_the_time_limit(tmp_path):
     assert took < 3 + 2 + 30, took
 
 
-def test_a_worker_thread_the_system_refuses_is_reported(capsys, monkeypatch):
+@pytest.mark.parametrize("refused,flags", [(0, []), (1, []), (2, []), (1, ["--partitions", "2"])],
+                         ids=["walker0", "walker1", "expander", "partitions"])
+def test_a_worker_thread_the_system_refuses_is_reported(capsys, monkeypatch, refused, flags):
     """A thread that cannot be started (the system's limits on threads or
     memory): the verdict "failed" (exit 18) names it, with the statistics;
-    the threads already started stop."""
+    the threads already started stop. With 3 workers, threads 0 and 1 are
+    the walkers, 2 only expands; with partitions, the pool's threads."""
     import threading
 
     from serq.cli import main
@@ -173,15 +178,15 @@ def test_a_worker_thread_the_system_refuses_is_reported(capsys, monkeypatch):
     real = threading.Thread.start
 
     def start(self):
-        if self.name == "worker_2":
+        if self.name == f"worker_{refused}":
             raise RuntimeError("can't start new thread")
         return real(self)
 
     monkeypatch.setattr(threading.Thread, "start", start)
     before = threading.active_count()
-    assert main(["explore", str(ROOT / "instances" / "vllm_chat.sq"), "--workers", "3", "--no-timing"]) == 18
+    assert main(["explore", str(ROOT / "instances" / "vllm_chat.sq"), "--workers", "3", *flags, "--no-timing"]) == 18
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("failed: worker 2 could not be started: can't start new thread; stopped after ")
+    assert out[0].startswith(f"failed: worker {refused} could not be started: can't start new thread; stopped after ")
     assert out[-1].startswith("stats: generated=")
     for t in threading.enumerate():  # one still in the model's code ends with its chunk
         if t.name.startswith("worker_"):
