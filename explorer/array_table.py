@@ -14,7 +14,7 @@ from numba import njit
 
 from .memory import _reserve, _zeros, limited
 
-__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "NO_ORDER", "_Store", "_by_walker", "_codes", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_next_size", "_touch", "chain"]
+__all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "NO_ORDER", "_Store", "_by_walker", "_codes", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_next_size", "_touch", "_walker", "chain"]
 
 NSUB = 16  # sub-tables: the top 4 bits of a fingerprint choose one
 SUB_SHIFT = 60
@@ -110,6 +110,13 @@ def _touch(fps, tab, R, sz, fparr, order, q0, q1, shift):
 # ---------------------------------------------------------------- codes of the walkers (array_walkers.py)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _walker(fp, W):
+    """The walker of W (a power of two) that owns a fingerprint: the low
+    bits of its sub-table's number."""
+    return np.int64(fp >> np.uint64(SUB_SHIFT)) & (W - 1)
+
+
 @njit(cache=True, nogil=True)
 def _by_walker(fps, W, order, starts):
     """The successors grouped by walker: order[starts[t]:starts[t + 1]]
@@ -117,12 +124,12 @@ def _by_walker(fps, W, order, starts):
     that expanded the chunk, so that a walker goes through its own only)."""
     cnt = np.zeros(W + 1, np.int64)
     for i in range(fps.shape[0]):
-        cnt[(np.int64(fps[i] >> np.uint64(SUB_SHIFT)) & (W - 1)) + 1] += 1
+        cnt[_walker(fps[i], W) + 1] += 1
     for t in range(W):
         cnt[t + 1] += cnt[t]
     starts[:] = cnt
     for i in range(fps.shape[0]):
-        t = np.int64(fps[i] >> np.uint64(SUB_SHIFT)) & (W - 1)
+        t = _walker(fps[i], W)
         order[cnt[t]] = i
         cnt[t] += 1
 
@@ -133,7 +140,7 @@ def _codes(fps, idx, dtgt, W):
     out = np.empty(idx.shape[0], np.int32)
     for k in range(idx.shape[0]):
         i = idx[k]
-        out[k] = dtgt[np.int64(fps[i] >> np.uint64(SUB_SHIFT)) & (W - 1), i]
+        out[k] = dtgt[_walker(fps[i], W), i]
     return out
 
 

@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from .array_table import (NSUB, SUB_SHIFT, TOUCH_FROM, _Store, _by_walker, _codes, _codes_to_ids, _find, _grow_sub,
-                          _ids_to_codes, _next_size, _touch, chain)
+                          _ids_to_codes, _next_size, _touch, _walker, chain)
 from .arrays import (CHECK, CHUNK, DONE, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, Edges, _Expanded,
                      _pack_new, _unpack, _walk, chunk_rows, complete)
@@ -184,7 +184,7 @@ class _Run:
 
     def code_of(self, fp: int) -> int:
         fp = np.uint64(fp)
-        t = int(fp >> np.uint64(SUB_SHIFT)) & (self.W - 1)
+        t = int(_walker(fp, self.W))
         lid = self.stores[t].id_of(fp)
         return -1 if lid < 0 else lid * self.W + t
 
@@ -204,7 +204,7 @@ class _Run:
     def _store_initial(self, fp: np.uint64) -> int:
         """An initial state stored by its walker (new: checked before);
         its code."""
-        t = int(fp >> np.uint64(SUB_SHIFT)) & (self.W - 1)
+        t = int(_walker(fp, self.W))
         st = self.stores[t]
         lid = int(st.n[0])
         st.reserve(lid, 1)

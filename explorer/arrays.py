@@ -41,7 +41,7 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import NO_ORDER, SUB_SHIFT, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch
+from .array_table import NO_ORDER, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch, _walker
 from .arrays_narrow import Arena, Packed, Raw, pack_rows
 from .cycles import _acyclic_part, _cycle, _scc
 from .memory import MemoryGuard, _reserve, _trim, mib
@@ -104,7 +104,7 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
             fp = fps[i]
             t, p, slot = 0, 0, 0
             if decided:  # 0 seen as state tgt, 1 new (stored as tgt), 2 new past the depth bound
-                t = np.int64(fp >> np.uint64(SUB_SHIFT)) & (W - 1)  # its walker
+                t = _walker(fp, W)
                 d = dnew[t, i]
                 tgt = dtgt[t, i]
             else:
