@@ -72,6 +72,10 @@ class NoReturn:
     doomed: int = 0  # reachable states from which nothing completes
     states: int = 0  # reachable states in the graph
     reason: str | None = None  # for "unknown": the bound that was hit
+    method: str = "graph"  # "graph": the whole state graph; "forward": searches from the trace (forward.py)
+    searched: int = 0  # "forward": the states its searches visited
+    doomed_from: int | None = None  # "forward", "unknown": no continuation completes from this step on
+    cut_by: str | None = None  # the flag whose bound cut the graph, "--graph-limit 5" (set by the caller)
 
 
 def no_return(g: StateGraph, trace_fps: Sequence[int], good: list[bool] | None = None) -> NoReturn:

@@ -85,6 +85,11 @@ def no_return_line(r: Result) -> str | None:
     if nr is None:
         return None
     doomed = f"{nr.doomed} of {nr.states} reachable states cannot complete"
+    if nr.method == "forward":
+        doomed = forward_words(nr)
+        if nr.status == "unknown":
+            later = "" if nr.doomed_from is None else f"; from step {nr.doomed_from} on none completes"
+            return f"point of no return: unknown ({doomed}{later})"
     if nr.status == "step":
         act = r.trace[nr.step].action_text if nr.step < len(r.trace) else "?"
         return (f"point of no return: step {nr.step} ({act}): from step {nr.step - 1} some continuation "
@@ -95,6 +100,15 @@ def no_return_line(r: Result) -> str | None:
         return ("point of no return: none: every state of this trace can still complete "
                 f"(another choice leaves it; {doomed})")
     return f"point of no return: unknown (the state graph was cut at its {nr.reason} bound)"
+
+
+def forward_words(nr) -> str:
+    """How a forward search (explorer/forward.py) found the point of no return, or where it was cut."""
+    if nr.status == "unknown":
+        return (f"the state graph and the forward searches from the trace's states were cut by {nr.cut_by}, "
+                f"after {nr.searched} states")
+    return (f"found by forward searches from the trace's states, {nr.searched} states visited: "
+            f"the whole state graph is past {nr.cut_by}")
 
 
 def render_text(r: Result, with_timing: bool = True, with_stats: bool = True) -> str:
@@ -150,6 +164,9 @@ def render_json(r: Result, with_timing: bool = True, with_stats: bool = True) ->
             "doomed_states": nr.doomed,
             "states": nr.states,
             "bound_reason": nr.reason,
+            "method": nr.method,
+            "searched_states": nr.searched if nr.method == "forward" else None,
+            "cut_by": nr.cut_by,
             "text": no_return_line(r),
         }
     if with_stats:

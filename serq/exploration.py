@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from explorer.analysis import point_of_no_return
 from explorer.exact import Exact
+from explorer.forward import forward_no_return
 from explorer.model import ModelFactory
 from explorer.outcome import bounded
 from explorer.result import Stats
@@ -80,16 +81,28 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
                    time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT, model=None) -> None:
     """Set `result.no_return` when the result has a trace (and the limit is not 0).
     `model`: the one the search used, when its state identities are its
-    own (an `Exact` model)."""
+    own (an `Exact` model). When the whole graph is past its bound, forward
+    searches from the trace's states answer (explorer/forward.py), within
+    the same bound."""
     if not result.trace or graph_limit <= 0:
         return
     if model is None:
         model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
     limit = graph_limit if max_states is None else min(graph_limit, max_states)
     try:
-        point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
+        nr = point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
+        if nr.status == "unknown" and nr.reason in CUT_FLAGS:
+            flags = {"max_states": f"--graph-limit {graph_limit}" if limit == graph_limit else f"--max-states {limit}",
+                     "time_limit": f"--time-limit {time_limit:g}" if time_limit is not None else "--time-limit",
+                     "memory": "the memory bound"}
+            fwd = forward_no_return(model, [s.state for s in result.trace], max_states=limit, time_limit=time_limit)
+            fwd.cut_by = flags.get(fwd.reason if fwd.status == "unknown" else nr.reason, fwd.reason)
+            result.no_return = fwd
     except KeyboardInterrupt:  # the counterexample is found: keep it, without its point of no return
         result.no_return = None
+
+
+CUT_FLAGS = ("max_states", "time_limit", "memory")  # a graph cut by these (not by a signal) goes on forward
 
 
 def replay_verdict(program: ir.Program, path: str, *, ties: str = "all", symmetry: bool = True,

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from explorer.forward import forward_no_return
 from serq.cli import main
+from serq.explore import SerqModel
 from serq.exploration import explore
 from serq.load import load_path
 
@@ -61,9 +63,29 @@ def test_no_return_json_and_skip(capsys):
     assert d["action"].startswith("iterate gpu (chat#2 draws prompt=3")
     assert main(["explore", inst, "--json", "--graph-limit", "0"]) == 10
     assert "point_of_no_return" not in json.loads(capsys.readouterr().out)
-    # a graph cut before the answer is known says so
+    # a graph cut before the answer is known: forward searches from the
+    # trace's states answer within the same bound (18 states in all)...
+    assert main(["explore", inst, "--graph-limit", "15", "-q"]) == 10
+    out = capsys.readouterr().out
+    assert "  -- point of no return: no continuation of step 3 completes --" in out
+    assert ("from step 2 some continuation still completes, from step 3 none does (found by forward searches "
+            "from the trace's states, 14 states visited: the whole state graph is past --graph-limit 15)") in out
+    # ...or say the flag that cut them too, and what they decided
     assert main(["explore", inst, "--graph-limit", "5", "-q"]) == 10
-    assert "point of no return: unknown (the state graph was cut at its max_states bound)" in capsys.readouterr().out
+    assert ("point of no return: unknown (the state graph and the forward searches from the trace's states were "
+            "cut by --graph-limit 5, after 5 states; from step 3 on none completes)") in capsys.readouterr().out
+    assert main(["explore", inst, "--graph-limit", "5", "--json"]) == 10
+    d = json.loads(capsys.readouterr().out)["point_of_no_return"]
+    assert (d["status"], d["method"], d["cut_by"], d["searched_states"]) == ("unknown", "forward", "--graph-limit 5", 5)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_forward_search_agrees_with_the_whole_graph(name):
+    prog = load_path(ROOT / "instances" / f"{name}.sq", explorer=True).program
+    r = explore(prog)
+    nr = forward_no_return(SerqModel(prog), [s.state for s in r.trace])
+    assert (nr.status, nr.step) == EXPECTED[name][:2]
+    assert nr.searched <= EXPECTED[name][3]
 
 
 def test_graph_limit_must_be_non_negative(capsys):
