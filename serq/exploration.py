@@ -107,40 +107,55 @@ CUT_FLAGS = ("max_states", "time_limit", "memory")  # a graph cut by these (not 
 
 def replay_verdict(program: ir.Program, path: str, *, ties: str = "all", symmetry: bool = True,
                    checks: list[str] | None = None):
-    """(model, Result) of replaying `path` (such as 0/2/1): violation or
-    deadlock at its last state, livelock when its end returns to an
-    earlier state with no progress since (the lasso `explore` prints),
-    else pass. Raises ReplayError for a path that does not apply."""
-    from explorer.result import Result
+    """(model, Result) of replaying `path` (such as 0/2/1), every state
+    judged as the search judges it (`judge_path`): the first that fails
+    ends the run, its verdict the run's, its trace cut there. Raises
+    ReplayError for a path that does not apply."""
     from explorer.trace import replay
 
     model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
-    trace = replay(model, path)
-    last = trace[-1].state
-    bad = model.invariants(last)
-    verdict, kind, msg = "pass", None, f"replayed {len(trace) - 1} step(s)"
-    if bad:
-        verdict, kind, msg = "violation", bad[0][0], bad[0][1]
-    elif not model.actions(last) and not model.is_done(last):
-        verdict, msg = "deadlock", f"replayed {len(trace) - 1} step(s) into a deadlock"
-    start = lasso_start(model, trace) if model.checks.livelock else None
-    if verdict == "pass" and start is not None:
-        verdict = "livelock"
-        msg = (f"replayed {len(trace) - 1} step(s): the last {len(trace) - 1 - start} return to the state of "
-               f"step {start} without progress")
-    return model, Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=path,
-                         diagnosis=model.describe_deadlock(last) if verdict == "deadlock" else [],
-                         lasso_start=start if verdict == "livelock" else None)
+    return model, judged(model, replay(model, path), path)
 
 
-def lasso_start(model, trace) -> int | None:
-    """The step a replayed path returns to at its end, if every step since
-    is without progress (the lasso of a livelock, as `explore` prints its
-    replay path), else None."""
-    last = trace[-1].fingerprint
-    for i in range(len(trace) - 1):
-        if trace[i].fingerprint == last:
-            if all(not model.is_progress(trace[k - 1].state, trace[k].action, trace[k].state)
-                   for k in range(i + 1, len(trace))):
-                return i
-    return None
+def judged(model, trace, path: str):
+    """The Result of a replayed trace, judged state by state; the trace
+    and its replay path end at the first state that fails."""
+    from explorer.result import Result
+    from explorer.trace import format_path
+
+    end, verdict, kind, msg, start = judge_path(model, trace)
+    last = len(trace) - 1
+    if end < last:
+        msg += (f" (at step {end} of the {last} replayed: a behaviour ends at its first failure, as in the "
+                f"search; the {last - end} step(s) after it are not shown)")
+        trace, path = trace[:end + 1], format_path(trace[:end + 1])
+    return Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=path,
+                  diagnosis=model.describe_deadlock(trace[-1].state) if verdict == "deadlock" else [],
+                  lasso_start=start)
+
+
+def judge_path(model, trace) -> tuple[int, str, str | None, str, int | None]:
+    """(end, verdict, kind, message, lasso start) of a replayed trace,
+    judged state by state as the search does: the first state that
+    violates a property (an invariant, stuck, an assert, an error), or
+    that closes a cycle without progress since its first visit when
+    livelock is checked (the lasso `explore` prints), ends it with that
+    verdict; else its last state is a deadlock, or it passes."""
+    visits: dict[int, list[int]] = {}
+    progress = [0]  # progress steps among steps 1..k
+    for k, st in enumerate(trace):
+        if k:
+            progress.append(progress[-1] + bool(model.is_progress(trace[k - 1].state, st.action, st.state)))
+        bad = model.invariants(st.state)
+        if bad:
+            return k, "violation", bad[0][0], bad[0][1], None
+        if model.checks.livelock:
+            for i in visits.get(st.fingerprint, ()):
+                if progress[i] == progress[k]:
+                    return (k, "livelock", None, f"replayed {k} step(s): the last {k - i} return to the state of "
+                            f"step {i} without progress", i)
+        visits.setdefault(st.fingerprint, []).append(k)
+    last = len(trace) - 1
+    if not model.actions(trace[-1].state) and not model.is_done(trace[-1].state):
+        return last, "deadlock", None, f"replayed {last} step(s) into a deadlock", None
+    return last, "pass", None, f"replayed {last} step(s)", None

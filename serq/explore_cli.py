@@ -14,7 +14,7 @@ from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.exits import add_parser
 from serq.flags import check_limits, memory_limit
 from serq.explore import ALL_CHECKS, Checks, SerqModel
-from serq.exploration import GRAPH_LIMIT, explore, replay_verdict
+from serq.exploration import GRAPH_LIMIT, explore, mark_no_return, replay_verdict
 from serq.validate import validate
 
 
@@ -154,6 +154,8 @@ def cmd_explore(args) -> int:
     try:
         if args.swarm is not None:
             result = run_swarm(args, prog)
+            mark_no_return(prog, result, ties=args.ties, symmetry=not args.no_symmetry, checks=args.check,
+                           max_states=args.max_states, time_limit=args.time_limit, graph_limit=args.graph_limit)
         else:
             result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                              time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
@@ -214,6 +216,9 @@ def _replay(args, prog) -> int:
         return EXIT_NONDETERMINISTIC
     except ReplayError as e:
         raise SerqError([Diagnostic(0, 0, "E013", f"bad replay path `{args.replay}`: {e}", file="serq explore")]) from None
+    if r.verdict != "pass":  # a counterexample: its point of no return, as the search's has
+        mark_no_return(prog, r, max_states=args.max_states, time_limit=args.time_limit,
+                       graph_limit=args.graph_limit, model=model)
     write_timeline(args, model, r)
     if args.json:
         print(json.dumps(render_json(r, with_timing=False, with_stats=False), indent=1))

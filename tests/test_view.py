@@ -285,6 +285,41 @@ def test_ui_violation_and_timelines(client):
     assert 'id="timeline"' in client.get("/timeline/0/0/0").get_data(as_text=True)
 
 
+# the search's counterexample on theorem_no_lifo ends at step 9, a stuck
+# preemption; the run goes on from there one more step, to a state that
+# alone violates nothing
+STUCK_AT_9 = "0/5/5/0/0/0/0/0/0/0"
+PAST_STUCK = STUCK_AT_9 + "/0"
+
+
+def test_ui_judges_every_state_of_a_path():
+    prog = load_path(str(INST / "theorem_no_lifo.sq"), explorer=True).program
+    c = make_app(Explorer(prog, "instances/theorem_no_lifo.sq")).test_client()
+    v = c.get(f"/api/state/{PAST_STUCK}").get_json()
+    assert v["depth"] == 10 and v["problems"] == []  # the last state alone violates nothing
+    assert v["verdict"] == {"verdict": "violation", "kind": "stuck", "step": 9, "path": STUCK_AT_9,
+                            "before_the_end": True,
+                            "message": "chat#1 was preempted again without passing the position of its previous "
+                                       "preemption"}
+    html = c.get(f"/state/{PAST_STUCK}").get_data(as_text=True)
+    assert 'id="path-verdict"' in html and f'href="/state/{STUCK_AT_9}"' in html
+    # the timeline of the path is the one `serq explore --replay` gives: it ends at the failure
+    tl = c.get(f"/timeline/{PAST_STUCK}").get_data(as_text=True)
+    assert 'id="verdict">violation (stuck): chat#1 was preempted again' in tl
+    assert f'id="replay">{STUCK_AT_9}</code>' in tl
+    # a path that has not failed yet says nothing of it
+    v = c.get("/api/state/0/5/5").get_json()["verdict"]
+    assert (v["verdict"], v["step"], v["before_the_end"]) == ("pass", 2, False)
+    assert 'id="path-verdict"' not in c.get("/state/0/5/5").get_data(as_text=True)
+
+
+def test_ui_timeline_of_a_lasso_is_a_livelock(client):
+    tl = client.get("/timeline/0/0/0/0/0/0").get_data(as_text=True)
+    assert 'id="verdict">livelock: replayed 5 step(s): the last 3 return to the state of step 2' in tl
+    v = client.get("/api/state/0/0/0/0/0/0").get_json()["verdict"]
+    assert (v["verdict"], v["step"]) == ("livelock", 5)
+
+
 # ---------------------------------------------------------------- serq ui (command)
 
 

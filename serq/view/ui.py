@@ -62,6 +62,7 @@ class Explorer:
             actions = [{"index": i, "text": m.format_action(state, a), "choices": list(a[2]),
                         "path": f"{path}/{i}"} for i, a in enumerate(acts)]
             problems = [{"kind": k, "message": msg} for k, msg in m.invariants(state)]
+            judged = path_verdict(m, trace)
             done = m.is_done(state)
             sessions = [{"label": m.label(state, sid), "phase": session_phase(m, state, sid),
                          "where": PHASE_WORDS[session_phase(m, state, sid)], "text": session_text(m, state, sid)}
@@ -87,6 +88,7 @@ class Explorer:
             "problems": problems,
             "done": done,
             "deadlock": not actions and not done and not problems,
+            "verdict": judged,
         }
 
     def violation(self):
@@ -101,19 +103,23 @@ class Explorer:
         return self._violation
 
     def timeline(self, path: str) -> str:
-        from explorer.result import Result
+        from serq.exploration import judged
         from serq.view.timeline import timeline_page
 
         trace = self.trace(path)
-        with self.lock:
-            last = trace[-1].state
-            bad = self.model.invariants(last)
-            deadlock = not bad and not self.model.actions(last) and not self.model.is_done(last)
-            diagnosis = self.model.describe_deadlock(last) if deadlock else []
-            verdict, kind = ("violation", bad[0][0]) if bad else ("deadlock" if deadlock else "pass", None)
-            msg = bad[0][1] if bad else f"replayed {len(trace) - 1} step(s)"
-            r = Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=path, diagnosis=diagnosis)
-            return timeline_page(self.model, r, self.instance)
+        with self.lock:  # judged as `serq explore --replay PATH` judges it: every state, the first failure ends it
+            return timeline_page(self.model, judged(self.model, trace, path), self.instance)
+
+
+def path_verdict(model, trace) -> dict:
+    """The path's verdict as the search gives it (serq.exploration.judge_path):
+    the first state that fails ends it, at `step` (the path's last step
+    when none does), `path` the replay path to that state."""
+    from serq.exploration import judge_path
+
+    end, verdict, kind, msg, _start = judge_path(model, trace)
+    return {"verdict": verdict, "kind": kind, "message": msg, "step": end, "path": format_path(trace[:end + 1]),
+            "before_the_end": end < len(trace) - 1}
 
 
 def make_app(ex: Explorer):
