@@ -4,7 +4,7 @@ then the point of no return of a counterexample."""
 
 from __future__ import annotations
 
-from explorer.analysis import point_of_no_return
+from explorer.analysis import NoReturn, point_of_no_return
 from explorer.exact import Exact
 from explorer.forward import forward_no_return
 from explorer.model import ModelFactory
@@ -83,14 +83,19 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
     `model`: the one the search used, when its state identities are its
     own (an `Exact` model). When the whole graph is past its bound, forward
     searches from the trace's states answer (explorer/forward.py), within
-    the same bound."""
+    the same bound; the graph is not built when the search alone stored
+    more states than the bound (a swarm's count may repeat states)."""
     if not result.trace or graph_limit <= 0:
         return
     if model is None:
         model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
     limit = graph_limit if max_states is None else min(graph_limit, max_states)
     try:
-        nr = point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
+        st = result.stats
+        if st is not None and st.strategy != "swarm" and st.distinct > limit:
+            nr = NoReturn("unknown", reason="max_states")  # the graph would be cut: straight on forward
+        else:
+            nr = point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
         if nr.status == "unknown" and nr.reason in CUT_FLAGS:
             flags = {"max_states": f"--graph-limit {graph_limit}" if limit == graph_limit else f"--max-states {limit}",
                      "time_limit": f"--time-limit {time_limit:g}" if time_limit is not None else "--time-limit",

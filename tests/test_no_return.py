@@ -91,3 +91,21 @@ def test_forward_search_agrees_with_the_whole_graph(name):
 def test_graph_limit_must_be_non_negative(capsys):
     assert main(["explore", str(ROOT / "instances" / "join_in_hold.sq"), "--graph-limit", "-1"]) == 2
     assert "--graph-limit must be non-negative" in capsys.readouterr().err
+
+
+def test_no_graph_when_the_search_alone_stored_more_than_the_limit(monkeypatch):
+    """theorem_no_fit's search stores 165 states before its counterexample:
+    a graph of at most 100 would be cut, so only the forward searches run."""
+    import serq.exploration as exploration
+
+    def no_graph(*_a, **_k):
+        raise AssertionError("the graph was built")
+
+    prog = load_path(ROOT / "instances" / "theorem_no_fit.sq", explorer=True).program
+    monkeypatch.setattr(exploration, "point_of_no_return", no_graph)
+    r = explore(prog, graph_limit=100)
+    assert r.stats.distinct == 165
+    nr = r.no_return
+    assert (nr.status, nr.step, nr.method, nr.cut_by) == ("step", 1, "forward", "--graph-limit 100")
+    with pytest.raises(AssertionError, match="the graph was built"):
+        explore(prog, graph_limit=200)  # within the limit: the whole graph, for its counts
