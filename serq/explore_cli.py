@@ -52,7 +52,8 @@ def register(sub) -> None:
                         "that no fingerprint collision can hide a state (one process, slower, more memory: "
                         "for small runs)")
     e.add_argument("--graph-limit", type=int, default=GRAPH_LIMIT, metavar="N",
-                   help="states the point-of-no-return analysis of a counterexample may store "
+                   help="states the point-of-no-return analysis of a counterexample may store (the whole "
+                        "graph) or visit (past it, forward searches from the trace's states) "
                         f"(default {GRAPH_LIMIT}; 0 skips it)")
     e.add_argument("--worst", metavar="METRIC",
                    help="the worst case of METRIC over every behaviour, with its witness trace: "
