@@ -64,8 +64,13 @@ def forward_no_return(model: Any, states: Sequence[Any], *, max_states: int | No
     return NoReturn("step", first_doomed, method="forward", searched=count[0])
 
 
+def _violates(m: Any, state: Any) -> bool:
+    """A state that ends a behaviour without completing it (``bad`` in stored.py)."""
+    return bool(m.invariants(state))
+
+
 def _good_end(m: Any, state: Any) -> bool:
-    return bool(m.is_done(state)) and not m.invariants(state)
+    return bool(m.is_done(state)) and not _violates(m, state)
 
 
 def _completes(m: Any, start: Any, doomed: set[int], count: list[int], max_states: int | None,
@@ -83,7 +88,7 @@ def _completes(m: Any, start: Any, doomed: set[int], count: list[int], max_state
         while stack:
             limits.check()
             state = stack.pop()
-            if m.invariants(state):
+            if _violates(m, state):
                 continue  # a violation ends the behaviour: nothing completes through it
             for action in m.actions(state):
                 nxt = m.step(state, action)
