@@ -7,7 +7,7 @@ every session of the workload has arrived — the explorer tries every
 arrival order, all arrivals first among them — each combination of drawn
 values is a state of its own: with symmetry, a multiset of combinations
 per workload line. When that exceeds the states the memory bound can hold
-(at `BYTES_PER_STATE` each, less than any state takes) the search cannot
+(at `BYTES_PER_STATE` each, the least any stored state takes) the search cannot
 finish, and W509 says so before it starts, with advice."""
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from math import comb, prod
 from serq import ir
 from serq.expr import EvalError, NotConstant, const_eval
 
-BYTES_PER_STATE = 64  # below what any stored state takes: the states a memory bound holds, at most
+# Every stored state takes at least its fingerprint (8 bytes), its parent id
+# (4) and a slot of the hash table (4; docs/explorer.md, "The array
+# engine"): a memory bound holds at most bound / 16 states.
+BYTES_PER_STATE = 16
 
 
 def _width(d: ir.Domain) -> int | None:

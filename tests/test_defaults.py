@@ -186,7 +186,7 @@ def test_too_large_to_explore_is_said_before_exploring(tmp_path, capsys):
                           "successors, and the drawn values alone make about 2.86e21 states once the 4 sessions "
                           "have arrived (with symmetry)\n"), err
     assert ("note: one arrival takes every value of each draw: `prompt`: 2,000 values × `o`: 256 values; the memory "
-            "bound (1.0 GiB) holds at most 16,777,216 states of 64 bytes") in err
+            "bound (1.0 GiB) holds at most 67,108,864 states of 16 bytes") in err
     assert "--swarm 8 --time-limit 600" in err and "narrow the domains" in err
 
 
