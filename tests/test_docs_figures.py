@@ -39,7 +39,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
-MARK = re.compile(r"<!-- figure: (?P<cmd>[^~]+?)(?: ~ (?P<re>.+?))? -->")
+MARK = re.compile(r"(?<!`)<!-- figure: (?P<cmd>[^~]+?)(?: ~ (?P<re>.+?))? -->")  # quoted in backticks: an example
 NUMBER = re.compile(r"(\d[\d,]*(?:\.\d+)?(?:e\d+)?)$")
 
 DERIVED = {  # inputs a figure's command names, made as the docs say
