@@ -13,7 +13,7 @@ finish, and W509 says so before it starts, with advice."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import comb, prod
+from math import comb, exp, lgamma, log, prod
 
 from serq import ir
 from serq.expr import EvalError, NotConstant, const_eval
@@ -71,7 +71,7 @@ class Estimate:
     successors: int
     draws: list[tuple[ir.State, int]]
     sessions: int
-    states: int  # combinations of drawn values once every session has arrived
+    states: int | float  # combinations of drawn values once every session has arrived
 
 
 def estimate(prog: ir.Program, symmetry: bool) -> Estimate | None:
@@ -79,11 +79,21 @@ def estimate(prog: ir.Program, symmetry: bool) -> Estimate | None:
     lines = [w for w in prog.workload if w.count and w.program in per]
     if not lines:
         return None
-    states = prod(comb(per[w.program][0] + w.count - 1, w.count) if symmetry else per[w.program][0] ** w.count
-                  for w in lines)
+    states = _states([(per[w.program][0], w.count) for w in lines], symmetry)
     top = max(lines, key=lambda w: per[w.program][0])
     return Estimate(top, top.program, per[top.program][0], per[top.program][1],
                     sum(w.count for w in lines), states)
+
+
+def _states(groups: list[tuple[int, int]], symmetry: bool) -> int | float:
+    """Combinations of drawn values over the workload lines (D values per
+    session, n sessions): exact while small, else a float (logarithms: a
+    workload of a million sessions must not build a number of millions of
+    digits)."""
+    logs = sum((lgamma(d + n) - lgamma(n + 1) - lgamma(d)) if symmetry else n * log(d) for d, n in groups)
+    if logs < 40 * log(10):
+        return prod(comb(d + n - 1, n) if symmetry else d ** n for d, n in groups)
+    return exp(logs) if logs < 700 else float("inf")
 
 
 def capacity(memory: int | None) -> tuple[int, str] | None:
@@ -95,8 +105,10 @@ def capacity(memory: int | None) -> tuple[int, str] | None:
     return n, f"the memory bound ({memory / 2**30:.1f} GiB) holds at most {n:,} states of {BYTES_PER_STATE} bytes"
 
 
-def _num(n: int) -> str:
-    return f"{n:,}" if n < 10**12 else f"{n:.2e}".replace("e+", "e")
+def _num(n: int | float) -> str:
+    if n == float("inf"):
+        return "more than 1e300"
+    return f"{int(n):,}" if n < 10**12 else f"{n:.2e}".replace("e+", "e")
 
 
 def too_large(prog: ir.Program, sink, *, symmetry: bool, memory: int | None) -> None:

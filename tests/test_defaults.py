@@ -172,6 +172,10 @@ def test_the_drawn_values_estimate_the_successors_and_the_states():
     assert [(st.attr, w) for st, w in e.draws] == [("prompt", 2000), ("o", 256)]
     assert e.states == comb(512_000 + 3, 4)  # multisets of 4 combinations: the sessions are interchangeable
     assert estimate(prog, symmetry=False).states == 512_000 ** 4
+    # a million sessions: a float, at once, not a number of millions of digits
+    huge = load_text(BIG.replace("4 x chat", "1000000 x chat"), "h.sq").program
+    assert estimate(huge, symmetry=False).states == float("inf")
+    assert 1e300 > estimate(load_text(BIG.replace("4 x chat", "30 x chat"), "h.sq").program, True).states > 1e100
     # a branch takes the larger side; a domain read from an attribute counts 1 (known only when drawn)
     branchy = BIG.replace("draw o in 1..256 hidden;", "draw o in 1..prompt hidden; if prompt > 5 { draw k in {1, 2, 3}; } else { draw j in 1..7; }")
     e = estimate(load_text(branchy, "b.sq").program, symmetry=True)
