@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from explorer.verdict import BOUND, DEADLOCK, INTERRUPTED, PASS, VIOLATION, exit_code
-from serq.durations import duration_text
+from serq.durations import span_text, time_unit
 from serq.sim import (FAULT, INTERRUPTED as SIM_INTERRUPTED, MEMORY_LIMIT, STALLED, STEP_LIMIT, TIME_LIMIT,
                       VIOLATION as SIM_VIOLATION)
 
@@ -39,15 +39,17 @@ class Judgement:
 def judge(result, *, label: str, seed: int, max_steps: int) -> Judgement:
     """The verdict on a `Simulator.run()` result made with
     `stop_on_violation=True`."""
+    unit = time_unit(result.program)
+    when = lambda t: span_text(t, unit)  # noqa: E731  (iterations when no stage has a cost)
     if result.stopped == FAULT:
-        return Judgement(VIOLATION, [f"{label}: FAIL: {kind} at {duration_text(t)}: {msg}"
+        return Judgement(VIOLATION, [f"{label}: FAIL: {kind} at {when(t)}: {msg}"
                                      for t, kind, msg in result.faults])
     if result.stopped == SIM_VIOLATION or result.violations_total:
-        lines = [f"{label}: FAIL: {kind} at {duration_text(t)}: {msg}" for t, kind, msg in result.violations]
+        lines = [f"{label}: FAIL: {kind} at {when(t)}: {msg}" for t, kind, msg in result.violations]
         if result.violations_total > len(result.violations):
             lines.append(f"{label}: ... and {result.violations_total - len(result.violations)} more")
         return Judgement(VIOLATION, lines)
-    now = duration_text(result.now)
+    now = when(result.now)
     if result.stopped == STALLED:
         return Judgement(DEADLOCK, [f"{label}: FAIL: deadlock: the simulation ended at {now} with "
                                     f"{len(result.stalled)} session(s) that can never move:"]

@@ -141,6 +141,10 @@ def cmd_explore(args) -> int:
         # hypothesis H5: reported, and the exploration still shows the
         # counterexample the hypothesis prevents
         diags = validate(loaded.program, theorem=True, explorer=True)
+    if not args.replay and args.swarm is None:  # a search that stores every state: can it finish?
+        from serq.estimate import size_warning
+
+        diags = sorted(diags + size_warning(loaded.program, args, memory_limit(args)))
     if diags and not args.json:
         print(render_all(diags, loaded.source), file=sys.stderr)
     prog = loaded.program

@@ -34,22 +34,23 @@ def compile_source(text: str, file: str = "<input>", consts: dict | None = None)
 
 
 def load_text(text: str, file: str = "<input>", *, theorem: bool = False, explorer: bool = False,
-              consts: dict | None = None) -> Loaded:
+              consts: dict | None = None, simulate: bool = False) -> Loaded:
     text = text.removeprefix("\ufeff")
     prog, early = compile_source(text, file, consts)
-    diags = early + validate(prog, theorem=theorem, explorer=explorer)
+    diags = early + validate(prog, theorem=theorem, explorer=explorer, simulate=simulate)
     if any(d.is_error for d in diags):
         raise SerqError(diags, text)
     return Loaded(prog, text, sorted(diags))
 
 
-def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = False) -> Loaded:
+def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = False,
+            simulate: bool = False) -> Loaded:
     """An `.ir.json`'s text: read strictly (serq.irload, errors located in
     the JSON), then validated like a compiled source (errors located in
     the source the IR names, quoted when it can be read)."""
     prog = read_ir(text, file)
     src_text = read_source(prog.source)
-    diags = validate(prog, theorem=theorem, explorer=explorer, shape_checked=True)
+    diags = validate(prog, theorem=theorem, explorer=explorer, shape_checked=True, simulate=simulate)
     if any(d.is_error for d in diags):
         raise SerqError(diags, src_text)
     return Loaded(prog, src_text, diags)
@@ -70,12 +71,14 @@ def require_sessions(loaded: Loaded, file: str, command: str) -> None:
                                        "e.g. `workload { 1 x s; }`",))], loaded.source)
 
 
-def load_path(path: str | Path, *, theorem: bool = False, explorer: bool = False) -> Loaded:
+def load_path(path: str | Path, *, theorem: bool = False, explorer: bool = False,
+              simulate: bool = False) -> Loaded:
+    """`simulate`: warn about what only a simulation reads (W506)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8").removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as e:
         raise SerqError([Diagnostic(0, 0, "E011", f"cannot read {path}: {getattr(e, 'strerror', None) or e}", file=str(path))]) from None
     if path.name.endswith(".json"):
-        return load_ir(text, str(path), theorem=theorem, explorer=explorer)
-    return load_text(text, str(path), theorem=theorem, explorer=explorer)
+        return load_ir(text, str(path), theorem=theorem, explorer=explorer, simulate=simulate)
+    return load_text(text, str(path), theorem=theorem, explorer=explorer, simulate=simulate)

@@ -11,7 +11,7 @@ reports the same bytes. docs/simulator.md defines each field.
 
 from __future__ import annotations
 
-from serq.durations import duration_text
+from serq.durations import ITERATION, cell_text, cell_unit, span_text, time_unit
 from serq.words import stuck_text
 
 import json
@@ -241,8 +241,10 @@ def build_report(result, instance: str | None = None) -> dict:
             "busy_fraction": round(st.busy_ticks[si] / T, 6) if T else 0.0,
             "coalescing": result.licence[si][1] if result.licence else "",
         })
+    unit = time_unit(prog)
     programs = []
     for g, sp in enumerate(prog.sessions):
+        rate = round(st.prog_tokens[g] / T, 3) if T else 0.0
         programs.append({
             "name": sp.name,
             "sessions": st.final_sessions[g],
@@ -250,7 +252,9 @@ def build_report(result, instance: str | None = None) -> dict:
             "ttft_ns": summary(st.ttft[g]),
             "e2e_ns": summary(st.e2e[g]),
             "tokens": st.prog_tokens[g],
-            "tokens_per_s": round(st.prog_tokens[g] * NS / T, 3) if T else 0.0,
+            # no cost: a tick is an iteration, not a nanosecond (docs/simulator.md)
+            "tokens_per_s": None if unit == ITERATION else round(st.prog_tokens[g] * NS / T, 3) if T else 0.0,
+            **({"tokens_per_iteration": rate} if unit == ITERATION else {}),
         })
     return {
         "instance": instance if instance is not None else prog.source,
@@ -258,6 +262,7 @@ def build_report(result, instance: str | None = None) -> dict:
         "horizon_ns": cfg.horizon,
         "warmup_ns": cfg.warmup,
         "coalesce": cfg.coalesce,
+        "time_unit": unit,
         "stopped": result.stopped,
         "simulated_ns": T,
         "iterations_simulated": sum(st.iters),
@@ -276,8 +281,8 @@ def to_json(report: dict) -> str:
     return json.dumps(report, indent=2) + "\n"
 
 
-def _ms(v) -> str:
-    return "-" if v is None else f"{v / 1e6:.3f}"
+def _ms(v, unit: str = "ns") -> str:
+    return cell_text(v, unit)
 
 
 def _num(v) -> str:
@@ -289,14 +294,19 @@ def render(report: dict, console) -> None:
     from rich.table import Table
 
     T = report["simulated_ns"]
+    unit = report["time_unit"]
+    ms = lambda v: _ms(v, unit)  # noqa: E731
+    at = lambda v: span_text(v, unit) if unit == ITERATION else f"{_ms(v)} ms"  # noqa: E731
     head = (f"[bold]serq run[/bold] {report['instance']}  seed {report['seed']}  "
-            f"simulated {duration_text(T)}  stopped: {report['stopped']}")
+            f"simulated {span_text(T, unit)}  stopped: {report['stopped']}")
     console.print(head, highlight=False)
+    if unit == ITERATION:
+        console.print("times in iterations: no stage has a cost, so an iteration takes one tick", highlight=False)
     console.print(f"iterations: {report['iterations_simulated']} simulated, "
                   f"{report['iterations_evaluated']} evaluated"
                   + ("" if report["coalesce"] else " (coalescing off)"), highlight=False)
 
-    t = Table(title="pools (units; wait in ms)", title_justify="left")
+    t = Table(title=f"pools (units; wait in {cell_unit(unit)})", title_justify="left")
     for c in ("pool", "cap", "block", "peak", "mean", "preempt", "evicted", "hits",
               "wait n", "wait mean", "wait p50", "wait p99", "stuck"):
         t.add_column(c, justify="left" if c == "pool" else "right")
@@ -304,7 +314,7 @@ def render(report: dict, console) -> None:
         w = p["queue_wait_ns"]
         t.add_row(p["name"], _num(p["cap"]), str(p["block"]), str(p["peak"]), f"{p['mean']:.3f}",
                   str(p["preemptions"]), str(p["evicted_units"]), str(p["hit_units"]), str(w["n"]),
-                  _ms(w["mean"]), _ms(w["p50"]), _ms(w["p99"]), str(p["stuck"]))
+                  ms(w["mean"]), ms(w["p50"]), ms(w["p99"]), str(p["stuck"]))
     console.print(t)
 
     t = Table(title="stages", title_justify="left")
@@ -314,20 +324,21 @@ def render(report: dict, console) -> None:
         t.add_row(s["name"], str(s["iterations"]), str(s["tokens"]), f"{100 * s['busy_fraction']:.2f}%")
     console.print(t)
 
-    t = Table(title="programs (latency in ms)", title_justify="left")
+    t = Table(title=f"programs (latency in {cell_unit(unit)})", title_justify="left")
     for c in ("program", "sessions", "ended", "ttft n", "ttft p50", "ttft p99", "e2e n", "e2e p50",
-              "e2e p99", "tokens", "tok/s"):
+              "e2e p99", "tokens", "tok/it" if unit == ITERATION else "tok/s"):
         t.add_column(c, justify="left" if c == "program" else "right")
     for g in report["programs"]:
         a, b = g["ttft_ns"], g["e2e_ns"]
-        t.add_row(g["name"], str(g["sessions"]), str(g["ended"]), str(a["n"]), _ms(a["p50"]), _ms(a["p99"]),
-                  str(b["n"]), _ms(b["p50"]), _ms(b["p99"]), str(g["tokens"]), f"{g['tokens_per_s']:.1f}")
+        rate = g["tokens_per_iteration"] if unit == ITERATION else g["tokens_per_s"]
+        t.add_row(g["name"], str(g["sessions"]), str(g["ended"]), str(a["n"]), ms(a["p50"]), ms(a["p99"]),
+                  str(b["n"]), ms(b["p50"]), ms(b["p99"]), str(g["tokens"]), f"{rate:.1f}")
     console.print(t)
 
     for f in report["faults"]:
-        console.print(f"[red]fault[/red] at {_ms(f['at_ns'])} ms: {f['kind']}: {f['message']}", highlight=False)
+        console.print(f"[red]fault[/red] at {at(f['at_ns'])}: {f['kind']}: {f['message']}", highlight=False)
     for v in report["violations"]:
-        console.print(f"[red]{v['kind']}[/red] at {_ms(v['at_ns'])} ms: {v['message']}", highlight=False)
+        console.print(f"[red]{v['kind']}[/red] at {at(v['at_ns'])}: {v['message']}", highlight=False)
     more = report["violations_total"] - len(report["violations"])
     if more > 0:
         console.print(f"... and {more} more violation(s)", highlight=False)
@@ -388,4 +399,5 @@ def describe_event(e, m, state) -> str | None:
 
 def trace_line(tick: int, what: str, events, m, state) -> str:
     parts = [d for d in (describe_event(e, m, state) for e in events if e[0] not in ("arrive", "turn")) if d]
-    return f"{tick / 1e6:14.6f} ms  {what}" + (": " + "; ".join(parts) if parts else "")
+    when = f"{tick:14d} it" if time_unit(m.program) == ITERATION else f"{tick / 1e6:14.6f} ms"
+    return f"{when}  {what}" + (": " + "; ".join(parts) if parts else "")

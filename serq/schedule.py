@@ -3,7 +3,7 @@
 One JSON object per line. The first line is a header:
 
     {"format": "serq-schedule", "version": 1, "instance": ..., "seed": ...,
-     "coalesce": ..., "pools": [{"name", "cap", "block"}, ...],
+     "coalesce": ..., "time_unit": "ns" | "iteration", "pools": [{"name", "cap", "block"}, ...],
      "stages": [...]}
 
 then one line per stage iteration, in the order the iterations start:
@@ -33,6 +33,7 @@ has keys is not coalesced while a schedule is written.
 
 from __future__ import annotations
 
+from serq.durations import time_unit
 import json
 from typing import IO
 
@@ -65,7 +66,7 @@ class ScheduleWriter:
         p = sim.program
         head = {
             "format": FORMAT, "version": VERSION, "instance": p.source, "seed": sim.cfg.seed,
-            "coalesce": sim.cfg.coalesce,
+            "coalesce": sim.cfg.coalesce, "time_unit": time_unit(p),
             "pools": [{"name": q.name, "cap": q.cap, "block": q.block} for q in p.pools],
             "stages": [s.name for s in p.stages],
         }

@@ -12,7 +12,7 @@ from serq.diagnostics import flag_error
 from serq.exits import add_parser
 from serq.flags import check_limits, memory_limit
 from explorer.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
-from serq.durations import duration_text
+from serq.durations import span_text, time_unit
 from serq.sim import (DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT, SimConfig, Simulator,
                       parse_duration)
 
@@ -76,7 +76,7 @@ def _simulate(args, *, check: bool, trace=None):
         # a run that simulates nothing finds nothing: never report it as ok
         raise flag_error("--horizon", getattr(args.horizon, "text", str(args.horizon)), "E012",
                          "--horizon must be a positive time (a run up to time 0 simulates nothing)")
-    loaded = load_path(args.instance)
+    loaded = load_path(args.instance, simulate=True)
     if check:
         from serq.load import require_sessions
 
@@ -122,7 +122,7 @@ class OutOfMemory(Exception):
 
 def _stopped_line(args, result) -> str | None:
     """stderr's line for a run cut by a signal or a limit (None otherwise)."""
-    now = duration_text(result.now)
+    now = span_text(result.now, time_unit(result.program))
     if result.stopped == INTERRUPTED:
         return (f"{args.instance}: interrupted by {result.signal} at {now} simulated; "
                 "the report covers the run so far")

@@ -12,12 +12,14 @@ from serq.diagnostics import Diagnostic, Sink
 from serq.exprtype import article, infer_type
 from serq.irshape import shape_problems
 from serq.irutil import enclosing_pools, expr_names, walk_expr
+from serq.lint import lint
 from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MAX_INT, MOMENT_TABLE_ROWS, Moment, moment
 
 
 class Validator:
-    def __init__(self, prog: ir.Program, theorem: bool, explorer: bool):
+    def __init__(self, prog: ir.Program, theorem: bool, explorer: bool, simulate: bool = False):
         self.p = prog
+        self.simulate = simulate
         self.sink = Sink(prog.source)  # a path valid from here (serq.irload resolves an IR file's)
         self.theorem = theorem
         self.explorer = explorer
@@ -157,6 +159,8 @@ class Validator:
             self.sink.warn((1, 1), "W502", "the instance has no workload: no session will run")
         elif not any(w.count for w in self.p.workload):
             self.sink.warn(self.p.workload[0].at, "W502", "every workload line has count 0: no session will run")
+        if not self.sink.errors:  # a program that does not load runs nothing its defaults could mislead
+            lint(self.p, self.sink, self.simulate)
         return sorted(self.sink.items)
 
     def _position(self, path: tuple):
@@ -510,7 +514,9 @@ def _constant(e: ir.Expr | None):
 
 
 def validate(prog: ir.Program, *, theorem: bool = False, explorer: bool = False,
-             shape_checked: bool = False) -> list[Diagnostic]:
+             shape_checked: bool = False, simulate: bool = False) -> list[Diagnostic]:
     """Every diagnostic of `prog`, sorted. `shape_checked`: the caller has
-    already checked its shape (serq.irload does, located in the JSON)."""
-    return Validator(prog, theorem, explorer).run(shape_checked)
+    already checked its shape (serq.irload does, located in the JSON).
+    `simulate`: the program is about to be simulated (`serq run`, `serq
+    check`), whose clock reads the stages' costs (W506)."""
+    return Validator(prog, theorem, explorer, simulate).run(shape_checked)

@@ -47,6 +47,7 @@ def schedule(program, coalesce=True, **kw):
 def test_exact_schedule_of_a_decode_preemption():
     head, recs, _ = schedule(load_text(DECODE_PREEMPT, "dp.sq").program)
     assert head == {"format": FORMAT, "version": VERSION, "instance": "dp.sq", "seed": 0, "coalesce": True,
+                    "time_unit": "iteration",  # no stage has a cost: a tick is an iteration
                     "pools": [{"name": "kv", "cap": 8, "block": 2}], "stages": ["gpu"]}
     got = [(r["tick"], r["served"], r["admitted"], r["preempted"], r["hits"], r["finished"],
             tuple(r["pools"]["kv"].values())) for r in recs]

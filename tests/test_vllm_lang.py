@@ -418,3 +418,32 @@ bad.sq:4:32: error[E403]: `prefix` is given twice for pool `kv`
 ])
 def test_diagnostics(src, expected):
     assert diagnose(src) == expected
+
+
+SAME_ITERATION = """
+prefix SYS = 8;
+pool kv { cap 40; block 4; admit via gpu; }
+stage gpu { budget 16; chunk 4; cost 1ms; }
+session chat {
+  let n = SYS + 2;
+  hold kv prefix SYS reuse 0 need n take 0 { prefill n growing kv; } keep (kv full);
+}
+workload { 2 x chat at 0; }
+check invariant allocated(kv) + cached(kv) + free(kv) == 40;
+"""
+
+
+def test_two_holds_computing_one_shared_block_in_the_same_iteration_keep_one_copy():
+    # docs/language.md, "Where serq and vLLM differ": both chats compute SYS's
+    # first block in iteration 0; chat#1, served first, caches it, and
+    # chat#2's copy is freed in the same iteration (vLLM would keep both: 32 free)
+    levels = []
+
+    def tr(tick, what, events, m, state):
+        if what.startswith("iterate"):
+            free, cache, _ = state.tuple()[1][0] if hasattr(state, "tuple") else state[1][0]
+            levels.append((free, tuple(e[:2] for e in cache)))
+
+    simulate(load_text(SAME_ITERATION, "t.sq").program, trace=tr)
+    assert iterations(SAME_ITERATION)[0].endswith("chat#1 prefill 4 (4/10); chat#2 prefill 4 (4/10)")
+    assert levels[:2] == [(36, ((-3, 4),)), (32, ((-3, 8),))]

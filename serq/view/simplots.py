@@ -13,7 +13,8 @@ so its latency samples are the report's (tests/test_view.py checks it).
 from __future__ import annotations
 
 from serq import __version__
-from serq.report import NS, Stats, _ms, _num
+from serq.durations import ITERATION, cell_text, cell_unit, span_text
+from serq.report import NS, Stats, _num
 
 BINS = 400  # time bins of the series: a page stays small however long the run
 
@@ -162,9 +163,12 @@ def figures(report: dict, rec: Recorder) -> list[tuple[str, str, object]]:
     if T <= 0:
         return out
     ed = edges(T)
-    xs = [round(e / NS, 6) for e in ed[:-1]]
+    # no stage has a cost: a tick is an iteration, and the axes count them
+    iters = report["time_unit"] == ITERATION
+    axis, lat, per = ("iterations", "iterations", 1) if iters else ("s", "ms", 1e6)
+    xs = [e if iters else round(e / NS, 6) for e in ed[:-1]]
     layout = dict(template="plotly_white", height=300, margin=dict(l=60, r=60, t=40, b=40),
-                  legend=dict(orientation="h", x=1, xanchor="right", y=1.16), xaxis_title="simulated time (s)")
+                  legend=dict(orientation="h", x=1, xanchor="right", y=1.16), xaxis_title=f"simulated time ({axis})")
     for p, pool in enumerate(report["pools"]):
         alloc = binned([(t, lv[p]) for t, lv in rec.alloc_pts], T)
         cached = binned([(t, c[p]) for t, c, _q in rec.pool_pts], T)
@@ -183,7 +187,7 @@ def figures(report: dict, rec: Recorder) -> list[tuple[str, str, object]]:
                           annotation_text=f"cap {pool['cap']}", row=1, col=1)
         fig.update_layout(title=f"pool {pool['name']}: units and queue length (means per time bin)",
                           **{**layout, "height": 380, "xaxis_title": None})
-        fig.update_xaxes(title_text="simulated time (s)", row=2, col=1)
+        fig.update_xaxes(title_text=f"simulated time ({axis})", row=2, col=1)
         fig.update_yaxes(title_text="units", rangemode="tozero", row=1, col=1)
         fig.update_yaxes(title_text="queued", rangemode="tozero", row=2, col=1)
         out.append((f"pool-{p}", f"pool {pool['name']}", fig))
@@ -194,12 +198,12 @@ def figures(report: dict, rec: Recorder) -> list[tuple[str, str, object]]:
     fig.update_yaxes(range=[0, 1.05], title_text="busy")
     out.append(("busy", "busy fraction", fig))
     names = ("TTFT", "TPOT", "end-to-end")
-    fig = make_subplots(rows=1, cols=3, subplot_titles=[f"{n} (ms)" for n in names])
+    fig = make_subplots(rows=1, cols=3, subplot_titles=[f"{n} ({lat})" for n in names])
     palette = ("#4c6ef5", "#2f9e44", "#e8590c", "#ae3ec9", "#1098ad", "#f08c00")
     for g, prog in enumerate(report["programs"]):
         samples = (rec.ttft[g], rec.tpot[g], rec.e2e[g])
         for c, xs_ns in enumerate(samples):
-            fig.add_trace(go.Histogram(x=[round(v / 1e6, 6) for v in sorted(xs_ns)], name=prog["name"],
+            fig.add_trace(go.Histogram(x=[round(v / per, 6) for v in sorted(xs_ns)], name=prog["name"],
                                        legendgroup=prog["name"], showlegend=c == 0, opacity=0.7,
                                        marker_color=palette[g % len(palette)]), row=1, col=c + 1)
     fig.update_layout(title="latency distributions per program (requests)", barmode="overlay",
@@ -221,8 +225,10 @@ def sim_page(report: dict, rec: Recorder) -> str:
                            config={"displaylogo": False, "responsive": True})
         plots.append({"id": pid, "title": title, "html": html})
     env = environment()
+    unit = report["time_unit"]
     return env.get_template("sim.html.j2").render(
-        r=report, plots=plots, plotlyjs=get_plotlyjs(), ms=_ms, num=_num, NS=NS, version=__version__,
+        r=report, plots=plots, plotlyjs=get_plotlyjs(), ms=lambda v: cell_text(v, unit), num=_num, NS=NS,
+        span=lambda t: span_text(t, unit), unit=cell_unit(unit), version=__version__,
         tpot=[_summary(rec.tpot[g]) for g in range(len(report["programs"]))])
 
 
