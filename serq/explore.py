@@ -27,32 +27,49 @@ ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
 
 @dataclass(frozen=True)
 class Checks:
+    """The properties a search fails on. `completes` is deadlock, livelock
+    and invariant (with `assert`, run-time errors and conservation, always
+    checked); `stuck` is its own property. Under `completes` without
+    `stuck`, stuck sessions are still watched (`watch_stuck`): the first one
+    seen is noted, never a failure."""
+
     deadlock: bool = True
     livelock: bool = True
-    stuck: bool = True
+    stuck: bool = False
     invariant: bool = True
+    watch_stuck: bool = True
 
     @classmethod
     def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
         """`check` lines select the properties; `completes` (or no line at
-        all) selects every one. Conservation, `assert` and run-time errors
-        are always checked."""
+        all) selects deadlock, livelock and invariant, and watches stuck
+        sessions; `stuck` adds the stuck check. Conservation, `assert` and
+        run-time errors are always checked."""
         kinds = set(override) if override else {c.kind for c in prog.checks}
         if not kinds or "completes" in kinds:
-            return cls()
+            return cls(stuck="stuck" in kinds)
         return cls(deadlock="deadlock" in kinds, livelock="livelock" in kinds,
-                   stuck="stuck" in kinds, invariant="invariant" in kinds)
+                   stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False)
+
+    @property
+    def positions(self) -> bool:
+        """The states keep each session's previous preemption position
+        (the stuck check reads it): when stuck is checked or watched."""
+        return self.stuck or self.watch_stuck
 
     def names(self) -> list[str]:
-        return [n for n in ALL_CHECKS if getattr(self, n)]
+        return [n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
 
 
 class SerqModel:
     """The engine's model protocol (see explorer/model.py)."""
 
     def __init__(self, program: ir.Program, *, ties: str = "all", symmetry: bool = True,
-                 checks: Checks | None = None):
+                 checks: Checks | None = None, notes: list | None = None):
         self.program = program
+        # the first stuck session seen when stuck is watched, not checked:
+        # a list the search's threads (and the caller) share
+        self.notes = [] if notes is None else notes
         self.m = Model(program, ties=ties)
         self.symmetry = symmetry
         self.checks = checks or Checks.of_program(program)
@@ -60,7 +77,7 @@ class SerqModel:
         # states are packed rows; the kernel gives successors, fingerprints
         # and flags in one call per state (the canonical form below is the
         # same identity, in Python, for analyses that need the values)
-        self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.stuck)
+        self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.positions)
         self.rows.warm()  # numba's start-up here, not in the search's time
         self._plain_invariants = not self.m.engine.low.invariants
 
@@ -88,7 +105,7 @@ class SerqModel:
         f = 0
         if flags & (F_FAULT | F_DONE):
             f |= AR_DONE
-        if flags & F_FAULT or (flags & F_STUCK and self.checks.stuck) or not self._plain_invariants:
+        if flags & F_FAULT or (flags & F_STUCK and self._stuck_flagged()) or not self._plain_invariants:
             f |= AR_CHECK
         if turn:
             f |= AR_PROGRESS
@@ -100,7 +117,7 @@ class SerqModel:
         if k == -2:
             raise ArrayFallback("a spawn needs a larger row")
         # `actions` lists only the actions that have a successor: the index is the rank among them
-        explorer_flags(k, r.parent, r.acts, r.flags, self.checks.stuck, self._plain_invariants, r.arflags, r.action)
+        explorer_flags(k, r.parent, r.acts, r.flags, self._stuck_flagged(), self._plain_invariants, r.arflags, r.action)
         # views of the model's buffers: valid until the next call
         return r.outs[:k], r.parent[:k], r.action[:k], r.fps[:k], r.arflags[:k]
 
@@ -114,7 +131,7 @@ class SerqModel:
             e._set_cap(self.rows.e.cap)
         twin = object.__new__(SerqModel)
         twin.__dict__.update(self.__dict__)
-        twin.rows = Rows(e, self.symmetry, keep_pos=self.checks.stuck)
+        twin.rows = Rows(e, self.symmetry, keep_pos=self.checks.positions)
         twin.rows.limits = self.rows.limits
         return twin.array_expand
 
@@ -147,14 +164,24 @@ class SerqModel:
         # cycle is progress only through what the user does: a `turn`.
         return action[0] == TURN
 
-    def invariants(self, state):
+    def _stuck_flagged(self) -> bool:
+        """Stuck states are handed to `invariants`: when stuck is checked,
+        or watched and none is noted yet."""
+        return self.checks.stuck or (self.checks.watch_stuck and not self.notes)
+
+    def invariants(self, state, *, stuck: bool | None = None):
+        """The first violation of `state` (`stuck`: whether a stuck session
+        is one; default: when the stuck check is selected)."""
+        stuck = self.checks.stuck if stuck is None else stuck
         rs = self.rows.pack(state)
         if self._plain_invariants and not rs.flags & (F_FAULT | F_STUCK):
             return []
         state = rs.tuple()
         out = []
         for kind, msg in self.m.check_invariants(state):
-            if kind == "stuck" and not self.checks.stuck:
+            if kind == "stuck" and not stuck:
+                if self.checks.watch_stuck and not self.notes:
+                    self.notes.append(msg)
                 continue
             if kind == "invariant" and not self.checks.invariant:
                 continue
@@ -183,7 +210,7 @@ class SerqModel:
             for e in p[1]:
                 seqs.add(e[2])
         rank = {v: i for i, v in enumerate(sorted(seqs))}
-        keep_pos = self.checks.stuck
+        keep_pos = self.checks.positions
         locs = []
         for s, d in zip(sessions, done):
             if d:
@@ -285,7 +312,7 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
             if reason == "self":
                 why += ", self-preemption"
             parts.append(f"preempt {lab(e[1])} ({why})")
-        elif t == "stuck" and sm.checks.stuck:  # not a finding when stuck is not checked
+        elif t == "stuck" and sm.checks.positions:  # known only when the positions are kept
             parts.append(stuck_text(lab(e[1])))
         elif t == "evict":
             if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)

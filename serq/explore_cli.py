@@ -42,7 +42,8 @@ def register(sub) -> None:
                    help="do not identify states that differ by a permutation of like sessions")
     e.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
                    help="check this property instead of the instance's `check` lines "
-                        "(deadlock, livelock, stuck, invariant, completes); repeatable")
+                        "(deadlock, livelock, stuck, invariant, completes: the first, second and fourth); "
+                        "repeatable")
     e.add_argument("--workers", type=int, default=1, metavar="N", help="worker threads: each expands chunks of a level, and up to 8 of "
                         "them (a power of two) look up the successors whose fingerprints fall to them, with one "
                         "worker's verdict, counts and trace; with --partitions K, each owns partitions of the "
