@@ -38,6 +38,9 @@ class Checks:
     stuck: bool = False
     invariant: bool = True
     watch_stuck: bool = True
+    # the theorem's conclusion: a state counts as done when every session
+    # left is waiting for an admission it never had (`unadmitted`)
+    admitted: bool = False
 
     @classmethod
     def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
@@ -58,7 +61,8 @@ class Checks:
         return self.stuck or self.watch_stuck
 
     def names(self) -> list[str]:
-        return [n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
+        return ([n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
+                + (["admitted"] if self.admitted else []))
 
 
 class SerqModel:
@@ -118,6 +122,10 @@ class SerqModel:
             raise ArrayFallback("a spawn needs a larger row")
         # `actions` lists only the actions that have a successor: the index is the rank among them
         explorer_flags(k, r.parent, r.acts, r.flags, self._stuck_flagged(), self._plain_invariants, r.arflags, r.action)
+        if self.checks.admitted:
+            for i in range(k):
+                if not r.arflags[i] & AR_DONE and self.unadmitted(r.from_row(r.outs[i]).tuple()):
+                    r.arflags[i] |= AR_DONE
         # views of the model's buffers: valid until the next call
         return r.outs[:k], r.parent[:k], r.action[:k], r.fps[:k], r.arflags[:k]
 
@@ -157,7 +165,29 @@ class SerqModel:
     def is_done(self, state) -> bool:
         # a faulted state is terminal: its fault is reported by `invariants`
         rs = self.rows.pack(state)
-        return bool(rs.flags & (F_FAULT | F_DONE))
+        return bool(rs.flags & (F_FAULT | F_DONE)) or (self.checks.admitted and self.unadmitted(rs.tuple()))
+
+    def unadmitted(self, state) -> bool:
+        """Every session not ended waits for an admission it never had:
+        queued at a hold, holding no finite pool, not preempted since its
+        request began (a preempted one was admitted); or waits at a join
+        holding no finite pool (for such children). At least one such
+        session, no fault. (`--theorem`: only admitted sessions must finish.)"""
+        sessions, _pools, _seq, fault = state
+        if fault is not None:
+            return False
+        caps, waiting = self.m.caps, False
+        for s in sessions:
+            kind = self.m.progs[s[0]].states[s[1]].kind
+            if kind == "end":
+                continue
+            if kind not in ("acquire", "join") or any(caps[h[1]] is not None for h in s[5]):
+                return False
+            if kind == "acquire":
+                if s[10] != -1:
+                    return False
+                waiting = True
+        return waiting
 
     def is_progress(self, state, action, nxt) -> bool:
         # In a finite graph a cycle cannot raise any position for good, so a
