@@ -169,8 +169,8 @@ class SerqModel:
 
     def unadmitted(self, state) -> bool:
         """Every session not ended waits for an admission it never had:
-        queued at a hold, holding no finite pool, not preempted since its
-        request began (a preempted one was admitted); or waits at a join
+        queued at a hold, holding no finite pool, not queued again by a
+        preemption (a preempted one was admitted); or waits at a join
         holding no finite pool (for such children). At least one such
         session, no fault. (`--theorem`: only admitted sessions must finish.)"""
         sessions, _pools, _seq, fault = state
