@@ -102,5 +102,6 @@ def test_cli_verdict_line_and_stuck_flag(tmp_path, capsys):
     assert main(["explore", str(f), "--no-timing", "-q", "--check", "stuck"]) == 12
     out = capsys.readouterr().out
     assert out.startswith("violation (stuck): chat#3 was preempted again")
-    assert "point of no return: none: every state of this trace can still complete" in out
+    assert ("point of no return: none: every state of this trace can still complete (0 of 50 reachable states "
+            "cannot complete)") in out
     assert "-- point of no return" not in out
