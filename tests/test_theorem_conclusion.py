@@ -136,3 +136,19 @@ def test_theorem_refuses_check(tmp_path, capsys):
     assert main(["explore", "--theorem", str(f), "--check", "deadlock"]) == 2
     err = capsys.readouterr().err
     assert "error[E012]: --theorem checks the theorem's own conclusion" in err and "drop --check" in err
+
+
+def test_refusal_words_per_waiting_session():
+    # never#2 arrived first and heads the queue: big#1 waits behind it
+    from serq.theorem import never_admitted
+
+    prog = program(MIXED)
+    assert never_admitted(prog, explore(prog)) == [
+        "big#1 (line 6): behind never#2 in `kv`'s queue",
+        "never#2 (line 10): the gate `admit if free(kv) >= 100` is false (free(kv) = 4)"]
+    # a deadlock of an admitted session is no such finding
+    hol = ROOT / "instances" / "join_in_hold.sq"
+    from serq.load import load_path
+
+    p = load_path(hol, explorer=True).program
+    assert never_admitted(p, explore(p)) is None
