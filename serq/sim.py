@@ -29,6 +29,7 @@ there is no difference. docs/simulator.md states all of it.
 
 from __future__ import annotations
 
+from serq.admission import grower_text, refusal
 from serq.words import stuck_text
 
 import heapq
@@ -554,10 +555,12 @@ class Simulator:
                 p = cs.f["gate"]
                 q = st[1][p][2]
                 pos = q.index(sid) + 1 if sid in q else "?"
-                out.append(f"{label} waits in the queue of `{m.pools[p].name}` (position {pos} of {len(q)})")
+                out.append(f"{label} waits in the queue of `{m.pools[p].name}` (position {pos} of {len(q)}) "
+                           f"and {refusal(m, st, sid, self.now).why}")
             elif cs.kind == "run":
+                grow = grower_text(m, st, sid)
                 out.append(f"{label} waits to be served by `{m.stages[cs.f['stage']].name}` "
-                           f"({cs.ir.run}, {s[3]} of {s[4]} tokens done)")
+                           f"({cs.ir.run}, {s[3]} of {s[4]} tokens done)" + (f": {grow}" if grow else ""))
             elif cs.kind == "join":
                 out.append(f"{label} waits at `join` for {s[7]} child session(s)")
             else:
