@@ -90,7 +90,7 @@ def refusal(m, state, sid: int, now: int = 0) -> Refusal:
         why[-1] += f" (its pools would fit: {', '.join(fit)})"
     if queue and queue[0] != sid and sid in queue and pool.hol != "skip":
         r.behind = queue[0]
-        r.why = (f"waits behind {m.session_label(state, queue[0])}, the head of `{pool.name}`'s queue "
+        r.why = (f"is behind {m.session_label(state, queue[0])}, the head of `{pool.name}`'s queue "
                  f"(`hol block`)" + ("; at the head it would be refused too: " + "; ".join(why) if why else ""))
     else:
         r.why = "is not admitted: " + "; ".join(why or [_fits_yet_waits(si, pool)])

@@ -118,7 +118,7 @@ def test_every_short_pool_is_named():
 
 def test_a_session_behind_the_head_of_a_hol_block_queue_says_so():
     lines = _deadlock(load_path(str(INST / "hol_none.sq"), explorer=True).program)
-    assert any(x.startswith("short#3 waits behind short#2, the head of `kv`'s queue (`hol block`); "
+    assert any(x.startswith("short#3 is behind short#2, the head of `kv`'s queue (`hol block`); "
                             "at the head it would be refused too: `kv` is short") for x in lines)
     assert any(x.startswith("long#1 cannot grow its hold on `kv` by a block") for x in lines)
     assert not any("do not fit" in x for x in lines)
