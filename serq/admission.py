@@ -134,3 +134,23 @@ def grower_text(m, state, sid: int) -> str | None:
     return (f"{m.session_label(state, sid)} cannot grow its hold on `{pool.name}` by a block: free {free} + "
             f"evictable {ev} units, less than a block ({pool.block}), and `{pool.name}` preempts no one "
             f"(`preempt none`); {_holders(m, state, p, -1, ev)}")
+
+
+def stuck_why(m, before, sid: int, p: int, self_preempted: bool) -> str | None:
+    """Why a session was preempted again at the same position, from the
+    state before the step: how much of pool p it held, and who holds the
+    rest; a session that preempted itself holding the whole pool never
+    fits it alone. None if it held nothing of p before the step."""
+    hold = next((h for h in before[0][sid][5] if h[1] == p), None) if sid < len(before[0]) else None
+    pool = m.pools[p]
+    if hold is None or pool.cap is None:
+        return None
+    bs = pool.block
+    held, cap = -(-hold[2] // bs), pool.cap // bs
+    if self_preempted and held >= cap:
+        return (f"it held all {_n(cap, 'block')} of `{pool.name}` and needed another: "
+                f"it never fits `{pool.name}` alone")
+    text = f"it held {held} of `{pool.name}`'s {_n(cap, 'block')}"
+    if self_preempted:
+        text += " and needed another"
+    return text + "; " + _holders(m, before, p, sid, m.engine.evictable(before)[p])

@@ -10,7 +10,7 @@ drive the same step function.
 
 from __future__ import annotations
 
-from serq.admission import grower_text, refusals
+from serq.admission import grower_text, refusals, stuck_why
 from serq.words import stuck_text
 
 from dataclasses import dataclass
@@ -287,7 +287,8 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
                 why += ", self-preemption"
             parts.append(f"preempt {lab(e[1])} ({why})")
         elif t == "stuck" and sm.checks.stuck:  # not a finding when stuck is not checked
-            parts.append(stuck_text(lab(e[1])))
+            selfp = any(x[0] == "preempt" and x[1] == e[1] and x[3] == "self" for x in events)
+            parts.append(stuck_text(lab(e[1]), why=stuck_why(m, state, e[1], e[2], selfp)))
         elif t == "evict":
             if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
                 owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"

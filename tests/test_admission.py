@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from explorer.verdict import DEADLOCK, VIOLATION, exit_code
 from serq.cli import main
 from serq.explore import SerqModel
 from serq.exploration import explore
@@ -130,7 +131,7 @@ def test_a_session_behind_the_head_of_a_hol_block_queue_says_so():
 def _check(tmp_path, capsys, text: str) -> list[str]:
     f = tmp_path / "x.sq"
     f.write_text(text)
-    assert main(["check", str(f)]) == 10
+    assert main(["check", str(f)]) == exit_code(DEADLOCK)
     return capsys.readouterr().out.splitlines()
 
 
@@ -173,3 +174,24 @@ def test_page_names_the_gate_and_the_short_pool():
     html = _page(_prog(SEQS_FREE), "x.sq")
     assert "child#2 is not admitted: `kv` is short" in html
     assert "`seqs` is short" not in html
+
+
+# ---------------------------------------------------------------- a stuck session
+
+
+def test_a_stuck_session_says_how_much_it_held_and_whether_it_fits_alone(capsys):
+    prog = load_path(str(INST / "theorem_no_fit.sq"), explorer=True).program
+    r = explore(prog)
+    assert r.trace[-1].action_text.endswith(
+        "chat#1 was preempted again without passing the position of its previous preemption: "
+        "it held all 2 blocks of `kv` and needed another: it never fits `kv` alone")
+    assert main(["check", str(INST / "self_preempt.sq")]) == exit_code(VIOLATION)
+    assert capsys.readouterr().out.rstrip().endswith(
+        "long#1 was preempted again from pool `kv` without passing the position of its previous preemption: "
+        "it held all 4 blocks of `kv` and needed another: it never fits `kv` alone")
+
+
+def test_a_stuck_session_that_fits_alone_names_who_holds_the_rest():
+    r = explore(load_path(str(INST / "theorem_no_lifo.sq"), explorer=True).program)
+    assert r.trace[-1].action_text.endswith(
+        "it held 2 of `kv`'s 4 blocks and needed another; chat#2 holds 4 units")
