@@ -6,7 +6,9 @@ diagnosis (`serq explore`), the stalled sessions of `serq check` and the
 For each waiting hold: the `admit if` that refuses it, each pool that is
 short (what the hold needs, what it can obtain: free + evictable - the
 evictable part of what it reuses, who holds the rest, and whether it fits
-the pool alone), or the head of the queue it waits behind."""
+the pool alone), or the head of the queue it waits behind. Also the
+resident that cannot grow under `preempt none`, and why a stuck session
+was preempted again."""
 
 from __future__ import annotations
 
@@ -102,8 +104,8 @@ def _fits_yet_waits(si: int, pool) -> str:
     """A header that fits, in a state where nothing admits it."""
     if si < 0:
         return "its header fits"
-    return (f"its header fits, but `{pool.admit_via}` admits a hold only when the blocks of its first "
-            "chunk are free or evictable, and they are not")
+    return (f"its header fits, but `{pool.admit_via}` admits a hold only while its budget is not spent "
+            "and when the blocks of the hold's first chunk are free or evictable")
 
 
 def refusals(m, state, now: int = 0) -> dict[int, Refusal]:

@@ -64,6 +64,15 @@ workload { 1 x holder; }
 """
 
 
+# the header fits (need 2), the first chunk (8 tokens, 4 blocks) does not
+FIRST_CHUNK = """\
+pool kv { cap 6; block 2; admit via gpu; preempt none; }
+stage gpu { budget 8; }
+session s { hold kv need 2 take 0 { prefill 8 growing kv; } end; }
+workload { 1 x s; }
+"""
+
+
 def _prog(text: str, name: str = "x.sq"):
     return load_text(text, name, explorer=True).program
 
@@ -123,6 +132,12 @@ def test_a_session_behind_the_head_of_a_hol_block_queue_says_so():
                             "at the head it would be refused too: `kv` is short") for x in lines)
     assert any(x.startswith("long#1 cannot grow its hold on `kv` by a block") for x in lines)
     assert not any("do not fit" in x for x in lines)
+
+
+def test_a_header_that_fits_under_a_stage_says_what_else_the_stage_requires():
+    lines = _deadlock(_prog(FIRST_CHUNK))
+    assert ("s#1 is not admitted: its header fits, but `gpu` admits a hold only while its budget is not spent "
+            "and when the blocks of the hold's first chunk are free or evictable") in lines
 
 
 # ---------------------------------------------------------------- serq check
