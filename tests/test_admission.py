@@ -210,3 +210,75 @@ def test_a_stuck_session_that_fits_alone_names_who_holds_the_rest():
     r = explore(load_path(str(INST / "theorem_no_lifo.sq"), explorer=True).program)
     assert r.trace[-1].action_text.endswith(
         "it held 2 of `kv`'s 4 blocks and needed another; chat#2 holds 4 units")
+
+
+# ---------------------------------------------------------------- against the admission itself
+
+
+def _agrees_with_admission(prog, limit: int = 3000) -> tuple[int, int]:
+    """Over the reachable states: the head of an event-driven queue is
+    always explained as refused (the step admits every head that fits);
+    under a stage with no resident (its admissions see the state as it
+    is), an iteration never admits a head explained as refused. Returns
+    the heads found refused and the heads found admitted."""
+    from explorer.walk import walk
+    from serq.admission import refusal
+    from serq.model import ITERATE, Model
+
+    m = Model(prog, ties="seq")
+    seen = [0, 0]
+
+    def on_state(st):
+        for p, pool in enumerate(m.pools):
+            q = st[1][p][2]
+            if not q:
+                continue
+            head = q[0]
+            r = refusal(m, st, head)
+            refused = r.gate is not None or bool(r.short)
+            seen[0] += refused
+            if pool.admit_via is None:
+                assert refused, (st, r.lines)
+                continue
+            si = m.stage_index[pool.admit_via]
+            if any(m.progs[s[0]].states[s[1]].kind == "run" and s[3] < s[4] for s in st[0]):
+                continue  # residents are served first: the admission sees other levels
+            for action, _nxt, events in m.transitions(st):
+                if action[0] == ITERATE and action[1] == si:
+                    admitted = any(e[0] == "admit" and e[1] == head for e in events)
+                    assert not (admitted and refused), (st, r.lines)
+                    seen[1] += admitted
+
+    assert walk([m.initial_state()], m.transitions, on_state=on_state, max_states=limit).states > 1
+    return seen[0], seen[1]
+
+
+def test_the_words_agree_with_the_admission_on_event_driven_queues():
+    for prog in (_prog(TWO_SHORT), load_path(str(INST / "theorem_no_nesting.sq"), explorer=True).program):
+        refused, _ = _agrees_with_admission(prog)
+        assert refused > 0
+
+
+# the gate is open only while nothing else is admitted: refused and admitted heads both occur, and
+# a prompt of 6 takes the whole pool (need = obtainable)
+GATED = """\
+pool kv { cap 6; block 2; admit via gpu; preempt lifo; }
+stage gpu { budget 4; serve (admitted); }
+session chat {
+  draw prompt in {2, 6};
+  hold kv reserve (prompt) admit if (holders(kv) == 0) { prefill (prompt) growing kv; }
+  end;
+}
+workload { 2 x chat; }
+"""
+
+
+def test_the_words_agree_with_the_admission_under_a_stage():
+    # vllm_chat: reuse of cached blocks, a watermark read through holders(kv), two pools per hold
+    for name in ("vllm_chat", "agent_subagents"):
+        _, admitted = _agrees_with_admission(load_path(str(INST / f"{name}.sq"), explorer=True).program)
+        assert admitted > 0
+    refused, admitted = _agrees_with_admission(_prog(GATED))
+    assert refused > 0 and admitted > 0
+    refused, _ = _agrees_with_admission(load_path(str(INST / "hol_none.sq"), explorer=True).program)
+    assert refused > 0
