@@ -10,6 +10,7 @@ drive the same step function.
 
 from __future__ import annotations
 
+from serq.admission import grower_text, refusals, stuck_why
 from serq.words import stuck_text
 
 from dataclasses import dataclass
@@ -343,7 +344,8 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
                 why += ", self-preemption"
             parts.append(f"preempt {lab(e[1])} ({why})")
         elif t == "stuck" and sm.checks.positions:  # known only when the positions are kept
-            parts.append(stuck_text(lab(e[1])))
+            selfp = any(x[0] == "preempt" and x[1] == e[1] and x[3] == "self" for x in events)
+            parts.append(stuck_text(lab(e[1]), why=stuck_why(m, state, e[1], e[2], selfp)))
         elif t == "evict":
             if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
                 owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"
@@ -483,21 +485,23 @@ def pool_levels(sm: SerqModel, state, p: int) -> tuple[int, int, int | None]:
     return alloc, sum(e[1] for e in cache), free
 
 
-def wait_for(sm: SerqModel, state) -> tuple[list[str], list[tuple[int, int, str]] | None]:
+def wait_for(sm: SerqModel, state, why: dict | None = None) -> tuple[list[str], list[tuple[int, int, str]] | None]:
     """The unfinished sessions' lines and the wait-for cycle, if any, as
-    (waiter, waited-for, pool name or "join") edges."""
+    (waiter, waited-for, pool name or "join") edges: a waiting hold waits
+    for the holders of the pools it is short of (`why`: the refusals of
+    serq.admission, computed when not given)."""
     m = sm.m
     sessions = state[0]
     out = []
     waits: dict[int, list[tuple[int, str]]] = {}
+    why = refusals(m, state) if why is None else why
     for sid, s in enumerate(sessions):
         st = m.progs[s[0]].states[s[1]]
         if st.kind == "end":
             continue
         out.append(f"{sm.label(state, sid)}: {session_text(sm, state, sid)}")
         if st.kind == "acquire":
-            for it in st.f["items"]:
-                p = it[0]
+            for p in why[sid].short:
                 for other, o in enumerate(sessions):
                     if other != sid and any(h[1] == p for h in o[5]):
                         waits.setdefault(sid, []).append((other, f"{_pool(sm, p)}"))
@@ -509,17 +513,21 @@ def wait_for(sm: SerqModel, state) -> tuple[list[str], list[tuple[int, int, str]
 
 
 def deadlock_lines(sm: SerqModel, state) -> list[str]:
-    """Who holds what, who waits for what, and the wait-for cycle."""
-    out, cycle = wait_for(sm, state)
+    """Who holds what, why each waiting hold is not admitted (or a
+    resident cannot grow), and the wait-for cycle."""
+    why = refusals(sm.m, state)
+    out, cycle = wait_for(sm, state, why)
     for p in range(len(state[1])):
         out.append(f"{_pool(sm, p)}: {pool_text(sm, state, p)}")
+    for sid in range(len(state[0])):
+        out.extend(why[sid].lines if sid in why else filter(None, [grower_text(sm.m, state, sid)]))
     if cycle:
         steps = []
         for a, b, why in cycle:
             steps.append(f"{sm.label(state, a)} waits for {sm.label(state, b)} ({'its child' if why == 'join' else 'which holds ' + why})")
         out.append("wait-for cycle: " + "; ".join(steps))
     else:
-        out.append("no wait-for cycle: the waiting holds do not fit and nothing will free units")
+        out.append("no wait-for cycle: no session can move to free a unit")
     return out
 
 

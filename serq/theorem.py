@@ -41,6 +41,7 @@ from serq.exploration import explore
 from serq.expr import EvalError, compile_expr
 from serq.exprtext import expr_text
 from serq.model import Model
+from serq.words import blocks_over_cap
 
 SOLO_LIMIT = 200_000  # states per solo exploration
 
@@ -283,12 +284,9 @@ def hypotheses(prog: ir.Program, *, deadline: float | None = None, time_limit: f
                                                             max_states=max_states)
     fit_wit = []
     for (pname, pool), (blocks, wit) in sorted(peaks.items()):
-        p = prog.pool(pool)
-        if p.cap is None:
-            continue
-        cap_blocks = p.cap // p.block
-        if blocks > cap_blocks:
-            fit_wit.append(f"{wit} needs {blocks} blocks of `{pool}`; its cap is {cap_blocks} blocks")
+        over = blocks_over_cap(prog.pool(pool), blocks)
+        if over:
+            fit_wit.append(f"{wit} {over}")
     und = bool(undecided)
     h3 = Hypothesis("H3", "fits", "every session's largest demand fits each finite pool alone (in blocks)",
                     None if (und and not fit_wit) else not fit_wit, fit_wit + undecided)
