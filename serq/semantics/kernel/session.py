@@ -12,7 +12,8 @@ from serq.semantics.kernel.abi import (
     ADMIT_LIMIT, BIG, CE_OWNER, CE_UNITS, CW, CX_BUDGET, CX_NOW, EV_ADMIT, EV_AT_TURN, EV_CHOOSE,
     EV_DRAW, EV_END, EV_HIT, EV_JOINED, EV_SPAWN, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
     F_PARENT, F_PC, F_PROG, F_RD, F_RT, FT_ADMIT_CONS, FT_ADMITS, FT_ASSERT, FT_BIG_DOMAIN, FT_EMPTY_DOMAIN,
-    FT_MACRO, FT_REUSE_BLOCK, FT_REUSE_NEG, FT_REUSE_OVER, FT_SPAWN_DEEP, FT_SPAWN_MANY,
+    FT_MACRO, FT_REUSE_BLOCK, FT_REUSE_NEG, FT_REUSE_OVER, FT_SPAWN_DEEP, FT_SPAWN_MANY, FT_SPAWN_NEG,
+    FT_UNITS_OVERFLOW, OV_HOLD, OV_ROUND,
     H_CAP, H_NA, H_SF, H_TIESALL, HALT_CAP, HS_SCOPE, HW, K_ACQUIRE, K_ASSERT, K_BRANCH,
     K_CHOOSE, K_DRAW, K_DROP, K_END, K_EXIT, K_JOIN, K_RUN, K_SET, K_SPAWN, K_TURN, MACRO_LIMIT, MAX_DOMAIN,
     MAX_SESSIONS, P_CN, P_FREE, P_Q, P_QN, R_FA3, R_FAULT, PROG_W, H_PROGT, R_NSESS, REQ_ORDER, S_ADMITS, S_CTX, S_CTXOK,
@@ -20,7 +21,7 @@ from serq.semantics.kernel.abi import (
     H_NP, HS_OWN, S_SEGCUR,
 )
 from serq.semantics.kernel.core import (
-    f2b, add, ask, b2f, cached_for, cbase, event, evictable_sum, fault, halted, hbase, next_seq, pbase, pool_row,
+    add_over, ceil_over, sub_over, f2b, add, ask, b2f, cached_for, cbase, event, evictable_sum, fault, halted, hbase, next_seq, pbase, pool_row,
     put, reuse_evictable, sbase, seg_end, st_row, to_int,
 )
 from serq.semantics.kernel.evaluate import ev, ev_s
@@ -57,10 +58,12 @@ def domain(K, w, sid, r):
     hi = ev_s(K, K[r + 6], w, sid)
     if halted(K, w):
         return 0
-    if hi - lo + 1 > MAX_DOMAIN:
-        fault(K, w, FT_BIG_DOMAIN, sid, hi - lo + 1, 0)
+    if hi < lo:
         return 0
-    n = hi - lo + 1 if hi >= lo else 0
+    if sub_over(hi, lo) or hi - lo >= MAX_DOMAIN:  # the count hi - lo + 1, told in words from lo and hi
+        fault(K, w, FT_BIG_DOMAIN, sid, lo, hi)
+        return 0
+    n = hi - lo + 1
     for i in range(n):
         w[V + i] = lo + i
     return n
@@ -267,8 +270,9 @@ def spawn_start(K, w, sid, r, budget):
     if halted(K, w):
         return
     if n < 0:
-        n = 0
-    if w[R_NSESS] + n > MAX_SESSIONS:
+        fault(K, w, FT_SPAWN_NEG, sid, n, 0)
+        return
+    if n > MAX_SESSIONS - w[R_NSESS]:  # the row's bound on sessions: a larger count is an error
         fault(K, w, FT_SPAWN_MANY, sid, n, 0)
         return
     w[K[S_DEPTH]] += 1
@@ -425,8 +429,13 @@ def admit_hold(K, w, sid, budget_left):
         take = to_int(K, w, ev(K, K[it + 3], w, TR, sid), K[it + 6] == 1, 1, K[it + 3])
         if halted(K, w):
             return False
-        need = -(-max(need, 0) // bs) * bs
-        take = -(-max(take, 0) // bs) * bs
+        need = max(need, 0)
+        take = max(take, 0)
+        if ceil_over(need, bs) or ceil_over(take, bs):
+            fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
+            return False
+        need = -(-need // bs) * bs
+        take = -(-take // bs) * bs
         if K[pr] >= 0:
             obt = w[pbase(K, p) + P_FREE] + evictable_sum(K, w, p) - reuse_evictable(K, w, p, K[it + 7], reuse)
             if need > obt or take > obt:
@@ -476,6 +485,9 @@ def admit_hold(K, w, sid, budget_left):
                 if halted(K, w):
                     return False
             add(K, w, b + P_FREE, -take)
+        if add_over(w[h + HS_OWN], take):  # a pool without a cap: any number of units
+            fault(K, w, FT_UNITS_OVERFLOW, sid, OV_HOLD, p)
+            return False
         add(K, w, h + HS_OWN, take)
     q_remove(K, w, K[r + 4], sid)
     event(K, w, EV_ADMIT, sid, prog, w[sb + F_PC], 0, 0, 0, 0)
