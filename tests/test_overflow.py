@@ -11,6 +11,7 @@ import math
 import os
 import subprocess
 import sys
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
@@ -150,10 +151,14 @@ def kernel_eval(exprs: tuple[str, ...], env: dict[str, int]) -> list:
     state = ((tuple(sess),), s0[1], s0[2], s0[3])
     out = []
     for code, f in zip(codes, py):
-        try:
-            k = m.engine.eval_session(state, 0, code, False)
-        except ValueError as err:
-            k = _word(str(err))
+        with warnings.catch_warnings():
+            # run as plain Python, the kernel's int64 arithmetic warns when it
+            # wraps: it never may (it tests the operands first)
+            warnings.filterwarnings("error", "overflow", RuntimeWarning, r"serq\.semantics\.kernel\.(?!canon)")
+            try:
+                k = m.engine.eval_session(state, 0, code, False)
+            except ValueError as err:
+                k = _word(str(err))
         try:
             p = f(list(attrs), None)
         except EvalError as err:
