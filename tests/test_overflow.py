@@ -273,7 +273,7 @@ def test_differential_against_unbounded_integers(trees, envs):
 def test_the_plain_python_kernel_agrees():
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
     p = subprocess.run([sys.executable, "-m", "pytest", __file__, "-q", "-x", "-p", "no:cacheprovider",
-                        "-k", "edges or differential or run_time"],
+                        "-k", "edges or differential or run_time or kernel_keeps"],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert " passed" in p.stdout and "skipped" not in p.stdout.split("\n")[-2], p.stdout[-500:]
@@ -398,3 +398,21 @@ def test_a_progress_attribute_that_would_wrap_is_an_error(tmp_path, capsys):
     assert "s#1: integer overflow: progress attribute `p` would pass the 64-bit range" in out, out
     code, out = run_cli(tmp_path, capsys, PROGRESS.format(p="4611686018427387903 * 2 - 4"), "explore")
     assert code == 0, out
+
+
+@pytest.mark.parametrize("src,message", [
+    ("pool kv { block 16; admit via gpu; }\nstage gpu { }\n"
+     "session s { let a = 4611686018427387903 * 2 - 6; hold kv need (a) { prefill 1; } end; }\nworkload { 1 x s; }\n",
+     "s#1: integer overflow: units of `kv` rounded up to whole blocks would pass the 64-bit range (2^63 - 1)"),
+    ("pool kv { admit via gpu; }\nstage gpu { }\n"
+     "session s { let a = 4611686018427387903 + 1; hold kv take (a) admit if allocated(kv) >= 0 "
+     "{ prefill 1; turn; prefill 1; } end; }\nworkload { 3 x s; }\n",
+     "integer overflow: a level of pool `kv` (a sum over its holds or its cache) would pass the 64-bit range"),
+])
+def test_a_count_the_kernel_keeps_never_wraps(tmp_path, capsys, src, message):
+    # a block rounding that passed 2^63 wrapped to a need below zero (admitted);
+    # two holds of 2^62 on a pool without a cap summed to a negative level
+    code, out = run_cli(tmp_path, capsys, src, "explore")
+    assert code == 12 and out.startswith("violation (error): " + message), out
+    code, out = run_cli(tmp_path, capsys, src, "run")
+    assert "fault at 0.000 ms: error: " + message in out, out
