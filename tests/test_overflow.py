@@ -408,10 +408,15 @@ def test_a_progress_attribute_that_would_wrap_is_an_error(tmp_path, capsys):
      "session s { let a = 4611686018427387903 + 1; hold kv take (a) admit if allocated(kv) >= 0 "
      "{ prefill 1; turn; prefill 1; } end; }\nworkload { 3 x s; }\n",
      "integer overflow: a level of pool `kv` (a sum over its holds or its cache) would pass the 64-bit range"),
+    ("pool kv { admit via gpu; }\nstage gpu { }\n"
+     "session s { let a = 4611686018427387903 + 1; hold kv take (a) { prefill 1; turn; prefill 1; } end; }\n"
+     "workload { 2 x s; }\n",
+     "integer overflow: a level of pool `kv` (a sum over its holds or its cache) would pass the 64-bit range"),
 ])
 def test_a_count_the_kernel_keeps_never_wraps(tmp_path, capsys, src, message):
     # a block rounding that passed 2^63 wrapped to a need below zero (admitted);
-    # two holds of 2^62 on a pool without a cap summed to a negative level
+    # holds of 2^62 on a pool without a cap summed to a negative level (read
+    # by `admit if`, or by no expression: the simulator's statistics)
     code, out = run_cli(tmp_path, capsys, src, "explore")
     assert code == 12 and out.startswith("violation (error): " + message), out
     code, out = run_cli(tmp_path, capsys, src, "run")

@@ -17,7 +17,7 @@ from serq.semantics.kernel.abi import (
 )
 from serq.semantics.kernel.core import (
     add_over, ceil_over, add, allocated, cache_sum, event, evictable_sum, fault, halted, hold_of, hold_ref,
-    next_seq, pbase, pool_row, put, sbase, scope_row, snapshot_pools, st_row, undo,
+    level_add, next_seq, pbase, pool_row, put, sbase, scope_row, snapshot_pools, st_row, undo,
 )
 from serq.semantics.kernel.evaluate import ev
 from serq.semantics.kernel.pools import (
@@ -423,6 +423,11 @@ def conservation(K, w, kind, subj):
     for p in range(K[H_NP]):
         cap = K[pool_row(K, p)]
         if cap < 0:
+            # no cap bounds its units: their total leaving 64 bits faults
+            # here (level_add), so every level of a state fits
+            level_add(K, w, p, allocated(K, w, p), cache_sum(K, w, p))
+            if halted(K, w):
+                return
             continue
         f = w[pbase(K, p) + P_FREE]
         if allocated(K, w, p) + cache_sum(K, w, p) + f != cap or f < 0:
