@@ -261,7 +261,7 @@ def check_random(trees, envs) -> int:
     return n
 
 
-@settings(max_examples=15 if PLAIN else 120, deadline=None, derandomize=PLAIN,
+@settings(max_examples=15 if PLAIN else 120, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(TREES, min_size=1, max_size=8),
        st.lists(st.fixed_dictionaries({"a": VALUES, "b": VALUES, "c": VALUES}), min_size=1, max_size=4))
