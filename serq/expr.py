@@ -3,9 +3,11 @@
 An IR expression is compiled once to a Python function `f(a, x)`: `a` is
 the attribute vector of the session the moment evaluates for (or None),
 `x` the moment's context (`x.ctx(name)`, `x.pool(fn, pool)`). Arithmetic is
-on Python ints, `/` is true division (a real), `//` floor division;
-`floor`/`ceil` return ints. A division by zero is an `EvalError` the caller
-reports with the expression's location."""
+on Python ints checked against the language's 64-bit range (as the kernel
+computes), `/` is true division (a real), `//` floor division;
+`floor`/`ceil` return ints. A division by zero and an integer result
+beyond 64 bits are `EvalError`s the caller reports with the expression's
+location."""
 
 from __future__ import annotations
 
@@ -24,19 +26,28 @@ class EvalError(Exception):
 
 
 _OVERFLOW = "the value overflows (beyond the largest real)"
+INT_MIN, INT_MAX = -(1 << 63), (1 << 63) - 1  # the language's integers (the kernel's int64)
+_INT_OVERFLOW = "integer overflow (the result is beyond the 64-bit range, -2^63 to 2^63 - 1)"
+
+
+def _ck(v):
+    """An integer result inside the 64-bit range, else an EvalError (the
+    kernel's checked arithmetic says the same)."""
+    if v.__class__ is int and not INT_MIN <= v <= INT_MAX:
+        raise EvalError(_INT_OVERFLOW)
+    return v
 
 
 def _div(l, r):
     if r == 0:
         raise EvalError("division by zero")
-    q = l / r
-    return q
+    return float(l) / float(r)  # as the kernel divides: each operand made a real first
 
 
 def _fdiv(l, r):
     if r == 0:
         raise EvalError("division by zero")
-    return l // r
+    return _ck(l // r)
 
 
 def _mod(l, r):
@@ -46,17 +57,21 @@ def _mod(l, r):
 
 
 def _floor(v):
-    return math.floor(v)
+    return _ck(math.floor(v))
 
 
 def _ceil(v):
-    return math.ceil(v)
+    return _ck(math.ceil(v))
+
+
+def _abs(v):
+    return _ck(abs(v))
 
 
 _BIN = {
-    "+": lambda l, r: l + r,
-    "-": lambda l, r: l - r,
-    "*": lambda l, r: l * r,
+    "+": lambda l, r: _ck(l + r),
+    "-": lambda l, r: _ck(l - r),
+    "*": lambda l, r: _ck(l * r),
     "/": _div,
     "//": _fdiv,
     "%": _mod,
@@ -85,7 +100,7 @@ def apply_call(fn: str, args: list):
     if fn == "ceil":
         return _ceil(args[0])
     if fn == "abs":
-        return abs(args[0])
+        return _abs(args[0])
     raise EvalError(f"unknown function `{fn}`")
 
 
@@ -102,7 +117,7 @@ def _src(e: ir.Expr, slots: dict[str, int]) -> str:
         return f"x.pool({e.fn!r}, {e.pool!r})"
     if isinstance(e, ir.Un):
         inner = _src(e.e, slots)
-        return f"(not {inner})" if e.op == "not" else f"(-{inner})"
+        return f"(not {inner})" if e.op == "not" else f"_ck(-{inner})"
     if isinstance(e, ir.Cond):
         return f"({_src(e.t, slots)} if {_src(e.c, slots)} else {_src(e.f, slots)})"
     if isinstance(e, ir.Bin):
@@ -112,16 +127,18 @@ def _src(e: ir.Expr, slots: dict[str, int]) -> str:
         if e.op in ("/", "//", "%"):
             fn = {"/": "_div", "//": "_fdiv", "%": "_mod"}[e.op]
             return f"{fn}({l}, {r})"
+        if e.op in ("+", "-", "*"):
+            return f"_ck({l} {e.op} {r})"
         return f"({l} {e.op} {r})"
     if isinstance(e, ir.Call):
         args = ", ".join(_src(a, slots) for a in e.args)
-        fn = {"min": "min", "max": "max", "floor": "_floor", "ceil": "_ceil", "abs": "abs"}[e.fn]
+        fn = {"min": "min", "max": "max", "floor": "_floor", "ceil": "_ceil", "abs": "_abs"}[e.fn]
         return f"{fn}({args})"
     raise TypeError(e)
 
 
-_GLOBALS = {"_div": _div, "_fdiv": _fdiv, "_mod": _mod, "_floor": _floor, "_ceil": _ceil,
-            "min": min, "max": max, "abs": abs, "bool": bool}
+_GLOBALS = {"_div": _div, "_fdiv": _fdiv, "_mod": _mod, "_floor": _floor, "_ceil": _ceil, "_abs": _abs,
+            "_ck": _ck, "min": min, "max": max, "bool": bool}
 
 
 def compile_expr(e: ir.Expr, slots: dict[str, int]) -> Callable:
@@ -156,7 +173,8 @@ def fold(e: ir.Expr | None):
     only a moment supplies (an attribute, a context variable, a pool);
     `fault` is (position, message) of the innermost sub-expression whose
     operands are all constant and which cannot be evaluated (a division by
-    zero, a real overflowing to inf); `not_constant` (position, what) the
+    zero, an integer beyond 64 bits, a real overflowing to inf);
+    `not_constant` (position, what) the
     first leaf that is not a constant. The operators are the ones
     `compile_expr` generates code for (`_BIN`, `apply_call`), and branches
     that a constant `and`, `or` or `if` never evaluates are skipped, as at
@@ -189,7 +207,12 @@ def fold(e: ir.Expr | None):
             return v
         if isinstance(x, ir.Un):
             v = go(x.e)
-            return _NC if v is _NC else ((not v) if x.op == "not" else -v)
+            if v is _NC or x.op == "not":
+                return _NC if v is _NC else (not v)
+            try:
+                return _ck(-v)
+            except EvalError as err:
+                return fail(x, str(err))
         if isinstance(x, ir.Cond):
             c = go(x.c)
             if c is _NC:
@@ -228,7 +251,7 @@ def const_eval(e: ir.Expr) -> int | float | bool:
     if fault is None:  # a call with the wrong number of arguments
         raise NotConstant(e.at, "a call with the wrong number of arguments")
     at, msg = fault
-    raise EvalError(msg, at, overflow=msg == _OVERFLOW)
+    raise EvalError(msg, at, overflow=msg in (_OVERFLOW, _INT_OVERFLOW))
 
 
 def const_fault(e: ir.Expr | None) -> tuple[tuple[int, int] | None, str] | None:

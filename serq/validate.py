@@ -13,7 +13,7 @@ from serq.exprtype import article, infer_type
 from serq.irshape import shape_problems
 from serq.irutil import enclosing_pools, expr_names, walk_expr
 from serq.lint import lint
-from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MAX_INT, MOMENT_TABLE_ROWS, Moment, moment
+from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MAX_INT, MAX_SESSIONS, MOMENT_TABLE_ROWS, Moment, moment
 
 
 class Validator:
@@ -330,6 +330,10 @@ class Validator:
             elif isinstance(st, ir.SSpawn):
                 self.call(st.program, st.args, at, "spawn", s, S)
                 self.expr(st.count, S, session=s, want="int", what="a spawn count")
+                n = _constant(st.count)
+                if isinstance(n, int) and not isinstance(n, bool) and not 0 <= n <= MAX_SESSIONS:
+                    self.sink.error(st.count.at or at, "E402", f"a spawn count must be from 0 to {MAX_SESSIONS:,} "
+                                                               f"(the sessions a row may hold), got {n}")
             elif isinstance(st, ir.SJoin):
                 fin = finite_holds(st.scope)
                 if fin:

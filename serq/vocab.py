@@ -31,6 +31,7 @@ UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 # Limits of the language, checked where a number or a nesting is read.
 MAX_INT = 2**62  # numbers of the semantics are 64-bit integers: ticks, tokens, counts
 MAX_WORKLOAD = 1_000_000  # sessions on one workload line
+MAX_SESSIONS = 100_000  # sessions a spawn may bring a row to (the kernel's abi.MAX_SESSIONS, one number)
 # Nesting limits that keep every later pass (compiler, printer, IR JSON, the
 # generated evaluator) far from Python's and JSON's own nesting limits.
 MAX_EXPR_DEPTH = 64  # operations nested in one expression (a chain `a + b + ...` nests one per operator)

@@ -169,9 +169,13 @@ def test_think_and_cost_without_a_unit_are_warnings(tmp_path, capsys):
 
 
 def test_integer_constant_beyond_the_range(tmp_path, capsys):
-    path = inst(tmp_path, "const A = 4000000000000000000 * 4;\n" + BASE.format(budget=2, n=2, arrivals=""))
+    path = inst(tmp_path, "const A = 4000000000000000000 * 2;\n" + BASE.format(budget=2, n=2, arrivals=""))
     assert main(["compile", path]) == 2
     assert capsys.readouterr().err.startswith(f"{path}:1:11: error[E408]: constant `A`: the value is beyond 2^62")
+    path = inst(tmp_path, "const A = 4000000000000000000 * 4;\n" + BASE.format(budget=2, n=2, arrivals=""))
+    assert main(["compile", path]) == 2  # beyond 64 bits: no value at all
+    assert capsys.readouterr().err.startswith(f"{path}:1:11: error[E408]: constant `A`: integer overflow (the result is "
+                                              "beyond the 64-bit range, -2^63 to 2^63 - 1)")
 
 
 @pytest.mark.parametrize("src", [

@@ -90,7 +90,10 @@ HALT_NONE, HALT_FAULT, HALT_ASK, HALT_CAP, HALT_EVFULL, HALT_ULOG = range(6)
 # ---------------------------------------------------------------- faults (kind, message made in words.py)
 (FT_NONE, FT_EMPTY_DOMAIN, FT_BIG_DOMAIN, FT_ASSERT, FT_MACRO, FT_SPAWN_MANY, FT_SPAWN_DEEP,
  FT_REUSE_OVER, FT_REUSE_BLOCK, FT_REUSE_NEG, FT_ADMITS, FT_ADMIT_CONS, FT_CONSERV, FT_DIV0, FT_MOD0,
- FT_OVERFLOW, FT_NOVALUE, FT_NOTINT, FT_EXTERNAL) = range(19)
+ FT_OVERFLOW, FT_NOVALUE, FT_NOTINT, FT_EXTERNAL, FT_UNITS_OVERFLOW, FT_SPAWN_NEG) = range(21)
+# FT_UNITS_OVERFLOW: a count the kernel keeps (a unit or token total, a
+# progress attribute) would leave the 64-bit range; its second argument says which
+OV_PROGRESS, OV_USE, OV_ROUND, OV_HOLD, OV_CACHE, OV_LEVEL, OV_KVB = range(7)
 
 # ---------------------------------------------------------------- events (EVW ints each)
 EVW = 8
@@ -102,6 +105,8 @@ EVW = 8
 MACRO_LIMIT = 100_000  # internal states one session may pass in one action
 ADMIT_LIMIT = 10_000  # admissions in one action
 SPAWN_DEPTH = 200  # spawns nested in one action
-MAX_SESSIONS = 100_000
+MAX_SESSIONS = 100_000  # serq.vocab.MAX_SESSIONS too (the front end's check of a constant spawn count)
 MAX_DOMAIN = 100_000
 BIG = 1 << 62
+INT_MAX = (1 << 63) - 1  # the language's integers are 64-bit: every operation is checked against these
+INT_MIN = -(1 << 63)

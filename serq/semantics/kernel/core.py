@@ -17,7 +17,8 @@ from serq.semantics.kernel.abi import (
     H_POOLT, H_PROGT, H_PW, H_SEGT, H_SF, H_ULOGCAP, PF_ALLOC, PF_CACHED, PF_EVICT, PF_FREE, PF_WAITING, POOL_W,
     PROG_W, P_CN, P_FREE, P_Q, P_QN, RHDR, R_EVON, R_FA0, R_FA1, R_FA2, R_FAULT, R_HALT, R_NSESS, R_SEQ, R_ULOG,
     SCP, SCW_BASE, SEG_OWNER, SW, S_ARITY, S_EV, S_EVN, S_FBITS, S_NSCRIPT, S_PSNAP, S_PSNAPON, S_QKIND, S_QN,
-    S_QPOS, S_SCRIPT, S_SEGCUR, S_STOPNEW, S_ULOG, S_ULOGN,
+    S_QPOS, S_SCRIPT, S_SEGCUR, S_STOPNEW, S_ULOG, S_ULOGN, INT_MAX, INT_MIN, OV_LEVEL,
+    FT_UNITS_OVERFLOW,
 )
 
 
@@ -73,6 +74,55 @@ def nsess(w):
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def halted(K, w):
     return w[R_HALT] != HALT_NONE
+
+
+# ---------------------------------------------------------------- checked arithmetic
+#
+# Integers are 64-bit and an operation whose exact result does not fit is
+# an error, never a wrapped value. Each test below looks at the operands
+# before the operation and never performs an operation that overflows: a
+# test made after a wrapping `*` or `+` is one the optimiser may remove
+# (numba marks integer arithmetic "no signed wrap", so a wrapped result is
+# undefined and any check that looks for one may be folded away).
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def add_over(a, b):
+    """Whether a + b leaves the int64 range."""
+    return (b > 0 and a > INT_MAX - b) or (b < 0 and a < INT_MIN - b)
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def sub_over(a, b):
+    """Whether a - b leaves the int64 range."""
+    return (b < 0 and a > INT_MAX + b) or (b > 0 and a < INT_MIN + b)
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def mul_over(a, b):
+    """Whether a * b leaves the int64 range. The product in floating point
+    (relative error below 4e-16) clears every small product at once; near
+    the limit, an exact test by division on the magnitudes."""
+    p = float(a) * float(b)
+    if -9.2e18 < p < 9.2e18:
+        return False
+    if a == INT_MIN:
+        return b != 1
+    if b == INT_MIN:
+        return a != 1
+    aa = abs(a)
+    ab = abs(b)
+    lim = INT_MAX // ab
+    if aa <= lim:
+        return False
+    # |a * b| > 2^63 - 1; a negative product of exactly 2^63 still fits
+    return not ((a < 0) != (b < 0) and aa - 1 == lim and INT_MAX % ab == ab - 1)
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def ceil_over(x, bs):
+    """Whether x >= 0 rounded up to a multiple of bs >= 1 leaves the range."""
+    return -(-x // bs) > INT_MAX // bs
 
 
 # ---------------------------------------------------------------- writes and undo
@@ -188,12 +238,22 @@ def private_for(K, w, sid, p):
     return 0
 
 
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def level_add(K, w, p, t, x):
+    """t + x for a pool level; a sum that leaves the range (a pool without
+    a cap holds any number of units) faults."""
+    if add_over(t, x):
+        fault(K, w, FT_UNITS_OVERFLOW, -1, OV_LEVEL, p)
+        return t
+    return t + x
+
+
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def cache_sum(K, w, p):
     c = cbase(K, p)
     t = 0
     for k in range(w[pbase(K, p) + P_CN]):
-        t += w[c + CW * k + CE_UNITS]
+        t = level_add(K, w, p, t, w[c + CW * k + CE_UNITS])
     return t
 
 
@@ -336,7 +396,7 @@ def evictable_sum(K, w, p):
     c = cbase(K, p)
     t = 0
     for k in range(w[pbase(K, p) + P_CN]):
-        t += entry_evictable(K, w, p, c + CW * k)
+        t = level_add(K, w, p, t, entry_evictable(K, w, p, c + CW * k))
     return t
 
 
@@ -355,7 +415,7 @@ def chain_hit(K, w, sid, p, q):
         hit += u
         if a + u < b:
             return hit
-    return hit + private_for(K, w, sid, p)
+    return level_add(K, w, p, hit, private_for(K, w, sid, p))
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -393,7 +453,7 @@ def allocated(K, w, p):
         h = hbase(K, sid)
         for j in range(w[sbase(K, sid) + F_NH]):
             if w[h + HW * j + HS_POOL] == p:
-                t += w[h + HW * j + HS_OWN]
+                t = level_add(K, w, p, t, w[h + HW * j + HS_OWN])
     return t
 
 
@@ -456,14 +516,28 @@ def b2f(K, w, v):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def real_fits(K, w, x, code):
+    """Whether a real's floor, ceil or truncation is an int64; else faults:
+    NaN and infinities cannot be converted, a finite real beyond +-2^63
+    overflows (2^63 is exact in floating point, the first real too large)."""
+    if x != x or x == np.inf or x == -np.inf:
+        fault(K, w, FT_NOTINT, code, 0, 0)
+        return False
+    if x >= 9223372036854775808.0 or x < -9223372036854775808.0:
+        fault(K, w, FT_OVERFLOW, code, 0, 0)
+        return False
+    return True
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def to_int(K, w, raw, real, mode, code):
     """A real result made an int: mode 0 truncates (Python's int()), 1 is
-    ceil (math.ceil). Infinite or NaN values fault."""
+    ceil (math.ceil). Infinite or NaN values fault, and so do finite ones
+    beyond the int64 range (integer overflow)."""
     if not real:
         return raw
     x = b2f(K, w, raw)
-    if x != x or x > 9.2e18 or x < -9.2e18:
-        fault(K, w, FT_NOTINT, code, 0, 0)
+    if not real_fits(K, w, x, code):
         return 0
     if mode == 1:
         return np.int64(np.ceil(x))

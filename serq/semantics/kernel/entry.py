@@ -15,7 +15,7 @@ from serq.semantics.kernel.abi import (
 from serq.semantics.kernel.core import allocated, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.evaluate import ev
 from serq.semantics.kernel.iterate import stage_budget, stage_shape, step
-from serq.semantics.kernel.session import explain_admit
+from serq.semantics.kernel.admission import explain_admit
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -77,7 +77,7 @@ def eval_at(K, w, code, ab, sid, now):
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def explain(K, w, sid, si, now, out):
     """Why the queued hold of sid is or is not admitted (the explanation of
-    session.admit_plan, into out), evaluated with the budget an iteration
+    admission.admit_plan, into out), evaluated with the budget an iteration
     of stage si would admit it with (si -1: an event-driven pool)."""
     prepare(K, w, now, 0, 0, 0)
     budget = BIG

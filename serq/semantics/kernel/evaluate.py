@@ -8,15 +8,13 @@ import numpy as np
 from numba import njit
 
 from serq.semantics.kernel.abi import (
-    FT_DIV0, FT_MOD0, FT_NOTINT, FT_NOVALUE, FT_OVERFLOW, F_ATTR, OP_BOOL, OP_CEIL, OP_CTX, OP_END, OP_FABS,
+    FT_DIV0, FT_MOD0, FT_NOVALUE, FT_OVERFLOW, F_ATTR, OP_BOOL, OP_CEIL, OP_CTX, OP_END, OP_FABS,
     OP_FADD, OP_FATTR, OP_FCONST, OP_FDIV, OP_FEQ, OP_FFDIV, OP_FGE, OP_FGT, OP_FLE, OP_FLOOR, OP_FLT, OP_FMAX,
     OP_FMIN, OP_FMOD, OP_FMUL, OP_FNE, OP_FNEG, OP_FSUB, OP_I2F, OP_IABS, OP_IADD, OP_IATTR, OP_ICONST, OP_IEQ,
     OP_IFDIV, OP_IGE, OP_IGT, OP_ILE, OP_ILT, OP_IMAX, OP_IMIN, OP_IMOD, OP_IMUL, OP_INE, OP_INEG, OP_ISUB, OP_JF,
-    OP_JMP, OP_JT, OP_NOT, OP_POOL, S_CTX, S_CTXOK, S_STACK,
+    OP_JMP, OP_JT, OP_NOT, OP_POOL, S_CTX, S_CTXOK, S_STACK, INT_MIN,
 )
-from serq.semantics.kernel.core import fault, pool_query, sbase
-
-INT_MIN = -(1 << 63)
+from serq.semantics.kernel.core import add_over, fault, mul_over, pool_query, real_fits, sbase, sub_over
 
 
 # ---------------------------------------------------------------- expressions
@@ -82,6 +80,9 @@ def ev(K, pc, w, ab, sid):
             w[sp - 1] = 1 if w[sp - 1] != 0 else 0
             pc += 1
         elif op == OP_IABS:
+            if w[sp - 1] == INT_MIN:
+                fault(K, w, FT_OVERFLOW, start, 0, 0)
+                return 0
             w[sp - 1] = abs(w[sp - 1])
             pc += 1
         elif op == OP_FABS:
@@ -89,8 +90,7 @@ def ev(K, pc, w, ab, sid):
             pc += 1
         elif op == OP_FLOOR or op == OP_CEIL:
             x = wf[sp - 1]
-            if x != x or x > 9.2e18 or x < -9.2e18:
-                fault(K, w, FT_NOTINT, start, 0, 0)
+            if not real_fits(K, w, x, start):
                 return 0
             w[sp - 1] = np.int64(np.floor(x)) if op == OP_FLOOR else np.int64(np.ceil(x))
             pc += 1
@@ -137,28 +137,23 @@ def ev(K, pc, w, ab, sid):
             l = w[sp - 2]
             sp -= 1
             v = np.int64(0)
+            # + - * test their operands first (see core.add_over): no
+            # overflowing operation is performed, so no check is optimised away
             if op == OP_IADD:
+                if add_over(l, r):
+                    fault(K, w, FT_OVERFLOW, start, 0, 0)
+                    return 0
                 v = l + r
-                if ((l ^ v) & (r ^ v)) < 0:
-                    fault(K, w, FT_OVERFLOW, start, 0, 0)
-                    return 0
             elif op == OP_ISUB:
-                v = l - r
-                if ((l ^ r) & (l ^ v)) < 0:
+                if sub_over(l, r):
                     fault(K, w, FT_OVERFLOW, start, 0, 0)
                     return 0
+                v = l - r
             elif op == OP_IMUL:
-                if l == -1 or r == -1:
-                    o = r if l == -1 else l
-                    if o == INT_MIN:
-                        fault(K, w, FT_OVERFLOW, start, 0, 0)
-                        return 0
-                    v = -o
-                else:
-                    v = l * r
-                    if l != 0 and v // l != r:
-                        fault(K, w, FT_OVERFLOW, start, 0, 0)
-                        return 0
+                if mul_over(l, r):
+                    fault(K, w, FT_OVERFLOW, start, 0, 0)
+                    return 0
+                v = l * r
             elif op == OP_IFDIV or op == OP_IMOD:
                 if r == 0:
                     fault(K, w, FT_DIV0 if op == OP_IFDIV else FT_MOD0, start, 0, 0)

@@ -13,16 +13,18 @@ from serq.semantics.kernel.abi import (
     F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_OWN, HS_SCOPE, HS_USE,
     K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS, S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN,
     S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON, H_NSEG,
+    FT_UNITS_OVERFLOW, OV_KVB, OV_PROGRESS, OV_ROUND, OV_USE,
 )
 from serq.semantics.kernel.core import (
-    add, allocated, cache_sum, event, evictable_sum, fault, halted, hold_of, hold_ref, next_seq, pbase, pool_row,
-    put, sbase, scope_row, snapshot_pools, st_row, undo,
+    add_over, ceil_over, add, allocated, cache_sum, event, evictable_sum, fault, halted, hold_of, hold_ref,
+    level_add, next_seq, pbase, pool_row, put, sbase, scope_row, snapshot_pools, st_row, undo,
 )
 from serq.semantics.kernel.evaluate import ev
 from serq.semantics.kernel.pools import (
     enqueue, free_block, ordered, pick_victim, publish, q_has, q_remove, release_scope,
 )
-from serq.semantics.kernel.session import admit_pool, advance, settle
+from serq.semantics.kernel.admission import admit_pool, settle
+from serq.semantics.kernel.session import advance
 
 # ---------------------------------------------------------------- preemption and growth
 
@@ -40,7 +42,11 @@ def preempt(K, w, victim, p, is_self):
     pt = K[H_PROGT] + PROG_W * prog
     p0 = 0
     for i in range(K[pt + 3]):
-        p0 += w[sb + F_ATTR + K[K[pt + 4] + i]]
+        x = w[sb + F_ATTR + K[K[pt + 4] + i]]
+        if add_over(p0, x):
+            fault(K, w, FT_UNITS_OVERFLOW, victim, OV_PROGRESS, -1)
+            return
+        p0 += x
     p1 = w[h + HS_USE]
     l0 = w[sb + F_LP0]
     l1 = w[sb + F_LP1]
@@ -95,11 +101,18 @@ def grow(K, w, sid, p, units, may_preempt):
     if cap >= 0 and (vo < 0 or not may_preempt):
         # all or nothing, as vLLM's allocate_slots: a grower that cannot get
         # every block it needs from free + evictable takes none
-        short = -(-(units - w[h + HS_OWN]) // bs) * bs
+        short = units - w[h + HS_OWN]
+        if short > 0 and ceil_over(short, bs):
+            fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
+            return pre
+        short = -(-short // bs) * bs
         if short > 0 and w[b + P_FREE] + evictable_sum(K, w, p) < short:
             return 1
     while w[h + HS_OWN] < units:
         if cap < 0:
+            if ceil_over(units, bs):
+                fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
+                return pre
             put(K, w, h + HS_OWN, -(-units // bs) * bs)
             break
         if w[b + P_FREE] >= bs:
@@ -143,6 +156,9 @@ def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
     if gp < 0:
         return n, 0
     h = hold_of(K, w, sid, gp)
+    if add_over(w[h + HS_USE], n):
+        fault(K, w, FT_UNITS_OVERFLOW, sid, OV_USE, gp)
+        return 0, 0
     # own units cover the content past the shared units the hold uses in place
     ref = hold_ref(K, w, sid, h) if K[H_NSEG] else 0
     st = grow(K, w, sid, gp, w[h + HS_USE] + n - ref, not admitting)
@@ -185,7 +201,19 @@ def kv_blocks(K, w, sid):
     if h < 0:
         return 0
     ref = hold_ref(K, w, sid, h) if K[H_NSEG] else 0
-    return (w[h + HS_OWN] + ref) // K[pool_row(K, g) + 1]
+    bs = K[pool_row(K, g) + 1]
+    return w[h + HS_OWN] // bs + ref // bs  # own is whole blocks: (own + ref) // bs, without a sum that overflows
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def kvb_add(K, w, t, sid):
+    """t plus a resident's blocks (`kvb` sums them; a pool without a cap
+    holds any number)."""
+    x = kv_blocks(K, w, sid)
+    if add_over(t, x):
+        fault(K, w, FT_UNITS_OVERFLOW, sid, OV_KVB, -1)
+        return t
+    return t + x
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -216,7 +244,7 @@ def stage_shape(K, w, si):
             w[RES + nr] = sid
             nr += 1
             ndec += K[r + 7]
-            kvb += kv_blocks(K, w, sid)
+            kvb = kvb_add(K, w, kvb, sid)
     return nr, ndec, kvb
 
 
@@ -245,6 +273,8 @@ def iterate(K, w, si):
     SV = K[S_SERVED]
     OR = K[S_ORDER]
     nr, ndec, kvb = stage_shape(K, w, si)
+    if halted(K, w):
+        return True
     w[K[S_SSUM]] = 0
     inf = K[stt] < 0
     budget = stage_budget(K, w, si, nr, ndec, kvb)
@@ -363,7 +393,9 @@ def iterate(K, w, si):
             sb = sbase(K, sid)
             nd += K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + 7]
             nq += 1
-            kb += kv_blocks(K, w, sid)
+            kb = kvb_add(K, w, kb, sid)
+    if halted(K, w):
+        return True
     event(K, w, EV_ITERATE, si, ntok, nd, nq, kb, 0, 0)
     # completion, in serve order (admitted ones after, in admission order)
     for k in range(no):
@@ -375,6 +407,9 @@ def iterate(K, w, si):
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
         add(K, w, sb + F_RD, n)
         if K[r + 6] >= 0:
+            if add_over(w[sb + F_ATTR + K[r + 6]], n):  # a progress attribute may start anywhere
+                fault(K, w, FT_UNITS_OVERFLOW, sid, OV_PROGRESS, K[r + 6])
+                return True
             add(K, w, sb + F_ATTR + K[r + 6], n)
         gp = K[r + 5]
         own = -1
@@ -406,6 +441,11 @@ def conservation(K, w, kind, subj):
     for p in range(K[H_NP]):
         cap = K[pool_row(K, p)]
         if cap < 0:
+            # no cap bounds its units: their total leaving 64 bits faults
+            # here (level_add), so every level of a state fits
+            level_add(K, w, p, allocated(K, w, p), cache_sum(K, w, p))
+            if halted(K, w):
+                return
             continue
         f = w[pbase(K, p) + P_FREE]
         if allocated(K, w, p) + cache_sum(K, w, p) + f != cap or f < 0:

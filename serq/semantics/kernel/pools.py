@@ -15,10 +15,11 @@ from serq.semantics.kernel.abi import (
     EV_DROP, EV_EVICT, EV_QUEUED, EV_RELEASE, F_ADM, F_ATTR, F_ARR, F_NH, F_PROG, H_KW, H_NPROG, H_TIESALL,
     HS_ADM, HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, P_CN, P_FREE, P_Q, P_QN, R_NSESS, REQ_BACK,
     REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER, H_NSEG,
+    FT_UNITS_OVERFLOW, OV_CACHE,
 )
 from serq.semantics.kernel.core import (
-    add, ask, b2f, cbase, entry_evictable, event, f2b, halted, hbase, hold_of, hold_ref, hold_seg, next_seq, pbase,
-    pinned, pool_row, put, sbase, scope_row, seg_end, seg_entry, seg_parent, seg_start, to_int,
+    add_over, fault, add, ask, b2f, cbase, entry_evictable, event, f2b, halted, hbase, hold_of, hold_ref, hold_seg,
+    next_seq, pbase, pinned, pool_row, put, sbase, scope_row, seg_end, seg_entry, seg_parent, seg_start, to_int,
 )
 from serq.semantics.kernel.evaluate import ev, ev_s
 
@@ -85,6 +86,9 @@ def cache_put(K, w, sid, p, units):
     for k in range(n):
         e = c + CW * k
         if w[e + CE_OWNER] == sid:
+            if add_over(w[e + CE_UNITS], units):  # a pool without a cap: any number of units
+                fault(K, w, FT_UNITS_OVERFLOW, sid, OV_CACHE, p)
+                return
             add(K, w, e + CE_UNITS, units)
             put(K, w, e + CE_REL, seq)
             put(K, w, e + CE_TICK, w[K[S_NOW]])
@@ -399,7 +403,7 @@ def release_one(K, w, sid, scope):
             v = to_int(K, w, ev_s(K, code, w, sid), mode == 3, 0, code)
             if halted(K, w):
                 return
-            kept = (min(max(v - ref, 0), own) // bs) * bs
+            kept = 0 if v <= ref else (min(v - ref, own) // bs) * bs  # v - ref only when it cannot overflow
         if kept:
             cache_put(K, w, sid, p, kept)
         if K[pr] >= 0:
