@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -244,11 +246,22 @@ def test_progress_display_on_a_terminal_is_erased():
 # ---------------------------------------------------------------- serq ui (routes)
 
 
+PORT = 8123
+
+
+def ui_client(source: str, name: str = "x.sq", **bounds):
+    """(explorer, test client) of an instance given as a file or a text,
+    served as on 127.0.0.1:PORT."""
+    prog = load_path(source, explorer=True).program if source.endswith(".sq") else load_text(source).program
+    ex = Explorer(prog, name, **bounds)
+    app = make_app(ex, PORT)
+    app.config["SERVER_NAME"] = f"127.0.0.1:{PORT}"  # the test client's Host
+    return ex, app.test_client()
+
+
 @pytest.fixture(scope="module")
 def client():
-    prog = load_path(str(INST / "self_preempt.sq"), explorer=True).program
-    app = make_app(Explorer(prog, "instances/self_preempt.sq"))
-    return app.test_client()
+    return ui_client(str(INST / "self_preempt.sq"), "instances/self_preempt.sq")[1]
 
 
 def test_ui_state_pages_follow_the_replay(client):
@@ -262,7 +275,13 @@ def test_ui_state_pages_follow_the_replay(client):
     assert [a["text"] for a in view["actions"]] == [sm.format_action(trace[-1].state, a)
                                                      for a in sm.actions(trace[-1].state)]
     html = client.get("/state/0/0/0/0").get_data(as_text=True)
-    assert 'href="/state/0/0/0/0/0"' in html and "preempt long#1 (kv full, lifo, self-preemption)" in html
+    assert 'href="?action=0"' in html and "preempt long#1 (kv full, lifo, self-preemption)" in html
+    # the links are relative to the path: an action extends it, a step cuts it
+    assert client.get("/state/0/0/0/0?action=0").headers["Location"] == "/state/0/0/0/0/0"
+    assert client.get("/state/0/0/0/0?step=1").headers["Location"] == "/state/0/0"
+    assert client.get("/state/0/0/0/0?step=0").headers["Location"] == "/state/0"
+    r = client.get("/state/0/0?step=2")
+    assert r.status_code == 400 and "no step `2` of the path `0/0`, which has 1 step(s)" in r.get_data(as_text=True)
 
 
 def test_ui_bad_paths_get_a_message_not_a_trace(client):
@@ -277,8 +296,20 @@ def test_ui_bad_paths_get_a_message_not_a_trace(client):
     assert client.get("/timeline/0/9").status_code == 404
 
 
+def search(client) -> str:
+    """Start the violation search from a state page's button; its page."""
+    token = re.search(r'name="token" value="([^"]+)"', client.get("/state/0").get_data(as_text=True)).group(1)
+    assert client.post("/violation", data={"token": token}).status_code == 303
+    for _ in range(600):
+        html = client.get("/violation").get_data(as_text=True)
+        if "searching for" not in html:
+            return html
+        time.sleep(0.1)
+    raise AssertionError("the search did not end")
+
+
 def test_ui_violation_and_timelines(client):
-    html = client.get("/violation").get_data(as_text=True)
+    html = search(client)
     assert "livelock: a cycle of 3 steps" in html and 'href="/state/0/0/0/0/0/0"' in html
     tl = client.get("/violation/timeline").get_data(as_text=True)
     assert 'data-returns-to="2"' in tl
@@ -293,8 +324,7 @@ PAST_STUCK = STUCK_AT_9 + "/0"
 
 
 def test_ui_judges_every_state_of_a_path():
-    prog = load_path(str(INST / "theorem_no_lifo.sq"), explorer=True).program
-    c = make_app(Explorer(prog, "instances/theorem_no_lifo.sq")).test_client()
+    c = ui_client(str(INST / "theorem_no_lifo.sq"))[1]
     v = c.get(f"/api/state/{PAST_STUCK}").get_json()
     assert v["depth"] == 10 and v["problems"] == []  # the last state alone violates nothing
     assert v["verdict"] == {"verdict": "violation", "kind": "stuck", "step": 9, "path": STUCK_AT_9,
