@@ -350,6 +350,178 @@ def test_ui_timeline_of_a_lasso_is_a_livelock(client):
     assert (v["verdict"], v["step"]) == ("livelock", 5)
 
 
+# ---------------------------------------------------------------- serq ui (who may ask, what it costs)
+
+# one session of 20,000 decode iterations: paths as long as a test wants, none failing
+LONG = """
+pool kv { cap 64; admit via gpu; }
+stage gpu { budget 8; }
+session s { hold kv reserve 8 { prefill 4; decode 20000; } end; }
+workload { 1 x s; }
+"""
+
+
+def zeros(steps: int) -> str:
+    return "/".join(["0"] * (steps + 1))
+
+
+def test_ui_answers_only_its_own_host(client):
+    # DNS rebinding: another site's name resolved to 127.0.0.1 reaches the server with that name
+    for host in ("rebind.example:8123", "rebind.example", "127.0.0.1:9999", "localhost", "127.0.0.1.nip.io:8123"):
+        for url in ("/api/state/0", "/state/0", "/", "/violation"):
+            r = client.get(url, headers={"Host": host})
+            text = r.get_data(as_text=True)
+            assert r.status_code == 403, (host, url)
+            assert f"names the host `{host}`" in text and "self_preempt" not in text and "kv" not in text
+    for host in ("127.0.0.1:8123", "localhost:8123", "LOCALHOST:8123"):
+        assert client.get("/api/state/0", headers={"Host": host}).status_code == 200
+
+
+def test_ui_serves_no_file_of_the_current_directory(tmp_path, monkeypatch):
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "secret.txt").write_text("secret")
+    monkeypatch.chdir(tmp_path)
+    _ex, c = ui_client(str(INST / "self_preempt.sq"))
+    for url in ("/static/secret.txt", "/static/../static/secret.txt", "/secret.txt"):
+        r = c.get(url)
+        assert r.status_code == 404 and "secret" not in r.get_data(as_text=True).replace("secret.txt", "")
+
+
+def test_ui_refuses_another_sites_images_scripts_and_frames(client):
+    fetch = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}
+    r = client.get("/state/0", headers=fetch)
+    assert r.status_code == 403 and "a page of another site asked" in r.get_data(as_text=True)
+    for mode, dest in (("cors", "empty"), ("navigate", "iframe"), ("no-cors", "script")):
+        h = {**fetch, "Sec-Fetch-Mode": mode, "Sec-Fetch-Dest": dest}
+        assert client.get("/api/state/0", headers=h).status_code == 403
+        assert client.get("/state/0", headers={**h, "Sec-Fetch-Site": "same-site"}).status_code == 403
+    # a link followed from another site opens; the explorer's own requests and typed addresses too
+    nav = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    r = client.get("/state/0", headers=nav)
+    assert r.status_code == 200 and r.headers["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+    for site in ("same-origin", "none"):
+        assert client.get("/state/0", headers={**fetch, "Sec-Fetch-Site": site}).status_code == 200
+
+
+def test_ui_violation_search_starts_from_its_own_page_only():
+    ex, c = ui_client(str(INST / "self_preempt.sq"))
+    # asking for the page, or its timeline, does not search (an <img> of another site could)
+    html = c.get("/violation").get_data(as_text=True)
+    assert 'id="search"' in html and "it starts with this button" in html
+    assert c.get("/violation/timeline").headers["Location"] == "/violation"
+    assert ex.search() == ("idle", None)
+    refused = [({}, {}), ({"token": "guess"}, {}),
+               ({"token": ex.token}, {"Sec-Fetch-Site": "cross-site"}),
+               ({"token": ex.token}, {"Sec-Fetch-Site": "same-site"}),
+               ({"token": ex.token}, {"Origin": "http://attacker.example"}),
+               ({"token": ex.token}, {"Origin": "http://127.0.0.1:9999"})]
+    for form, headers in refused:
+        r = c.post("/violation", data=form, headers=headers)
+        assert r.status_code == 403 and "refused" in r.get_data(as_text=True), (form, headers)
+    assert ex.search() == ("idle", None)
+    r = c.post("/violation", data={"token": ex.token},
+               headers={"Origin": "http://127.0.0.1:8123", "Sec-Fetch-Site": "same-origin"})
+    assert r.status_code == 303 and ex.search()[0] in ("running", "done")
+    assert "livelock: a cycle of 3 steps" in search(c)
+
+
+def test_ui_bounds_the_path_the_time_and_the_page():
+    _ex, c = ui_client(LONG, max_steps=100)
+    assert c.get(f"/state/{zeros(100)}").status_code == 200
+    for url in (f"/state/{zeros(101)}", f"/timeline/{zeros(101)}", f"/go?path={zeros(101)}",
+                f"/state/{zeros(100)}?action=0"):
+        r = c.get(url, follow_redirects=True)
+        assert r.status_code == 414, url
+        assert "the replay path has 101 steps; serq ui shows paths of at most 100 steps" in r.get_data(as_text=True)
+    r = c.get(f"/api/state/{zeros(101)}")
+    assert r.status_code == 414 and "at most 100 steps" in r.get_json()["error"]
+    # the default: 10,000 steps, refused before any replay
+    _ex, c = ui_client(LONG)
+    t = time.monotonic()
+    assert c.get(f"/state/{zeros(10_001)}").status_code == 414 and time.monotonic() - t < 1
+    # a time budget: the replay stops at the next step past it
+    _ex, c = ui_client(LONG, request_seconds=0.05)
+    t = time.monotonic()
+    r = c.get(f"/state/{zeros(5000)}")
+    assert r.status_code == 503 and time.monotonic() - t < 2
+    assert "this page needs more than 0.05 s of work, the most serq ui gives one request" in r.get_data(as_text=True)
+    assert c.get(f"/api/state/{zeros(5000)}").status_code == 503
+    # a page size
+    _ex, c = ui_client(LONG, max_page=60_000)
+    assert c.get(f"/state/{zeros(10)}").status_code == 200
+    r = c.get(f"/state/{zeros(1000)}")
+    assert r.status_code == 500 and "larger than 60,000 bytes, the most serq ui serves" in r.get_data(as_text=True)
+    assert c.get(f"/timeline/{zeros(100)}").status_code == 500
+
+
+def test_ui_page_is_linear_in_the_path():
+    _ex, c = ui_client(LONG)
+    sizes = {n: len(c.get(f"/state/{zeros(n)}").data) for n in (1000, 2000)}
+    assert sizes[2000] < 2.1 * sizes[1000] and sizes[2000] < 250_000  # was 8.4 MB: every step linked its path
+    html = c.get(f"/state/{zeros(2000)}").get_data(as_text=True)
+    assert html.count(zeros(2000)) <= 6  # the path is given a few times, not once per step
+    assert html.count('href="?step=') == 2001 + 25  # every step under "How it got here", the last crumbs
+    assert len(c.get(f"/api/state/{zeros(2000)}").data) < 250_000
+
+
+def test_ui_requests_do_not_wait_on_each_other():
+    ex, c = ui_client(LONG, models=2, request_seconds=0.5)
+    with ex.models.borrow(ex.budget()):  # a long request holds a model: another is answered meanwhile
+        assert c.get("/api/state/0/0").get_json()["depth"] == 1
+        with ex.models.borrow(ex.budget()):  # every model busy: the next one waits its budget, then is told
+            t = time.monotonic()
+            r = c.get("/state/0/0")
+            assert r.status_code == 503 and 0.4 < time.monotonic() - t < 5
+            assert "serq ui works on at most 2 requests at once and none ended within 0.5 s" in \
+                r.get_data(as_text=True)
+    assert c.get("/state/0/0").status_code == 200
+
+
+def test_ui_answers_while_a_long_request_runs(tmp_path):
+    """A real server: a long request holds no lock the others wait on,
+    and a name other than its own is refused."""
+    import http.client
+    import threading
+    import urllib.request
+
+    inst = tmp_path / "long.sq"
+    inst.write_text(LONG)
+    p = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(inst), "--port", "0"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:(\d+)/", p.stdout.readline())
+        port = int(url.group(1))
+        ends = {}
+
+        def get(name, path):
+            with urllib.request.urlopen(url.group(0) + path, timeout=120) as r:
+                assert r.status == 200
+                r.read()
+            ends[name] = time.monotonic()
+
+        get("warm", "state/0")
+        long = threading.Thread(target=get, args=("long", f"timeline/{zeros(4000)}"))
+        long.start()
+        time.sleep(0.5)
+        get("short", "state/0/0")
+        long.join()
+        assert ends["short"] < ends["long"]
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", "/api/state/0", headers={"Host": f"rebind.example:{port}"})
+        r = conn.getresponse()
+        assert r.status == 403 and b"long.sq" not in r.read()
+        conn.close()
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert p.returncode == 0
+
+
 # ---------------------------------------------------------------- serq ui (command)
 
 

@@ -143,8 +143,9 @@ def render(template, budget: Budget, most: int, **values) -> str:
     for n, chunk in enumerate(template.generate(**values)):
         size += len(chunk)
         if size > most:
+            most_text = f"{most / 2 ** 20:g} MiB" if most >= 2 ** 20 else f"{most:,} bytes"
             raise Refused(500, "page too large",
-                          f"this page would be larger than {most / 2 ** 20:g} MiB, the most serq ui serves; "
+                          f"this page would be larger than {most_text}, the most serq ui serves; "
                           "a shorter path shows; `serq explore INSTANCE --replay PATH --html FILE` draws any run")
         if n % 64 == 0:
             budget.check()
