@@ -445,7 +445,7 @@ def test_ui_bounds_the_path_the_time_and_the_page():
     t = time.monotonic()
     r = c.get(f"/state/{zeros(5000)}")
     assert r.status_code == 503 and time.monotonic() - t < 2
-    assert "this page needs more than 0.05 s of work, the most serq ui gives one request" in r.get_data(as_text=True)
+    assert "this page needs more than 0.05 s of CPU time, the most serq ui gives one request" in r.get_data(as_text=True)
     assert c.get(f"/api/state/{zeros(5000)}").status_code == 503
     # a page size
     _ex, c = ui_client(LONG, max_page=60_000)

@@ -11,8 +11,8 @@ send it requests. Three rules keep a page of another site out:
   the explorer's own page, with the token that page carries.
 
 And every request is bounded: a replay path of at most `MAX_STEPS` steps,
-`REQUEST_SECONDS` of work (checked at each step of a replay, each state
-judged, each chunk of the page rendered) and a page of at most `MAX_PAGE`
+`REQUEST_SECONDS` of work (CPU time, checked at each step of a replay,
+each state judged, each chunk of the page rendered) and a page of at most `MAX_PAGE`
 bytes; a request over a bound gets a page that says which, not a hang.
 Requests share no lock: each borrows one of at most `MODELS` models (a
 model remembers its last state, so it serves one request at a time).
@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from serq.explore import SerqModel
 
 MAX_STEPS = 10_000  # steps of a replay path
-REQUEST_SECONDS = 10.0  # seconds of work for one request
+REQUEST_SECONDS = 10.0  # seconds of CPU time for one request
 MAX_PAGE = 32 << 20  # bytes of one page
 MODELS = 4  # requests worked on at once
 LOOPBACK = ("127.0.0.1", "localhost")
@@ -45,19 +45,23 @@ class Refused(Exception):
 
 
 class Budget:
-    """The time one request may take, from its start."""
+    """The work one request may cost: seconds of CPU time of the thread
+    that serves it (not of the machine's load), from its start; and as
+    long, in seconds of the clock, to wait for a model."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self.deadline = time.monotonic() + seconds
+        self.deadline = time.thread_time() + seconds
+        self.wait_until = time.monotonic() + seconds
 
     def left(self) -> float:
-        return max(0.0, self.deadline - time.monotonic())
+        """Seconds it may still wait."""
+        return max(0.0, self.wait_until - time.monotonic())
 
     def check(self) -> None:
-        if time.monotonic() > self.deadline:
+        if time.thread_time() > self.deadline:
             raise Refused(503, "request too costly",
-                          f"this page needs more than {self.seconds:g} s of work, the most serq ui gives one "
+                          f"this page needs more than {self.seconds:g} s of CPU time, the most serq ui gives one "
                           "request; it was stopped. A shorter path shows; `serq explore INSTANCE --replay PATH "
                           "--html FILE` draws any run")
 
