@@ -282,6 +282,10 @@ def test_ui_state_pages_follow_the_replay(client):
     assert client.get("/state/0/0/0/0?step=0").headers["Location"] == "/state/0"
     r = client.get("/state/0/0?step=2")
     assert r.status_code == 400 and "no step `2` of the path `0/0`, which has 1 step(s)" in r.get_data(as_text=True)
+    for bad in ("-1", "\u00b2", "1" * 5000, ""):
+        assert client.get("/state/0/0", query_string={"step": bad}).status_code == 400
+        r = client.get("/state/0/0", query_string={"action": bad})
+        assert r.status_code == 400 and "an action is its index" in r.get_data(as_text=True)
 
 
 def test_ui_bad_paths_get_a_message_not_a_trace(client):
@@ -368,7 +372,7 @@ def zeros(steps: int) -> str:
 def test_ui_answers_only_its_own_host(client):
     # DNS rebinding: another site's name resolved to 127.0.0.1 reaches the server with that name
     for host in ("rebind.example:8123", "rebind.example", "127.0.0.1:9999", "localhost", "127.0.0.1.nip.io:8123"):
-        for url in ("/api/state/0", "/state/0", "/", "/violation"):
+        for url in ("/api/state/0", "/state/0", "/", "/violation", "/nowhere"):
             r = client.get(url, headers={"Host": host})
             text = r.get_data(as_text=True)
             assert r.status_code == 403, (host, url)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import re
 import secrets
 import socket
 import sys
@@ -216,6 +217,10 @@ def make_app(ex: Explorer, port: int):
             return flask.Response(json.dumps({"error": e.message}), status=e.status, mimetype="application/json")
         return message(e.status, e.title, e.message)
 
+    @app.errorhandler(NondeterministicModel)
+    def nondeterministic(e: NondeterministicModel):
+        return message(500, "nondeterministic model", str(e))
+
     @app.before_request
     def guard():
         check_request(flask.request.environ, flask.request.headers, port)
@@ -241,8 +246,6 @@ def make_app(ex: Explorer, port: int):
             view = ex.state_view(path, budget)
         except ReplayError as e:
             return bad_path(path, e, 404)
-        except NondeterministicModel as e:
-            return message(500, "nondeterministic model", str(e))
         return page("ui_state.html.j2", budget=budget, v=view, crumbs=view["steps"][-CRUMBS:])
 
     def relative(path, args):
@@ -256,7 +259,7 @@ def make_app(ex: Explorer, port: int):
             return bad_path(path, e, 404)
         word = "step" if "step" in args else "action"
         n = args[word]
-        if not n.isdigit() or (word == "step" and int(n) >= len(idx)):
+        if not re.fullmatch(r"[0-9]{1,9}", n) or (word == "step" and int(n) >= len(idx)):
             return message(400, f"bad {word}", f"no {word} `{n}` of the path `{path}`, which has {len(idx) - 1} "
                            "step(s)" if word == "step" else f"no action `{n}`: an action is its index")
         idx = idx[:int(n) + 1] if word == "step" else idx + [int(n)]
