@@ -534,6 +534,8 @@ def test_ui_rejects_a_bad_replay_path_and_a_busy_port(capsys):
     assert main(["ui", inst, "--replay", "0/5"]) == 2
     err = capsys.readouterr().err
     assert "error[E013]: bad replay path `0/5`: step 1: action index 5 out of range" in err
+    assert main(["ui", inst, "--replay", zeros(10_001)]) == 2
+    assert "the replay path has 10,001 steps; serq ui shows paths of at most 10,000 steps" in capsys.readouterr().err
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
