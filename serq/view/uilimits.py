@@ -90,13 +90,16 @@ class BudgetedModel(SerqModel):
 
 
 class ModelPool:
-    """At most `size` models, each lent to one request at a time."""
+    """At most `size` models, each lent to one request at a time; the
+    first is made at once (a model that cannot be built fails the command
+    before it serves), the others when requests overlap."""
 
     def __init__(self, make, size: int = MODELS):
         self.size = size
         self._make = make
         self._free: queue.LifoQueue = queue.LifoQueue()
-        self._made = 0
+        self._free.put(make())
+        self._made = 1
         self._lock = threading.Lock()  # held only to count
 
     def _take(self, budget: Budget) -> BudgetedModel:
