@@ -29,7 +29,7 @@ import time
 from contextlib import contextmanager
 
 from explorer.fingerprint import format_fp
-from explorer.trace import NondeterministicModel, ReplayError, parse_path, replay
+from explorer.trace import NondeterministicModel, ReplayError, format_path, parse_path, replay
 from serq.diagnostics import Diagnostic, SerqError
 from serq.exits import add_parser
 from serq.explore import Checks, pool_levels, pool_text, session_phase, session_text
@@ -184,7 +184,7 @@ def path_verdict(model, trace) -> dict:
 
     end, verdict, kind, msg, _start = judge_path(model, trace)
     return {"verdict": verdict, "kind": kind, "message": msg, "step": end,
-            "path": "/".join(str(s.action_index) for s in trace[:end + 1]),
+            "path": format_path(trace[:end + 1]),
             "before_the_end": end < len(trace) - 1}
 
 
