@@ -97,8 +97,8 @@ def no_return_line(r: Result) -> str | None:
     if nr.status == "initial":
         return f"point of no return: the initial state: no behaviour completes ({doomed})"
     if nr.status == "none":
-        return ("point of no return: none: every state of this trace can still complete "
-                f"(another choice leaves it; {doomed})")
+        leaves = "another choice leaves its cycle; " if r.verdict == "livelock" else ""
+        return f"point of no return: none: every state of this trace can still complete ({leaves}{doomed})"
     return f"point of no return: unknown (the state graph was cut at its {nr.reason} bound)"
 
 

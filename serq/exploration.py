@@ -35,8 +35,10 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     (no collision can hide a state; one process, the sequential engine)."""
     if exact and (workers > 1 or ray is not None or partitions is not None or checkpoint or resume):
         raise ValueError("an exact exploration runs in one process, without partitions")
-    ch = Checks.of_program(program, checks)
-    factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch})
+    ch = checks_of(program, checks)
+    notes: list = []  # the first stuck session, when `completes` watches them (shared by the search's models)
+    factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
+                                                     "notes": notes})
     if ray is not None or partitions is not None or checkpoint is not None or resume is not None:
         from explorer.distributed import partitioned_check
 
@@ -61,10 +63,29 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                            check_livelock=ch.livelock, workers=workers, progress=progress,
                            memory_limit=memory_limit)
         result.stats.exact = exact
+    note_stuck(result, ch, notes, across_processes=ray is not None)
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
                    time_limit=time_limit, graph_limit=graph_limit,
                    model=model if exact else None)  # exact identities are the search's own numbers
     return result
+
+
+def checks_of(program: ir.Program, checks) -> Checks:
+    """`checks`: property names (None: the instance's `check` lines), or a Checks."""
+    return checks if isinstance(checks, Checks) else Checks.of_program(program, checks)
+
+
+def note_stuck(result, ch: Checks, notes: list, *, across_processes: bool = False) -> None:
+    """`completes` without `stuck`: a stuck session seen is a note on the
+    verdict line, with the way to its trace; not a failure."""
+    if ch.stuck or not ch.watch_stuck or result.verdict in ("bound", "interrupted", "failed"):
+        return
+    if notes:
+        result.message += (f"; note: a session can be stuck ({notes[0]}), which `completes` does not "
+                           "check: --check stuck gives its trace")
+    elif across_processes:
+        result.message += ("; note: stuck sessions are not watched across Ray processes: --check stuck "
+                           "checks them")
 
 
 def model_identity(program: ir.Program, ties: str, symmetry: bool, checks: Checks) -> dict:
@@ -88,7 +109,8 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
     if not result.trace or graph_limit <= 0:
         return
     if model is None:
-        model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
+        model = SerqModel(program, ties=ties, symmetry=symmetry, checks=checks_of(program, checks))
+    model = Completion(model)  # a stuck session may still finish
     limit = graph_limit if max_states is None else min(graph_limit, max_states)
     try:
         st = result.stats
@@ -108,6 +130,22 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
 
 
 CUT_FLAGS = ("max_states", "time_limit", "memory")  # a graph cut by these (not by a signal) goes on forward
+
+
+class Completion:
+    """A model as the point of no return reads it: completion is every
+    session finishing, so a stuck session is not a failure of it (it may
+    still finish); faults, asserts and invariants are. Everything else is
+    the model's own (its fingerprints are the search's)."""
+
+    def __init__(self, model) -> None:
+        self.model = model
+
+    def invariants(self, state):
+        return self.model.invariants(state, stuck=False)
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
 
 
 def replay_verdict(program: ir.Program, path: str, *, ties: str = "all", symmetry: bool = True,

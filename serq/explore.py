@@ -10,6 +10,7 @@ drive the same step function.
 
 from __future__ import annotations
 
+from serq.admission import grower_text, refusals, stuck_why
 from serq.words import stuck_text
 
 from dataclasses import dataclass
@@ -27,32 +28,53 @@ ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
 
 @dataclass(frozen=True)
 class Checks:
+    """The properties a search fails on. `completes` is deadlock, livelock
+    and invariant (with `assert`, run-time errors and conservation, always
+    checked); `stuck` is its own property. Under `completes` without
+    `stuck`, stuck sessions are still watched (`watch_stuck`): the first one
+    seen is noted, never a failure."""
+
     deadlock: bool = True
     livelock: bool = True
-    stuck: bool = True
+    stuck: bool = False
     invariant: bool = True
+    watch_stuck: bool = True
+    # the theorem's conclusion: a state counts as done when every session
+    # left is waiting for an admission it never had (`unadmitted`)
+    admitted: bool = False
 
     @classmethod
     def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
         """`check` lines select the properties; `completes` (or no line at
-        all) selects every one. Conservation, `assert` and run-time errors
-        are always checked."""
+        all) selects deadlock, livelock and invariant, and watches stuck
+        sessions; `stuck` adds the stuck check. Conservation, `assert` and
+        run-time errors are always checked."""
         kinds = set(override) if override else {c.kind for c in prog.checks}
         if not kinds or "completes" in kinds:
-            return cls()
+            return cls(stuck="stuck" in kinds)
         return cls(deadlock="deadlock" in kinds, livelock="livelock" in kinds,
-                   stuck="stuck" in kinds, invariant="invariant" in kinds)
+                   stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False)
+
+    @property
+    def positions(self) -> bool:
+        """The states keep each session's previous preemption position
+        (the stuck check reads it): when stuck is checked or watched."""
+        return self.stuck or self.watch_stuck
 
     def names(self) -> list[str]:
-        return [n for n in ALL_CHECKS if getattr(self, n)]
+        return ([n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
+                + (["admitted"] if self.admitted else []))
 
 
 class SerqModel:
     """The engine's model protocol (see explorer/model.py)."""
 
     def __init__(self, program: ir.Program, *, ties: str = "all", symmetry: bool = True,
-                 checks: Checks | None = None):
+                 checks: Checks | None = None, notes: list | None = None):
         self.program = program
+        # the first stuck session seen when stuck is watched, not checked:
+        # a list the search's threads (and the caller) share
+        self.notes = [] if notes is None else notes
         self.m = Model(program, ties=ties)
         self.symmetry = symmetry
         self.checks = checks or Checks.of_program(program)
@@ -60,7 +82,7 @@ class SerqModel:
         # states are packed rows; the kernel gives successors, fingerprints
         # and flags in one call per state (the canonical form below is the
         # same identity, in Python, for analyses that need the values)
-        self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.stuck)
+        self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.positions)
         self.rows.warm()  # numba's start-up here, not in the search's time
         self._plain_invariants = not self.m.engine.low.invariants
 
@@ -88,7 +110,7 @@ class SerqModel:
         f = 0
         if flags & (F_FAULT | F_DONE):
             f |= AR_DONE
-        if flags & F_FAULT or (flags & F_STUCK and self.checks.stuck) or not self._plain_invariants:
+        if flags & F_FAULT or (flags & F_STUCK and self._stuck_flagged()) or not self._plain_invariants:
             f |= AR_CHECK
         if turn:
             f |= AR_PROGRESS
@@ -100,7 +122,11 @@ class SerqModel:
         if k == -2:
             raise ArrayFallback("a spawn needs a larger row")
         # `actions` lists only the actions that have a successor: the index is the rank among them
-        explorer_flags(k, r.parent, r.acts, r.flags, self.checks.stuck, self._plain_invariants, r.arflags, r.action)
+        explorer_flags(k, r.parent, r.acts, r.flags, self._stuck_flagged(), self._plain_invariants, r.arflags, r.action)
+        if self.checks.admitted:
+            for i in range(k):
+                if not r.arflags[i] & AR_DONE and self.unadmitted(r.from_row(r.outs[i]).tuple()):
+                    r.arflags[i] |= AR_DONE
         # views of the model's buffers: valid until the next call
         return r.outs[:k], r.parent[:k], r.action[:k], r.fps[:k], r.arflags[:k]
 
@@ -114,7 +140,7 @@ class SerqModel:
             e._set_cap(self.rows.e.cap)
         twin = object.__new__(SerqModel)
         twin.__dict__.update(self.__dict__)
-        twin.rows = Rows(e, self.symmetry, keep_pos=self.checks.stuck)
+        twin.rows = Rows(e, self.symmetry, keep_pos=self.checks.positions)
         twin.rows.limits = self.rows.limits
         return twin.array_expand
 
@@ -140,21 +166,53 @@ class SerqModel:
     def is_done(self, state) -> bool:
         # a faulted state is terminal: its fault is reported by `invariants`
         rs = self.rows.pack(state)
-        return bool(rs.flags & (F_FAULT | F_DONE))
+        return bool(rs.flags & (F_FAULT | F_DONE)) or (self.checks.admitted and self.unadmitted(rs.tuple()))
+
+    def unadmitted(self, state) -> bool:
+        """Every session not ended waits for an admission it never had:
+        queued at a hold, holding no finite pool, not queued again by a
+        preemption (a preempted one was admitted); or waits at a join
+        holding no finite pool (for such children). At least one such
+        session, no fault. (`--theorem`: only admitted sessions must finish.)"""
+        sessions, _pools, _seq, fault = state
+        if fault is not None:
+            return False
+        caps, waiting = self.m.caps, False
+        for s in sessions:
+            kind = self.m.progs[s[0]].states[s[1]].kind
+            if kind == "end":
+                continue
+            if kind not in ("acquire", "join") or any(caps[h[1]] is not None for h in s[5]):
+                return False
+            if kind == "acquire":
+                if s[10] != -1:
+                    return False
+                waiting = True
+        return waiting
 
     def is_progress(self, state, action, nxt) -> bool:
         # In a finite graph a cycle cannot raise any position for good, so a
         # cycle is progress only through what the user does: a `turn`.
         return action[0] == TURN
 
-    def invariants(self, state):
+    def _stuck_flagged(self) -> bool:
+        """Stuck states are handed to `invariants`: when stuck is checked,
+        or watched and none is noted yet."""
+        return self.checks.stuck or (self.checks.watch_stuck and not self.notes)
+
+    def invariants(self, state, *, stuck: bool | None = None):
+        """The first violation of `state` (`stuck`: whether a stuck session
+        is one; default: when the stuck check is selected)."""
+        stuck = self.checks.stuck if stuck is None else stuck
         rs = self.rows.pack(state)
         if self._plain_invariants and not rs.flags & (F_FAULT | F_STUCK):
             return []
         state = rs.tuple()
         out = []
         for kind, msg in self.m.check_invariants(state):
-            if kind == "stuck" and not self.checks.stuck:
+            if kind == "stuck" and not stuck:
+                if self.checks.watch_stuck and not self.notes:
+                    self.notes.append(msg)
                 continue
             if kind == "invariant" and not self.checks.invariant:
                 continue
@@ -183,7 +241,7 @@ class SerqModel:
             for e in p[1]:
                 seqs.add(e[2])
         rank = {v: i for i, v in enumerate(sorted(seqs))}
-        keep_pos = self.checks.stuck
+        keep_pos = self.checks.positions
         locs = []
         for s, d in zip(sessions, done):
             if d:
@@ -285,8 +343,9 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
             if reason == "self":
                 why += ", self-preemption"
             parts.append(f"preempt {lab(e[1])} ({why})")
-        elif t == "stuck" and sm.checks.stuck:  # not a finding when stuck is not checked
-            parts.append(stuck_text(lab(e[1])))
+        elif t == "stuck" and sm.checks.positions:  # known only when the positions are kept
+            selfp = any(x[0] == "preempt" and x[1] == e[1] and x[3] == "self" for x in events)
+            parts.append(stuck_text(lab(e[1]), why=stuck_why(m, state, e[1], e[2], selfp)))
         elif t == "evict":
             if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
                 owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"
@@ -426,21 +485,23 @@ def pool_levels(sm: SerqModel, state, p: int) -> tuple[int, int, int | None]:
     return alloc, sum(e[1] for e in cache), free
 
 
-def wait_for(sm: SerqModel, state) -> tuple[list[str], list[tuple[int, int, str]] | None]:
+def wait_for(sm: SerqModel, state, why: dict | None = None) -> tuple[list[str], list[tuple[int, int, str]] | None]:
     """The unfinished sessions' lines and the wait-for cycle, if any, as
-    (waiter, waited-for, pool name or "join") edges."""
+    (waiter, waited-for, pool name or "join") edges: a waiting hold waits
+    for the holders of the pools it is short of (`why`: the refusals of
+    serq.admission, computed when not given)."""
     m = sm.m
     sessions = state[0]
     out = []
     waits: dict[int, list[tuple[int, str]]] = {}
+    why = refusals(m, state) if why is None else why
     for sid, s in enumerate(sessions):
         st = m.progs[s[0]].states[s[1]]
         if st.kind == "end":
             continue
         out.append(f"{sm.label(state, sid)}: {session_text(sm, state, sid)}")
         if st.kind == "acquire":
-            for it in st.f["items"]:
-                p = it[0]
+            for p in why[sid].short:
                 for other, o in enumerate(sessions):
                     if other != sid and any(h[1] == p for h in o[5]):
                         waits.setdefault(sid, []).append((other, f"{_pool(sm, p)}"))
@@ -452,17 +513,21 @@ def wait_for(sm: SerqModel, state) -> tuple[list[str], list[tuple[int, int, str]
 
 
 def deadlock_lines(sm: SerqModel, state) -> list[str]:
-    """Who holds what, who waits for what, and the wait-for cycle."""
-    out, cycle = wait_for(sm, state)
+    """Who holds what, why each waiting hold is not admitted (or a
+    resident cannot grow), and the wait-for cycle."""
+    why = refusals(sm.m, state)
+    out, cycle = wait_for(sm, state, why)
     for p in range(len(state[1])):
         out.append(f"{_pool(sm, p)}: {pool_text(sm, state, p)}")
+    for sid in range(len(state[0])):
+        out.extend(why[sid].lines if sid in why else filter(None, [grower_text(sm.m, state, sid)]))
     if cycle:
         steps = []
         for a, b, why in cycle:
             steps.append(f"{sm.label(state, a)} waits for {sm.label(state, b)} ({'its child' if why == 'join' else 'which holds ' + why})")
         out.append("wait-for cycle: " + "; ".join(steps))
     else:
-        out.append("no wait-for cycle: the waiting holds do not fit and nothing will free units")
+        out.append("no wait-for cycle: no session can move to free a unit")
     return out
 
 

@@ -42,7 +42,8 @@ def register(sub) -> None:
                    help="do not identify states that differ by a permutation of like sessions")
     e.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
                    help="check this property instead of the instance's `check` lines "
-                        "(deadlock, livelock, stuck, invariant, completes); repeatable")
+                        "(deadlock, livelock, stuck, invariant, completes: the first, second and fourth); "
+                        "repeatable")
     e.add_argument("--workers", type=int, default=1, metavar="N", help="worker threads: each expands chunks of a level, and up to 8 of "
                         "them (a power of two) look up the successors whose fingerprints fall to them, with one "
                         "worker's verdict, counts and trace; with --partitions K, each owns partitions of the "
@@ -123,6 +124,9 @@ def check_flags(args) -> None:
     if args.exact and cluster_kwargs(args):
         raise flag_error("--exact", "--exact", "E012", "--exact explores in one process; drop --ray, "
                          "--partitions, --checkpoint and --resume, or --exact")
+    if args.theorem and args.check:
+        raise flag_error("--check", args.check[0], "E012", "--theorem checks the theorem's own conclusion "
+                         "(every admitted session completes); drop --check")
     if args.worst is not None and (args.theorem or args.replay or args.exact):
         other = "--theorem" if args.theorem else "--replay" if args.replay else "--exact"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])

@@ -29,6 +29,7 @@ there is no difference. docs/simulator.md states all of it.
 
 from __future__ import annotations
 
+from serq.admission import grower_text, refusal, stuck_why
 from serq.words import stuck_text
 
 import heapq
@@ -472,9 +473,9 @@ class Simulator:
     def _commit(self, nxt, events, tick: int) -> str | None:
         """Take a successor: its decisions stamped at `tick`, then checks."""
         self.steps += 1
-        self.state = nxt
+        before, self.state = self.state, nxt
         self.stats.level(tick, self._levels(nxt))
-        self._effects(tick, events)
+        self._effects(tick, events, before)
         if _faulted(nxt):
             self.faults.append((tick, nxt[3][0], nxt[3][1]))
             return FAULT
@@ -516,8 +517,9 @@ class Simulator:
                 self._since_progress = 0
                 return
 
-    def _effects(self, tick: int, events) -> None:
-        """Stamp events at tick; schedule the turn returns they imply."""
+    def _effects(self, tick: int, events, before=None) -> None:
+        """Stamp events at tick; schedule the turn returns they imply.
+        `before`: the state the events' step started from, if known."""
         self.stats.events(tick, events, self.state)
         for e in events:
             k = e[0]
@@ -529,8 +531,10 @@ class Simulator:
                     self.turn_gen[sid] = gen
                     self._push(tick + think, self._turn_prio, TURN, (sid, gen))
             elif k == "stuck":
+                selfp = any(x[0] == "preempt" and x[1] == e[1] and x[3] == "self" for x in events)
+                why = stuck_why(self.m, before, e[1], e[2], selfp) if before is not None else None
                 self._violate(tick, "stuck", stuck_text(self.m.session_label(self.state, e[1]),
-                                                        self.m.pools[e[2]].name))
+                                                        self.m.pools[e[2]].name, why))
                 if self.cfg.stop_on_violation:
                     raise _Stop(VIOLATION)
                 if self._since_progress >= self._watchdog:
@@ -554,10 +558,12 @@ class Simulator:
                 p = cs.f["gate"]
                 q = st[1][p][2]
                 pos = q.index(sid) + 1 if sid in q else "?"
-                out.append(f"{label} waits in the queue of `{m.pools[p].name}` (position {pos} of {len(q)})")
+                out.append(f"{label} waits in the queue of `{m.pools[p].name}` (position {pos} of {len(q)}) "
+                           f"and {refusal(m, st, sid, self.now).why}")
             elif cs.kind == "run":
+                grow = grower_text(m, st, sid)
                 out.append(f"{label} waits to be served by `{m.stages[cs.f['stage']].name}` "
-                           f"({cs.ir.run}, {s[3]} of {s[4]} tokens done)")
+                           f"({cs.ir.run}, {s[3]} of {s[4]} tokens done)" + (f": {grow}" if grow else ""))
             elif cs.kind == "join":
                 out.append(f"{label} waits at `join` for {s[7]} child session(s)")
             else:

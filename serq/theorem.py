@@ -1,5 +1,9 @@
 """`serq explore --theorem`: the completion theorem's hypotheses, checked
-statically on an instance, then the exploration of `completes`.
+statically on an instance, then the exploration of its conclusion: every
+admitted session completes (`completes`, where a state whose unfinished
+sessions all wait for an admission they never had counts as done). A
+session that can never be admitted is a finding of its own, with its
+witness and the gate that refuses it.
 
 The theorem (seed note section 7): under `preempt lifo` and reservation, if
 every session fits the pool alone (cap ≥ prompt + max_out) and no session
@@ -34,8 +38,10 @@ from explorer.walk import walk
 from serq import ir
 from serq.irutil import enclosing_pools, same_expr
 from serq.exploration import explore
-from serq.expr import compile_expr
+from serq.expr import EvalError, compile_expr
+from serq.exprtext import expr_text
 from serq.model import Model
+from serq.words import blocks_over_cap
 
 SOLO_LIMIT = 200_000  # states per solo exploration
 
@@ -278,12 +284,9 @@ def hypotheses(prog: ir.Program, *, deadline: float | None = None, time_limit: f
                                                             max_states=max_states)
     fit_wit = []
     for (pname, pool), (blocks, wit) in sorted(peaks.items()):
-        p = prog.pool(pool)
-        if p.cap is None:
-            continue
-        cap_blocks = p.cap // p.block
-        if blocks > cap_blocks:
-            fit_wit.append(f"{wit} needs {blocks} blocks of `{pool}`; its cap is {cap_blocks} blocks")
+        over = blocks_over_cap(prog.pool(pool), blocks)
+        if over:
+            fit_wit.append(f"{wit} {over}")
     und = bool(undecided)
     h3 = Hypothesis("H3", "fits", "every session's largest demand fits each finite pool alone (in blocks)",
                     None if (und and not fit_wit) else not fit_wit, fit_wit + undecided)
@@ -309,9 +312,113 @@ def table(hs: list[Hypothesis]) -> str:
     return "\n".join(f"{a:<{w0}}  {b:<{w1}}  {c:<{w2}}  {d}".rstrip() for a, b, c, d in rows) + "\n"
 
 
-def theorem_verdict(hs: list[Hypothesis], result) -> tuple[str, int]:
+class _PoolTotals:
+    """The context of an `admit if` read in a state where nothing moves:
+    the pool totals the state alone gives, as the kernel reads them
+    (`free`, -1 for an infinite pool; `allocated`; `holders`); anything
+    else has no value here (the words then claim nothing about the
+    condition)."""
+
+    def __init__(self, m: Model, state) -> None:
+        self.m, self.state = m, state
+
+    def ctx(self, name):
+        raise EvalError(f"`{name}` has no value here")
+
+    def pool(self, fn, pool):
+        p = self.m.pool_index[pool]
+        if fn == "free":
+            return self.state[1][p][0] if self.m.caps[p] is not None else -1
+        if fn == "allocated":
+            return sum(h[2] for s in self.state[0] for h in s[5] if h[1] == p)
+        if fn == "holders":
+            return sum(1 for s in self.state[0] if any(h[1] == p for h in s[5]))
+        raise EvalError(f"`{fn}({pool})` has no value here")
+
+
+def refusal(m: Model, state, sid: int) -> str:
+    """Why the waiting session `sid` is not admitted in `state` (a state
+    where nothing moves), in words: its gate's `admit if` when it is false
+    there, else a need beyond what the pool could give (free and cached
+    units), else its place in the queue. A hold with `at admission`
+    bindings is not evaluated (its attributes get their values only then)."""
+    s = state[0][sid]
+    cp = m.progs[s[0]]
+    st = cp.states[s[1]]
+    spec = st.ir.hold
+    line = f"line {st.at[0]}" if st.at else "?"
+    x = _PoolTotals(m, state)
+    if spec.admit_if is not None and not spec.bindings:
+        try:
+            ok = compile_expr(spec.admit_if, cp.slots)(s[2], x)
+        except EvalError:
+            ok = None
+        if ok is False:
+            read = ", ".join(f"{fn}({pool}) = {x.pool(fn, pool)}"
+                             for fn, pool in _pool_reads(spec.admit_if))
+            return f"({line}): the gate `admit if {expr_text(spec.admit_if)}` is false ({read})"
+    for it in spec.items if not spec.bindings else ():
+        p = m.pool_index[it.pool]
+        free, cache, _queue = state[1][p]
+        cached = sum(e[1] for e in cache)
+        try:
+            need = int(compile_expr(it.need, cp.slots)(s[2], x))
+        except EvalError:
+            continue
+        if m.caps[p] is not None and need > free + cached:
+            more = f", {cached} cached" if cached else ""
+            return f"({line}): the hold on `{it.pool}` needs {need} units, {free} are free{more} (cap {m.caps[p]})"
+    gate = st.f["gate"]
+    queue = state[1][gate][2]
+    if sid in queue and queue.index(sid) > 0:
+        return f"({line}): behind {m.session_label(state, queue[0])} in `{m.pools[gate].name}`'s queue"
+    return f"({line}): the hold on {', '.join(f'`{i.pool}`' for i in spec.items)} is never granted"
+
+
+def _pool_reads(e) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+
+    def go(x):
+        if isinstance(x, ir.PoolRef) and (x.fn, x.pool) not in out:
+            out.append((x.fn, x.pool))
+        for v in vars(x).values():
+            for c in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(c, ir.Node):
+                    go(c)
+
+    go(e)
+    return out
+
+
+def never_admitted(prog: ir.Program, result) -> list[str] | None:
+    """When `result` is a deadlock whose unfinished sessions all wait for an
+    admission they never had: why each waiting session is refused."""
+    from serq.explore import SerqModel
+
+    if result.verdict != "deadlock" or not result.trace:
+        return None
+    sm = SerqModel(prog, checks=None)
+    state = result.trace[-1].state
+    state = state.tuple() if hasattr(state, "tuple") else state
+    if not sm.unadmitted(state):
+        return None
+    why: dict[str, list[str]] = {}
+    for sid, s in enumerate(state[0]):
+        if sm.m.progs[s[0]].states[s[1]].kind == "acquire":
+            why.setdefault(refusal(sm.m, state, sid), []).append(sm.m.session_label(state, sid))
+    return [f"{', '.join(labels)} {text}" for text, labels in why.items()]
+
+
+def theorem_verdict(hs: list[Hypothesis], result, refused: list[str] | None = None) -> tuple[str, int]:
     failed = [h for h in hs if h.holds is False]
     unknown = [h for h in hs if h.holds is None]
+    if refused:
+        holds = "every admitted session completes: the theorem's conclusion holds"
+        if failed or unknown:
+            names = ", ".join(f"{h.code} ({h.name})" for h in failed + unknown)
+            holds = f"hypothesis {names} {'fails' if len(failed + unknown) == 1 else 'fail'}, yet {holds}"
+        return (f"never admitted: {'; '.join(refused)}; {holds}; the deadlock below is the witness",
+                result.exit_code)
     if result.verdict == "violation" and result.kind in ("error", "assert"):
         return (f"the instance fails on its own ({result.kind}), whatever the theorem says: see below",
                 result.exit_code)
@@ -333,9 +440,13 @@ def theorem_verdict(hs: list[Hypothesis], result) -> tuple[str, int]:
 
 
 def check_theorem(prog: ir.Program, **explore_kw):
-    """The hypotheses, then the exploration of `completes` (keyword
+    """The hypotheses, then the exploration of the conclusion (keyword
     arguments as `serq.exploration.explore`): (hypotheses, result, verdict
-    line, exit code). The limits hold over both: the solo runs share the
+    line, exit code). `completes` is explored first; a deadlock in which
+    every session left waits for an admission it never had is explored
+    again with such states counted as done (`Checks.admitted`): what that
+    finds is the theorem's counterexample; if nothing, the first deadlock
+    is the witness of a session never admitted. The limits hold over both: the solo runs share the
     time limit (the exploration gets what they leave) and keep within
     `max_states` each; SIGINT/SIGTERM during them gives the verdict
     "interrupted" with the table so far."""
@@ -361,5 +472,17 @@ def check_theorem(prog: ir.Program, **explore_kw):
             return hs, result, *theorem_verdict(hs, result)
         explore_kw = dict(explore_kw, time_limit=left)
     result = explore(prog, checks=["completes"], **explore_kw)
-    line, code = theorem_verdict(hs, result)
+    refused = never_admitted(prog, result)
+    if refused:
+        from dataclasses import replace
+
+        from serq.explore import Checks
+
+        if tl is not None:
+            explore_kw = dict(explore_kw, time_limit=max(tl - (time.perf_counter() - t0), 1e-3))
+        admitted = explore(prog, checks=replace(Checks.of_program(prog, ["completes"]), admitted=True),
+                           **explore_kw)
+        if admitted.verdict != "pass":
+            result, refused = admitted, None
+    line, code = theorem_verdict(hs, result, refused)
     return hs, result, line, code

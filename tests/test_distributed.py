@@ -21,7 +21,7 @@ from explorer.model import ModelFactory
 from explorer.search import check
 from explorer.swarm import depth_bound, swarm_check
 from serq.cli import main
-from serq.explore import SerqModel
+from serq.explore import Checks, SerqModel
 from serq.exploration import model_identity
 from serq.load import load_path
 
@@ -215,7 +215,8 @@ def test_swarm_finds_a_deadlock_that_replays(capsys):
 
 
 def test_swarm_finds_a_violation():
-    f = factory(ROOT / "instances" / "theorem_no_fit.sq")
+    # a swarm looks for no livelock: the stuck check finds this one
+    f = factory(ROOT / "instances" / "theorem_no_fit.sq", checks=Checks(stuck=True))
     r = swarm_check(f, 2, seed=5)
     assert (r.verdict, r.kind) == ("violation", "stuck")
     assert r.exit_code == 12 and r.replay_path
@@ -231,7 +232,7 @@ def test_swarm_without_a_finding_is_no_proof(capsys):
 
 
 def test_swarm_search_is_reproducible():
-    f = factory(ROOT / "instances" / "theorem_no_fit.sq")
+    f = factory(ROOT / "instances" / "theorem_no_fit.sq", checks=Checks(stuck=True))
     from explorer.swarm import search_once
 
     a = search_once(f, 0, 7, None, 10_000, None, True)

@@ -205,14 +205,17 @@ def _action_texts(sm: SerqModel, n: int) -> list[str]:
     return out
 
 
-def test_a_trace_calls_a_session_stuck_only_when_stuck_is_checked():
-    # the second self-preemption (step 7) repeats the first one's position
+def test_a_trace_calls_a_session_stuck_only_when_stuck_is_checked_or_watched():
+    # the second self-preemption (step 7) repeats the first one's position;
+    # `completes` watches stuck sessions (the positions are kept), a list
+    # without `stuck` does not
     p = prog(SELF_PREEMPT)
-    livelock_only = _action_texts(SerqModel(p, checks=Checks(stuck=False)), 7)
-    with_stuck = _action_texts(SerqModel(p, checks=Checks()), 7)
+    words = "big#1 was preempted again without passing the position of its previous preemption"
+    livelock_only = _action_texts(SerqModel(p, checks=Checks.of_program(p, ["livelock"])), 7)
     assert "self-preemption" in livelock_only[6]
-    assert not any("stuck" in t for t in livelock_only)
-    assert "big#1 was preempted again without passing the position of its previous preemption" in with_stuck[6]
+    assert not any("preempted again" in t for t in livelock_only)
+    for names in (["stuck"], ["completes"]):
+        assert words in _action_texts(SerqModel(p, checks=Checks.of_program(p, names)), 7)[6], names
 
 
 REPEAT_AND_A_LOOK_ALIKE = """

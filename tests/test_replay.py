@@ -30,7 +30,7 @@ workload { 1 x chat; }
 check invariant allocated(kv) <= 1;
 """
 
-STUCK_AT_9 = "0/5/5/0/0/0/0/0/0/0"  # theorem_no_lifo's counterexample: stuck at step 9
+STUCK_AT_9 = "0/5/5/0/0/0/0/0/0/0"  # theorem_no_lifo's counterexample to `stuck`: stuck at step 9
 
 
 def run(capsys, *argv):
@@ -43,7 +43,8 @@ def lines_with(out: str, prefix: str) -> list[str]:
 
 
 def test_a_path_that_goes_on_past_a_stuck_step_is_not_a_pass(capsys):
-    code, out = run(capsys, INST / "theorem_no_lifo.sq", "--replay", STUCK_AT_9 + "/0", "--no-timing")
+    code, out = run(capsys, INST / "theorem_no_lifo.sq", "--replay", STUCK_AT_9 + "/0", "--no-timing",
+                    "--check", "stuck")
     assert code == 12, out
     assert out.startswith("violation (stuck): chat#1 was preempted again without passing the position of its "
                           "previous preemption (at step 9 of the 10 replayed: a behaviour ends at its first "
@@ -84,13 +85,14 @@ def test_replay_has_the_point_of_no_return_of_the_search(name, capsys):
 
 def test_replay_point_of_no_return_bounds(capsys):
     inst = INST / "theorem_no_lifo.sq"
-    code, out = run(capsys, inst, "--replay", STUCK_AT_9, "--json", "--graph-limit", "0")
+    code, out = run(capsys, inst, "--replay", STUCK_AT_9, "--json", "--graph-limit", "0", "--check", "stuck")
     assert code == 12 and "point_of_no_return" not in json.loads(out)
-    code, out = run(capsys, inst, "--replay", STUCK_AT_9, "--graph-limit", "30")
+    # (32 states: a stuck state is no end of a behaviour, the searches go past it)
+    code, out = run(capsys, inst, "--replay", STUCK_AT_9, "--graph-limit", "40", "--check", "stuck")
     assert ("point of no return: step 2 (arrive chat#2 (chat#2 draws prompt=3, chat#2 draws o=3): chat#2 queues "
             "for kv): from step 1 some continuation still completes, from step 2 none does (found by forward "
             "searches from the trace's states") in out
-    code, out = run(capsys, inst, "--replay", STUCK_AT_9, "--max-states", "8")
+    code, out = run(capsys, inst, "--replay", STUCK_AT_9, "--max-states", "8", "--check", "stuck")
     assert "cut by --max-states 8, after 8 states; from step 2 on none completes)" in out
     # a passing path is no counterexample: nothing to locate
     code, out = run(capsys, inst, "--replay", "0/5/5")
@@ -103,7 +105,9 @@ def test_swarm_counterexamples_have_a_point_of_no_return(capsys):
     assert lines_with(out, "point of no return: ") == [
         "point of no return: the initial state: no behaviour completes (46 of 46 reachable states cannot complete)"]
     # one search (deterministic): its own path, doomed when chat#1 draws its largest values
-    code, out = run(capsys, INST / "theorem_no_fit.sq", "--swarm", "1", "-q", "--no-timing", "--json")
+    # (a swarm looks for no livelock: this one is found as a stuck session)
+    code, out = run(capsys, INST / "theorem_no_fit.sq", "--swarm", "1", "-q", "--no-timing", "--json",
+                    "--check", "stuck")
     d = json.loads(out)
     assert code == 12 and d["verdict"] == "violation"
     nr = d["point_of_no_return"]

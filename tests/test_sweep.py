@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # demand is prompt 3 + o 3 - 1 = 5 tokens, 3 blocks of 2, so every chat
 # completes from KV = 6 on (the theorem's hypotheses then hold); at 4 or 5
 # units (2 whole blocks) a chat drawing prompt=3, o=3 preempts itself at
-# the same token again: stuck; at 2 or 3 units (1 block) a chat drawing
+# the same token for ever: livelock; at 2 or 3 units (1 block) a chat drawing
 # prompt=3 cannot even reserve its prompt (2 blocks): deadlock.
-KV_VERDICTS = {2: "deadlock", 3: "deadlock", 4: "violation (stuck)", 5: "violation (stuck)",
+KV_VERDICTS = {2: "deadlock", 3: "deadlock", 4: "livelock", 5: "livelock",
                6: "pass", 7: "pass", 8: "pass", 9: "pass"}
 
 
@@ -38,13 +38,13 @@ def test_sweep_capacity_boundary(theorem_kv, capsys):
     assert {r["value"]: (r["verdict"] + (f" ({r['kind']})" if r["kind"] else "")) for r in d["rows"]} == KV_VERDICTS
     assert (d["monotone"], d["last_fail"], d["first_pass"]) == (True, 5, 6)
     cex = d["counterexample"]
-    assert cex["value"] == 5 and cex["result"]["kind"] == "stuck"
+    assert cex["value"] == 5 and cex["result"]["verdict"] == "livelock"
     assert cex["result"]["point_of_no_return"]["step"] == 1
     assert main(["sweep", str(theorem_kv), "--vary", "KV=2..9", "--no-timing", "--workers", "1"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("sweep KV over 2..9 (8 values, every value)\n")
     assert "smallest passing KV = 6; fails at KV = 5 (monotone: one change of verdict over every value)" in out
-    assert "the counterexample at KV = 5:\nviolation (stuck): chat#1" in out
+    assert "the counterexample at KV = 5:\nlivelock: a cycle" in out
 
 
 def test_sweep_bisect(theorem_kv):

@@ -328,7 +328,7 @@ PAST_STUCK = STUCK_AT_9 + "/0"
 
 
 def test_ui_judges_every_state_of_a_path():
-    c = ui_client(str(INST / "theorem_no_lifo.sq"))[1]
+    c = ui_client(str(INST / "theorem_no_lifo.sq"), checks=["stuck"])[1]
     v = c.get(f"/api/state/{PAST_STUCK}").get_json()
     assert v["depth"] == 10 and v["problems"] == []  # the last state alone violates nothing
     assert v["verdict"] == {"verdict": "violation", "kind": "stuck", "step": 9, "path": STUCK_AT_9,

@@ -265,6 +265,24 @@ class Engine:
         self.load(state)
         return tuple(int(evictable_sum(self.K, self.w, p)) for p in range(len(self.program.pools)))
 
+    def explain_admission(self, state, sid: int, si: int, now: int = 0):
+        """Why the waiting hold of session sid is or is not admitted, by the
+        admission's own evaluation (stage si's budget; -1: event driven):
+        (admit_if, items, fault). admit_if is None (no `admit if`) or its
+        truth; items are (pool, reuse, need, take, obtainable) in units,
+        need and take in whole blocks, obtainable None for an infinite pool;
+        fault is the message of a header that cannot be evaluated, else None."""
+        self.load(state)
+        out = np.zeros(2 + 5 * max(self.low.NP, 1), np.int64)
+        _kernel().explain(self.K, self.w, sid, si, now, out)
+        fault = self._fault(int(self.w[R_FAULT]))[1] if self.w[R_HALT] == HALT_FAULT else None
+        self._in_w = None  # the scratch and perhaps the fault slots were written: load again
+        items = []
+        for i in range(int(out[0])):
+            p, reuse, need, take, obt = (int(x) for x in out[2 + 5 * i: 7 + 5 * i])
+            items.append((p, reuse, need, take, None if obt < 0 else obt))
+        return (None if out[1] < 0 else bool(out[1])), items, fault
+
     def pc_of_state(self, state, sid: int) -> tuple[int, int]:
         if isinstance(state, RowState) and state.cap == self.cap:
             b = RHDR + sid * self.SF

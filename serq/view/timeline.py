@@ -103,8 +103,19 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
         "pools": pools,
         "wait_cycle": wait_cycle,
         "diagnosis": list(result.diagnosis),
+        "warnings": warnings(sm.program),
         "no_return": no_return_line(result) if nr is not None else None,
     }
+
+
+def warnings(prog) -> list[dict]:
+    """The instance's validation warnings (W500, W504, ... that may have
+    predicted the counterexample), located."""
+    from serq.validate import validate
+
+    return [{"code": d.code, "where": f"line {d.line}:{d.col}" if d.line >= 1 else "",
+             "message": d.message, "notes": list(d.notes)}
+            for d in validate(prog, explorer=True) if not d.is_error]
 
 
 def _pct(units: int, scale: int) -> str:

@@ -10,11 +10,12 @@ from serq.semantics.kernel.abi import (
     R_HALT,
     R_ULOG,
     F_NH, HS_OWN, HS_POOL, HW, F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
-    S_ULOGN, S_PSNAPON, S_SEGCUR,
+    S_ULOGN, S_PSNAPON, S_SEGCUR, BIG,
 )
 from serq.semantics.kernel.core import allocated, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.evaluate import ev
-from serq.semantics.kernel.iterate import step
+from serq.semantics.kernel.iterate import stage_budget, stage_shape, step
+from serq.semantics.kernel.session import explain_admit
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -71,6 +72,21 @@ def eval_at(K, w, code, ab, sid, now):
     pool queries for sid (-1: none); only `now` is in the context."""
     prepare(K, w, now, 0, 0, 0)
     return ev(K, code, w, ab, sid)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def explain(K, w, sid, si, now, out):
+    """Why the queued hold of sid is or is not admitted (the explanation of
+    session.admit_plan, into out), evaluated with the budget an iteration
+    of stage si would admit it with (si -1: an event-driven pool)."""
+    prepare(K, w, now, 0, 0, 0)
+    budget = BIG
+    if si >= 0:
+        nr, ndec, kvb = stage_shape(K, w, si)
+        budget = stage_budget(K, w, si, nr, ndec, kvb)
+        if w[R_HALT] != HALT_NONE:
+            return
+    explain_admit(K, w, sid, budget, out)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)

@@ -200,39 +200,56 @@ def chunk_of(K, w, code, nreq, ndec, kvb, budget_left):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def iterate(K, w, si):
-    """One iteration of stage si, atomically: serve, admit, complete.
-    Returns False for a zero-work iteration (not an action)."""
-    n_s = w[R_NSESS]
-    stt = K[H_STAGET] + STAGE_W * si
+def stage_shape(K, w, si):
+    """The residents of stage si with work left, into S_RES (every
+    session's served count zeroed), and the step's shape: (nreq, ndec, kvb)."""
     RES = K[S_RES]
     SV = K[S_SERVED]
-    OR = K[S_ORDER]
     nr = 0
     ndec = 0
     kvb = 0
-    for sid in range(n_s):
+    for sid in range(w[R_NSESS]):
         sb = sbase(K, sid)
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-        SVs = SV + sid
-        w[SVs] = 0
+        w[SV + sid] = 0
         if K[r] == K_RUN and K[r + 4] == si and w[sb + F_RD] < w[sb + F_RT]:
             w[RES + nr] = sid
             nr += 1
             ndec += K[r + 7]
             kvb += kv_blocks(K, w, sid)
-    w[K[S_SSUM]] = 0
+    return nr, ndec, kvb
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def stage_budget(K, w, si, nr, ndec, kvb):
+    """Stage si's budget for an iteration of this shape (BIG: none); the
+    pools snapshotted first when the stage reads them at @step."""
+    stt = K[H_STAGET] + STAGE_W * si
     if K[stt + 7]:
         snapshot_pools(K, w)
+    if K[stt] < 0:
+        return BIG
+    shape_ctx(K, w, nr, ndec, kvb)
+    w[K[S_PSNAPON]] = 1
+    budget = ev(K, K[stt], w, 0, -1)
+    w[K[S_PSNAPON]] = 0
+    return budget
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def iterate(K, w, si):
+    """One iteration of stage si, atomically: serve, admit, complete.
+    Returns False for a zero-work iteration (not an action)."""
+    stt = K[H_STAGET] + STAGE_W * si
+    RES = K[S_RES]
+    SV = K[S_SERVED]
+    OR = K[S_ORDER]
+    nr, ndec, kvb = stage_shape(K, w, si)
+    w[K[S_SSUM]] = 0
     inf = K[stt] < 0
-    budget = BIG
-    if not inf:
-        shape_ctx(K, w, nr, ndec, kvb)
-        w[K[S_PSNAPON]] = 1
-        budget = ev(K, K[stt], w, 0, -1)
-        w[K[S_PSNAPON]] = 0
-        if halted(K, w):
-            return True
+    budget = stage_budget(K, w, si, nr, ndec, kvb)
+    if halted(K, w):
+        return True
     budget_left = budget
     has_chunk = K[stt + 1] >= 0
     chunk = 0

@@ -356,26 +356,51 @@ def admit_ctx(K, w, budget_left):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def try_admit(K, w, sid, budget_left):
-    """Evaluate a queued hold's admission header; admit it if it fits.
-    While it runs, `cached(P)` is the hold's hit (S_SEGCUR: the prefix
-    its content in each pool begins with)."""
+def segments(K, w, sid, on):
+    """While a queued hold's header runs, `cached(P)` is the hold's hit
+    (S_SEGCUR: the prefix its content in each pool begins with); off: none."""
+    SC = K[S_SEGCUR]
+    if not on:
+        for p in range(K[H_NP]):
+            w[SC + p] = -1
+        return
     sb = sbase(K, sid)
     r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
     hs = K[r + 5]
     ai = hs + 1 + 2 * K[hs]
-    SC = K[S_SEGCUR]
     for i in range(K[ai + 1]):
         it = ai + 2 + 8 * i
         w[SC + K[it]] = K[it + 7]
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def try_admit(K, w, sid, budget_left):
+    """Evaluate a queued hold's admission header; admit it if it fits."""
+    segments(K, w, sid, True)
     ok = admit_hold(K, w, sid, budget_left)
-    for p in range(K[H_NP]):
-        w[SC + p] = -1
+    segments(K, w, sid, False)
     return ok
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def admit_hold(K, w, sid, budget_left):
+def explain_admit(K, w, sid, budget_left, out):
+    """Why a queued hold is or is not admitted: admit_plan's explanation
+    (below) into out; nothing is admitted."""
+    segments(K, w, sid, True)
+    admit_plan(K, w, sid, budget_left, True, out)
+    segments(K, w, sid, False)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def admit_plan(K, w, sid, budget_left, explain, out):
+    """A queued hold's header evaluated (its bindings into the trial
+    attributes S_TRIAL, `admit if`, each pool's reuse, need and take) and
+    its admission planned (S_PLAN: reuse and take per pool): True if it
+    fits. `explain`: go on past a refusal and write into out: out[0] the
+    pools evaluated, out[1] the `admit if` (-1 none, 0 false, 1 true), then
+    per pool five ints: the pool, reuse, need and take (in units, whole
+    blocks) and what it can obtain (free + evictable - the evictable part
+    of the reuse; -1: an infinite pool). A fault stops it either way."""
     sb = sbase(K, sid)
     prog = w[sb + F_PROG]
     r = st_row(K, prog, w[sb + F_PC])
@@ -392,11 +417,21 @@ def admit_hold(K, w, sid, budget_left):
             return False
         w[TR + K[hs + 1 + 2 * i]] = v
     ai = hs + 1 + 2 * nb
+    fits = True
+    if explain:
+        out[0] = 0
+        out[1] = -1
     if K[ai] >= 0:
         admit_ctx(K, w, budget_left)
         ok = ev(K, K[ai], w, TR, sid)
-        if halted(K, w) or ok == 0:
+        if halted(K, w):
             return False
+        if explain:
+            out[1] = 1 if ok != 0 else 0
+        if ok == 0:
+            if not explain:
+                return False
+            fits = False
     ni = K[ai + 1]
     PL = K[S_PLAN]
     for i in range(ni):
@@ -427,12 +462,40 @@ def admit_hold(K, w, sid, budget_left):
             return False
         need = -(-max(need, 0) // bs) * bs
         take = -(-max(take, 0) // bs) * bs
+        obt = -1
         if K[pr] >= 0:
             obt = w[pbase(K, p) + P_FREE] + evictable_sum(K, w, p) - reuse_evictable(K, w, p, K[it + 7], reuse)
             if need > obt or take > obt:
-                return False
+                if not explain:
+                    return False
+                fits = False
+        if explain:
+            o = 2 + 5 * i
+            out[o] = p
+            out[o + 1] = reuse
+            out[o + 2] = need
+            out[o + 3] = take
+            out[o + 4] = obt
+            out[0] = i + 1
         w[PL + 2 * i] = reuse
         w[PL + 2 * i + 1] = take
+    return fits
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def admit_hold(K, w, sid, budget_left):
+    """admit_plan, then the admission: the attributes, the holds, the units."""
+    if not admit_plan(K, w, sid, budget_left, False, w):
+        return False
+    sb = sbase(K, sid)
+    prog = w[sb + F_PROG]
+    r = st_row(K, prog, w[sb + F_PC])
+    hs = K[r + 5]
+    TR = K[S_TRIAL]
+    NA = K[H_NA]
+    ai = hs + 1 + 2 * K[hs]
+    ni = K[ai + 1]
+    PL = K[S_PLAN]
     w[K[S_ADMITS]] += 1
     if w[K[S_ADMITS]] > ADMIT_LIMIT:
         fault(K, w, FT_ADMITS, sid, 0, 0)
