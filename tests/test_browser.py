@@ -30,7 +30,9 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = "/usr/bin/chromium"
 # a closed network: no background traffic, no first-run or update checks
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        # another site's name resolved to 127.0.0.1, as a DNS rebinding attack does
+        "--host-resolver-rules=MAP rebind.test 127.0.0.1"]
 
 
 def _missing() -> str | None:
@@ -202,6 +204,8 @@ def test_simulation_plots_in_the_browser(page, tmp_path):
 
 
 def test_clicking_in_serq_ui_reaches_the_replayed_state(page):
+    from playwright.sync_api import expect
+
     inst = str(INST / "multiturn_chat.sq")
     proc = subprocess.Popen([sys.executable, "-m", "serq", "ui", inst, "--port", "0"], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -232,7 +236,8 @@ def test_clicking_in_serq_ui_reaches_the_replayed_state(page):
         assert page.inner_text("#message") == "bad replay path `0/9`: step 1: action index 9 out of range (2 actions)"
         # the shortest path to the first violation: this instance has none
         page.goto(url + "violation")
-        assert page.inner_text("#message").startswith("pass: no violation in")
+        page.click("#search")
+        expect(page.locator("#message")).to_have_text(re.compile("^pass: no violation in"), timeout=60_000)
         shot(page, "ui_violation")
     finally:
         proc.send_signal(signal.SIGINT)
@@ -245,13 +250,15 @@ def test_clicking_in_serq_ui_reaches_the_replayed_state(page):
 
 
 def test_serq_ui_links_to_the_violation_timeline(page):
+    from playwright.sync_api import expect
+
     proc = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(INST / "self_preempt.sq"), "--port", "0"],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = re.search(r"http://127\.0\.0\.1:\d+/", proc.stdout.readline()).group(0)
         page.goto(url)
         page.click("#violation-link")
-        assert page.inner_text("#message").startswith("livelock:")
+        expect(page.locator("#message")).to_have_text(re.compile("^livelock:"), timeout=60_000)
         page.click("#violation-state")
         assert page.inner_text("#path") == "0/0/0/0/0/0"
         page.goto(url + "violation")
@@ -265,3 +272,41 @@ def test_serq_ui_links_to_the_violation_timeline(page):
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+# a page of another site that tries to use the explorer on 127.0.0.1:PORT
+ATTACK = """<!DOCTYPE html><html><body>
+<img src="http://127.0.0.1:PORT/state/0/0/0">
+<form id="f" method="post" action="http://127.0.0.1:PORT/violation"><input name="token" value="guess"></form>
+<script>
+fetch("http://127.0.0.1:PORT/api/state/0", {mode: "no-cors"}).catch(() => {});
+setTimeout(() => document.getElementById("f").submit(), 300);
+</script></body></html>"""
+
+
+def test_serq_ui_is_not_for_another_sites_page(page):
+    proc = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(INST / "self_preempt.sq"), "--port", "0"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
+        port = url.group(1)
+        # DNS rebinding: the browser reaches 127.0.0.1 under another site's name, and is refused
+        page.route(re.compile(r"^http://rebind\.test:"), lambda route: route.continue_())
+        r = page.goto(f"http://rebind.test:{port}/api/state/0")
+        assert r.status == 403 and "this explorer answers only" in page.inner_text("body")
+        assert "self_preempt" not in page.content()
+        # another site's page: an image, a fetch and a form posted to the search get nothing started
+        page.route("http://attacker.test/", lambda route: route.fulfill(
+            body=ATTACK.replace("PORT", port), content_type="text/html"))
+        with page.expect_navigation(url=re.compile(r"/violation$")):
+            page.goto("http://attacker.test/")
+        page.goto(url.group(0) + "violation")
+        assert page.is_visible("#search") and "it starts with this button" in page.inner_text("#message")
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0

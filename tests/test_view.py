@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -244,11 +246,22 @@ def test_progress_display_on_a_terminal_is_erased():
 # ---------------------------------------------------------------- serq ui (routes)
 
 
+PORT = 8123
+
+
+def ui_client(source: str, name: str = "x.sq", **bounds):
+    """(explorer, test client) of an instance given as a file or a text,
+    served as on 127.0.0.1:PORT."""
+    prog = load_path(source, explorer=True).program if source.endswith(".sq") else load_text(source).program
+    ex = Explorer(prog, name, **bounds)
+    app = make_app(ex, PORT)
+    app.config["SERVER_NAME"] = f"127.0.0.1:{PORT}"  # the test client's Host
+    return ex, app.test_client()
+
+
 @pytest.fixture(scope="module")
 def client():
-    prog = load_path(str(INST / "self_preempt.sq"), explorer=True).program
-    app = make_app(Explorer(prog, "instances/self_preempt.sq"))
-    return app.test_client()
+    return ui_client(str(INST / "self_preempt.sq"), "instances/self_preempt.sq")[1]
 
 
 def test_ui_state_pages_follow_the_replay(client):
@@ -262,7 +275,17 @@ def test_ui_state_pages_follow_the_replay(client):
     assert [a["text"] for a in view["actions"]] == [sm.format_action(trace[-1].state, a)
                                                      for a in sm.actions(trace[-1].state)]
     html = client.get("/state/0/0/0/0").get_data(as_text=True)
-    assert 'href="/state/0/0/0/0/0"' in html and "preempt long#1 (kv full, lifo, self-preemption)" in html
+    assert 'href="?action=0"' in html and "preempt long#1 (kv full, lifo, self-preemption)" in html
+    # the links are relative to the path: an action extends it, a step cuts it
+    assert client.get("/state/0/0/0/0?action=0").headers["Location"] == "/state/0/0/0/0/0"
+    assert client.get("/state/0/0/0/0?step=1").headers["Location"] == "/state/0/0"
+    assert client.get("/state/0/0/0/0?step=0").headers["Location"] == "/state/0"
+    r = client.get("/state/0/0?step=2")
+    assert r.status_code == 400 and "no step `2` of the path `0/0`, which has 1 step(s)" in r.get_data(as_text=True)
+    for bad in ("-1", "\u00b2", "1" * 5000, ""):
+        assert client.get("/state/0/0", query_string={"step": bad}).status_code == 400
+        r = client.get("/state/0/0", query_string={"action": bad})
+        assert r.status_code == 400 and "an action is its index" in r.get_data(as_text=True)
 
 
 def test_ui_bad_paths_get_a_message_not_a_trace(client):
@@ -277,8 +300,20 @@ def test_ui_bad_paths_get_a_message_not_a_trace(client):
     assert client.get("/timeline/0/9").status_code == 404
 
 
+def search(client) -> str:
+    """Start the violation search from a state page's button; its page."""
+    token = re.search(r'name="token" value="([^"]+)"', client.get("/state/0").get_data(as_text=True)).group(1)
+    assert client.post("/violation", data={"token": token}).status_code == 303
+    for _ in range(600):
+        html = client.get("/violation").get_data(as_text=True)
+        if "searching for" not in html:
+            return html
+        time.sleep(0.1)
+    raise AssertionError("the search did not end")
+
+
 def test_ui_violation_and_timelines(client):
-    html = client.get("/violation").get_data(as_text=True)
+    html = search(client)
     assert "livelock: a cycle of 3 steps" in html and 'href="/state/0/0/0/0/0/0"' in html
     tl = client.get("/violation/timeline").get_data(as_text=True)
     assert 'data-returns-to="2"' in tl
@@ -293,8 +328,7 @@ PAST_STUCK = STUCK_AT_9 + "/0"
 
 
 def test_ui_judges_every_state_of_a_path():
-    prog = load_path(str(INST / "theorem_no_lifo.sq"), explorer=True).program
-    c = make_app(Explorer(prog, "instances/theorem_no_lifo.sq", checks=["stuck"])).test_client()
+    c = ui_client(str(INST / "theorem_no_lifo.sq"), checks=["stuck"])[1]
     v = c.get(f"/api/state/{PAST_STUCK}").get_json()
     assert v["depth"] == 10 and v["problems"] == []  # the last state alone violates nothing
     assert v["verdict"] == {"verdict": "violation", "kind": "stuck", "step": 9, "path": STUCK_AT_9,
@@ -320,6 +354,181 @@ def test_ui_timeline_of_a_lasso_is_a_livelock(client):
     assert (v["verdict"], v["step"]) == ("livelock", 5)
 
 
+# ---------------------------------------------------------------- serq ui (who may ask, what it costs)
+
+# one session of 20,000 decode iterations: paths as long as a test wants, none failing
+LONG = """
+pool kv { cap 64; admit via gpu; }
+stage gpu { budget 8; }
+session s { hold kv reserve 8 { prefill 4; decode 20000; } end; }
+workload { 1 x s; }
+"""
+
+
+def zeros(steps: int) -> str:
+    return "/".join(["0"] * (steps + 1))
+
+
+def test_ui_answers_only_its_own_host(client):
+    # DNS rebinding: another site's name resolved to 127.0.0.1 reaches the server with that name
+    for host in ("rebind.example:8123", "rebind.example", "127.0.0.1:9999", "localhost", "127.0.0.1.nip.io:8123"):
+        for url in ("/api/state/0", "/state/0", "/", "/violation", "/nowhere"):
+            r = client.get(url, headers={"Host": host})
+            text = r.get_data(as_text=True)
+            assert r.status_code == 403, (host, url)
+            assert f"names the host `{host}`" in text and "self_preempt" not in text and "kv" not in text
+    for host in ("127.0.0.1:8123", "localhost:8123", "LOCALHOST:8123"):
+        assert client.get("/api/state/0", headers={"Host": host}).status_code == 200
+
+
+def test_ui_serves_no_file_of_the_current_directory(tmp_path, monkeypatch):
+    (tmp_path / "static").mkdir()
+    (tmp_path / "static" / "secret.txt").write_text("secret")
+    monkeypatch.chdir(tmp_path)
+    _ex, c = ui_client(str(INST / "self_preempt.sq"))
+    for url in ("/static/secret.txt", "/static/../static/secret.txt", "/secret.txt"):
+        r = c.get(url)
+        assert r.status_code == 404 and "secret" not in r.get_data(as_text=True).replace("secret.txt", "")
+
+
+def test_ui_refuses_another_sites_images_scripts_and_frames(client):
+    fetch = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"}
+    r = client.get("/state/0", headers=fetch)
+    assert r.status_code == 403 and "a page of another site asked" in r.get_data(as_text=True)
+    for mode, dest in (("cors", "empty"), ("navigate", "iframe"), ("no-cors", "script")):
+        h = {**fetch, "Sec-Fetch-Mode": mode, "Sec-Fetch-Dest": dest}
+        assert client.get("/api/state/0", headers=h).status_code == 403
+        assert client.get("/state/0", headers={**h, "Sec-Fetch-Site": "same-site"}).status_code == 403
+    # a link followed from another site opens; the explorer's own requests and typed addresses too
+    nav = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    r = client.get("/state/0", headers=nav)
+    assert r.status_code == 200 and r.headers["X-Frame-Options"] == "DENY"
+    assert "frame-ancestors 'none'" in r.headers["Content-Security-Policy"]
+    for site in ("same-origin", "none"):
+        assert client.get("/state/0", headers={**fetch, "Sec-Fetch-Site": site}).status_code == 200
+
+
+def test_ui_violation_search_starts_from_its_own_page_only():
+    ex, c = ui_client(str(INST / "self_preempt.sq"))
+    # asking for the page, or its timeline, does not search (an <img> of another site could)
+    html = c.get("/violation").get_data(as_text=True)
+    assert 'id="search"' in html and "it starts with this button" in html
+    assert c.get("/violation/timeline").headers["Location"] == "/violation"
+    assert ex.search() == ("idle", None)
+    refused = [({}, {}), ({"token": "guess"}, {}),
+               ({"token": ex.token}, {"Sec-Fetch-Site": "cross-site"}),
+               ({"token": ex.token}, {"Sec-Fetch-Site": "same-site"}),
+               ({"token": ex.token}, {"Origin": "http://attacker.example"}),
+               ({"token": ex.token}, {"Origin": "http://127.0.0.1:9999"})]
+    for form, headers in refused:
+        r = c.post("/violation", data=form, headers=headers)
+        assert r.status_code == 403 and "refused" in r.get_data(as_text=True), (form, headers)
+    assert ex.search() == ("idle", None)
+    r = c.post("/violation", data={"token": ex.token},
+               headers={"Origin": "http://127.0.0.1:8123", "Sec-Fetch-Site": "same-origin"})
+    assert r.status_code == 303 and ex.search()[0] in ("running", "done")
+    assert "livelock: a cycle of 3 steps" in search(c)
+
+
+def test_ui_bounds_the_path_the_time_and_the_page():
+    _ex, c = ui_client(LONG, max_steps=100)
+    assert c.get(f"/state/{zeros(100)}").status_code == 200
+    for url in (f"/state/{zeros(101)}", f"/timeline/{zeros(101)}", f"/go?path={zeros(101)}",
+                f"/state/{zeros(100)}?action=0"):
+        r = c.get(url, follow_redirects=True)
+        assert r.status_code == 414, url
+        assert "the replay path has 101 steps; serq ui shows paths of at most 100 steps" in r.get_data(as_text=True)
+    r = c.get(f"/api/state/{zeros(101)}")
+    assert r.status_code == 414 and "at most 100 steps" in r.get_json()["error"]
+    # the default: 10,000 steps, refused before any replay
+    _ex, c = ui_client(LONG)
+    t = time.monotonic()
+    assert c.get(f"/state/{zeros(10_001)}").status_code == 414 and time.monotonic() - t < 1
+    # a time budget: the replay stops at the next step past it
+    _ex, c = ui_client(LONG, request_seconds=0.05)
+    t = time.monotonic()
+    r = c.get(f"/state/{zeros(5000)}")
+    assert r.status_code == 503 and time.monotonic() - t < 2
+    assert "this page needs more than 0.05 s of CPU time, the most serq ui gives one request" in r.get_data(as_text=True)
+    assert c.get(f"/api/state/{zeros(5000)}").status_code == 503
+    # a page size
+    _ex, c = ui_client(LONG, max_page=60_000)
+    assert c.get(f"/state/{zeros(10)}").status_code == 200
+    r = c.get(f"/state/{zeros(1000)}")
+    assert r.status_code == 500 and "larger than 60,000 bytes, the most serq ui serves" in r.get_data(as_text=True)
+    assert c.get(f"/timeline/{zeros(100)}").status_code == 500
+
+
+def test_ui_page_is_linear_in_the_path():
+    _ex, c = ui_client(LONG)
+    sizes = {n: len(c.get(f"/state/{zeros(n)}").data) for n in (1000, 2000)}
+    assert sizes[2000] < 2.1 * sizes[1000] and sizes[2000] < 250_000  # was 8.4 MB: every step linked its path
+    html = c.get(f"/state/{zeros(2000)}").get_data(as_text=True)
+    assert html.count(zeros(2000)) <= 6  # the path is given a few times, not once per step
+    assert html.count('href="?step=') == 2001 + 25  # every step under "How it got here", the last crumbs
+    assert len(c.get(f"/api/state/{zeros(2000)}").data) < 250_000
+
+
+def test_ui_requests_do_not_wait_on_each_other():
+    ex, c = ui_client(LONG, models=2, request_seconds=0.5)
+    with ex.models.borrow(ex.budget()):  # a long request holds a model: another is answered meanwhile
+        assert c.get("/api/state/0/0").get_json()["depth"] == 1
+        with ex.models.borrow(ex.budget()):  # every model busy: the next one waits its budget, then is told
+            t = time.monotonic()
+            r = c.get("/state/0/0")
+            assert r.status_code == 503 and 0.4 < time.monotonic() - t < 5
+            assert "serq ui works on at most 2 requests at once and none ended within 0.5 s" in \
+                r.get_data(as_text=True)
+    assert c.get("/state/0/0").status_code == 200
+
+
+def test_ui_answers_while_a_long_request_runs(tmp_path):
+    """A real server: a long request holds no lock the others wait on,
+    and a name other than its own is refused."""
+    import http.client
+    import threading
+    import urllib.request
+
+    inst = tmp_path / "long.sq"
+    inst.write_text(LONG)
+    p = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(inst), "--port", "0"],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://127\.0\.0\.1:(\d+)/", p.stdout.readline())
+        port = int(url.group(1))
+        ends = {}
+
+        def get(name, path):
+            with urllib.request.urlopen(url.group(0) + path, timeout=120) as r:
+                assert r.status == 200
+                r.read()
+            ends[name] = time.monotonic()
+
+        get("warm", "state/0")
+        t0 = time.monotonic()
+        long = threading.Thread(target=get, args=("long", f"timeline/{zeros(8000)}"))  # ~2 s of CPU
+        long.start()
+        time.sleep(0.2)
+        t1 = time.monotonic()
+        get("short", "state/0/0")
+        long.join()
+        # the short one is answered meanwhile, not after the long one's work
+        assert ends["short"] - t1 < (ends["long"] - t0) / 10  # 0.01 s vs 3 s; behind a lock, 2.3 s vs 5 s
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", "/api/state/0", headers={"Host": f"rebind.example:{port}"})
+        r = conn.getresponse()
+        assert r.status == 403 and b"long.sq" not in r.read()
+        conn.close()
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+    assert p.returncode == 0
+
+
 # ---------------------------------------------------------------- serq ui (command)
 
 
@@ -328,6 +537,8 @@ def test_ui_rejects_a_bad_replay_path_and_a_busy_port(capsys):
     assert main(["ui", inst, "--replay", "0/5"]) == 2
     err = capsys.readouterr().err
     assert "error[E013]: bad replay path `0/5`: step 1: action index 5 out of range" in err
+    assert main(["ui", inst, "--replay", zeros(10_001)]) == 2
+    assert "the replay path has 10,001 steps; serq ui shows paths of at most 10,000 steps" in capsys.readouterr().err
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()

@@ -123,12 +123,15 @@ def _pct(units: int, scale: int) -> str:
     return f"{100 * units / scale:.2f}" if scale else "0.00"
 
 
+def timeline_values(data: dict) -> dict:
+    """The values of timeline.html.j2 for the data of `timeline`."""
+    return {"t": data, "phases": PHASES, "phase_words": PHASE_WORDS, "version": __version__}
+
+
 def render_timeline(data: dict) -> str:
     from serq.view import environment
 
-    env = environment()
-    return env.get_template("timeline.html.j2").render(
-        t=data, phases=PHASES, phase_words=PHASE_WORDS, version=__version__)
+    return environment().get_template("timeline.html.j2").render(**timeline_values(data))
 
 
 def timeline_page(sm: SerqModel, result, instance: str) -> str:

@@ -2,13 +2,17 @@
 spirit of Stateright's explorer.
 
 A page is a replay path (`/state/0/2/1`): the server replays it through
-the same `SerqModel` and the same `explorer.trace.replay` as
+the same model and the same `explorer.trace.replay` as
 `serq explore --replay`, so a state reached by clicking is the state that
 replaying its path prints. Nothing is stored between requests but the
-result of the violation search, which runs once, when first asked.
+result of the violation search, which runs once, in the background, when
+the explorer's own page asks for it.
 
-Flask serves it (werkzeug's threaded server on 127.0.0.1 only); a lock
-keeps the model's memo of its last state to one request at a time.
+Flask serves it (werkzeug's threaded server on 127.0.0.1 only). What a
+request may cost and who may make one is serq.view.uilimits: only this
+server's Host, no other site's images, scripts or frames, a bounded path,
+time and page; each request borrows a model of its own, so a long one
+does not hold up the others.
 """
 
 from __future__ import annotations
@@ -16,19 +20,26 @@ from __future__ import annotations
 import errno
 import json
 import logging
+import re
+import secrets
 import socket
 import sys
 import threading
+import time
+from contextlib import contextmanager
 
 from explorer.fingerprint import format_fp
 from explorer.trace import NondeterministicModel, ReplayError, format_path, parse_path, replay
 from serq.diagnostics import Diagnostic, SerqError
 from serq.exits import add_parser
-from serq.explore import (Checks, SerqModel, pool_levels, pool_text, session_phase, session_text)
+from serq.explore import Checks, pool_levels, pool_text, session_phase, session_text
+from serq.view.uilimits import (MAX_PAGE, MAX_STEPS, MODELS, REQUEST_SECONDS, Budget, BudgetedModel, ModelPool,
+                                Refused, check_request, check_search, check_steps, render)
 
 PHASE_WORDS = {"not-arrived": "not arrived", "queued": "queued", "preempted": "queued after a preemption",
                "prefill": "prefill", "decode": "decode", "turn": "waits at turn", "join": "waits at join",
                "done": "done", "other": "internal"}
+CRUMBS = 24  # the last steps the breadcrumbs link to (every step is under "How it got here")
 
 
 class Explorer:
@@ -36,31 +47,49 @@ class Explorer:
 
     def __init__(self, program, instance: str, *, ties: str = "all", symmetry: bool = True,
                  checks: list[str] | None = None, max_states: int | None = None,
-                 time_limit: float | None = None, memory_limit: int | None = None):
+                 time_limit: float | None = None, memory_limit: int | None = None,
+                 max_steps: int = MAX_STEPS, request_seconds: float = REQUEST_SECONDS,
+                 max_page: int = MAX_PAGE, models: int = MODELS):
         self.program = program
         self.instance = instance
         self.ties, self.symmetry, self.check_names = ties, symmetry, checks
         self.max_states = max_states
         self.time_limit, self.memory_limit = time_limit, memory_limit
-        self.model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
-        self.lock = threading.Lock()
+        self.max_steps, self.request_seconds, self.max_page = max_steps, request_seconds, max_page
+        checked = Checks.of_program(program, checks)
+        self.models = ModelPool(lambda: BudgetedModel(program, ties=ties, symmetry=symmetry, checks=checked),
+                                models)
+        self.token = secrets.token_urlsafe(24)  # the violation search's: only the explorer's pages carry it
+        self._search_lock = threading.Lock()
+        self._search: threading.Thread | None = None
+        self._search_started = 0.0
         self._violation = None
+        self._search_error: str | None = None
         self.start = "0"  # where / leads: the initial state, or the run given with --replay
 
-    def trace(self, path: str):
-        """Replay a path; ReplayError for a path that is not a run."""
-        parse_path(path)  # the format first: its message names the path
-        with self.lock:
-            return replay(self.model, path)
+    def budget(self) -> Budget:
+        return Budget(self.request_seconds)
 
-    def state_view(self, path: str) -> dict:
-        trace = self.trace(path)
-        m = self.model
-        with self.lock:
+    @contextmanager
+    def replayed(self, path: str, budget: Budget | None = None):
+        """(a model lent to this request, the trace of the path); ReplayError
+        for a path that is not a run, Refused for one over a bound."""
+        check_steps(path, self.max_steps)
+        parse_path(path)  # the format first: its message names the path
+        with self.models.borrow(budget or self.budget()) as m:
+            yield m, replay(m, path)
+
+    def trace(self, path: str, budget: Budget | None = None):
+        """Replay a path; ReplayError for a path that is not a run."""
+        with self.replayed(path, budget) as (_m, trace):
+            return trace
+
+    def state_view(self, path: str, budget: Budget | None = None) -> dict:
+        with self.replayed(path, budget) as (m, trace):
             state = trace[-1].state
             acts = m.actions(state)
-            actions = [{"index": i, "text": m.format_action(state, a), "choices": list(a[2]),
-                        "path": f"{path}/{i}"} for i, a in enumerate(acts)]
+            actions = [{"index": i, "text": m.format_action(state, a), "choices": list(a[2])}
+                       for i, a in enumerate(acts)]
             problems = [{"kind": k, "message": msg} for k, msg in m.invariants(state)]
             judged = path_verdict(m, trace)
             done = m.is_done(state)
@@ -73,12 +102,12 @@ class Explorer:
                 pools.append({"name": pool.name, "cap": m.m.caps[p], "allocated": alloc, "cached": cached,
                               "free": free, "queue": [m.label(state, q) for q in state[1][p][2]],
                               "text": pool_text(m, state, p)})
-        steps = [{"n": s.index, "action": s.action_text or "initial state", "path": format_path(trace[:s.index + 1])}
-                 for s in trace]
+        # step k's path is the first k + 1 indices of `path`: given once, the page stays linear in the path
+        steps = [{"n": s.index, "action": s.action_text or "initial state"} for s in trace]
         return {
             "instance": self.instance,
             "path": path,
-            "parent": format_path(trace[:-1]) if len(trace) > 1 else None,
+            "parent": path.rsplit("/", 1)[0] if len(trace) > 1 else None,
             "depth": len(trace) - 1,
             "fingerprint": format_fp(trace[-1].fingerprint),
             "steps": steps,
@@ -91,24 +120,60 @@ class Explorer:
             "verdict": judged,
         }
 
-    def violation(self):
-        """The explorer's verdict for the instance (BFS: the shortest path
-        to the first violation), computed once."""
-        if self._violation is None:
-            from serq.exploration import explore
+    # the violation search: once, in the background, started by the explorer's own page
 
+    def start_search(self) -> None:
+        with self._search_lock:
+            if self._search is None:
+                self._search_started = time.monotonic()
+                self._search = threading.Thread(target=self._run_search, name="serq ui search", daemon=True)
+                self._search.start()
+
+    def _run_search(self) -> None:
+        from serq.exploration import explore
+
+        try:
             self._violation = explore(self.program, ties=self.ties, symmetry=self.symmetry,
                                       checks=self.check_names, max_states=self.max_states,
                                       time_limit=self.time_limit, memory_limit=self.memory_limit)
+        except SerqError as e:
+            self._search_error = "; ".join(d.message for d in e.diagnostics)
+        except Exception as e:  # said on the page, never a stack trace
+            self._search_error = f"the search failed: {type(e).__name__}: {e}"
+
+    def search(self) -> tuple[str, object]:
+        """("idle", None), ("running", seconds so far), ("done", Result) or
+        ("failed", message)."""
+        if self._search is None:
+            return "idle", None
+        if self._search.is_alive():
+            return "running", time.monotonic() - self._search_started
+        if self._search_error is not None:
+            return "failed", self._search_error
+        return "done", self._violation
+
+    def violation(self, timeout: float | None = None):
+        """The explorer's verdict for the instance (BFS: the shortest path
+        to the first violation), computed once; None while it runs."""
+        self.start_search()
+        self._search.join(timeout)
         return self._violation
 
-    def timeline(self, path: str) -> str:
+    def timeline(self, path: str, budget: Budget | None = None) -> str:
         from serq.exploration import judged
-        from serq.view.timeline import timeline_page
 
-        trace = self.trace(path)
-        with self.lock:  # judged as `serq explore --replay PATH` judges it: every state, the first failure ends it
-            return timeline_page(self.model, judged(self.model, trace, path), self.instance)
+        budget = budget or self.budget()
+        with self.replayed(path, budget) as (m, trace):  # judged as `serq explore --replay PATH` judges it
+            return self.timeline_page(m, judged(m, trace, path), budget)
+
+    def timeline_page(self, model, result, budget: Budget) -> str:
+        from serq.view import environment
+        from serq.view.timeline import timeline, timeline_values
+
+        data = timeline(model, result, self.instance)
+        budget.check()
+        return render(environment().get_template("timeline.html.j2"), budget, self.max_page,
+                      **timeline_values(data))
 
 
 def path_verdict(model, trace) -> dict:
@@ -118,24 +183,54 @@ def path_verdict(model, trace) -> dict:
     from serq.exploration import judge_path
 
     end, verdict, kind, msg, _start = judge_path(model, trace)
-    return {"verdict": verdict, "kind": kind, "message": msg, "step": end, "path": format_path(trace[:end + 1]),
+    return {"verdict": verdict, "kind": kind, "message": msg, "step": end,
+            "path": format_path(trace[:end + 1]),
             "before_the_end": end < len(trace) - 1}
 
 
-def make_app(ex: Explorer):
+def make_app(ex: Explorer, port: int):
+    """The explorer's routes, for a server at 127.0.0.1:`port`."""
     from serq.view import environment, need
 
     flask = need("flask", "serq ui")
-    app = flask.Flask("serq.ui")
+    # no static route: it would serve ./static/ of the current directory; every page is self-contained
+    app = flask.Flask(__name__, static_folder=None)
     env = environment()
 
-    def page(name: str, status: int = 200, **kw):
-        body = env.get_template(name).render(instance=ex.instance, **kw)
+    def page(name: str, status: int = 200, budget: Budget | None = None, **kw):
+        body = render(env.get_template(name), budget or ex.budget(), ex.max_page, instance=ex.instance,
+                      token=ex.token, **kw)
         return flask.Response(body, status=status, mimetype="text/html")
+
+    def message(status: int, title: str, text: str, error: bool = True, **kw):
+        return page("ui_message.html.j2", status, title=title, message=text, error=error, **kw)
 
     def bad_path(path: str, e: Exception, status: int):
         text = str(e) if str(e).startswith("bad replay path") else f"bad replay path `{path}`: {e}"
-        return page("ui_message.html.j2", status, title="bad replay path", message=text, error=True)
+        return message(status, "bad replay path", text)
+
+    @app.errorhandler(Refused)
+    def refused(e: Refused):
+        if e.status == 403:  # a request that may come from another site: nothing of the instance, not its name
+            return flask.Response(f"{e.title}: {e.message}\n", status=403, mimetype="text/plain")
+        if flask.request.path.startswith("/api/"):
+            return flask.Response(json.dumps({"error": e.message}), status=e.status, mimetype="application/json")
+        return message(e.status, e.title, e.message)
+
+    @app.errorhandler(NondeterministicModel)
+    def nondeterministic(e: NondeterministicModel):
+        return message(500, "nondeterministic model", str(e))
+
+    @app.before_request
+    def guard():
+        check_request(flask.request.environ, flask.request.headers, port)
+
+    @app.after_request
+    def no_framing(response):
+        response.headers["X-Frame-Options"] = "DENY"
+        response.headers["Content-Security-Policy"] = "frame-ancestors 'none'"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
 
     @app.get("/")
     def root():
@@ -143,13 +238,32 @@ def make_app(ex: Explorer):
 
     @app.get("/state/<path:path>")
     def state(path):
+        args = flask.request.args
+        if "step" in args or "action" in args:
+            return relative(path, args)
+        budget = ex.budget()
         try:
-            view = ex.state_view(path)
+            view = ex.state_view(path, budget)
         except ReplayError as e:
             return bad_path(path, e, 404)
-        except NondeterministicModel as e:
-            return page("ui_message.html.j2", 500, title="nondeterministic model", message=str(e), error=True)
-        return page("ui_state.html.j2", v=view)
+        return page("ui_state.html.j2", budget=budget, v=view, crumbs=view["steps"][-CRUMBS:])
+
+    def relative(path, args):
+        """The links of a state page, relative to its path (given once, so
+        the page is linear in the path): `?step=K`, the state after step K
+        of the path; `?action=I`, the state after action I of its last."""
+        check_steps(path, ex.max_steps)
+        try:
+            idx = parse_path(path)
+        except ReplayError as e:
+            return bad_path(path, e, 404)
+        word = "step" if "step" in args else "action"
+        n = args[word]
+        if not re.fullmatch(r"[0-9]{1,9}", n) or (word == "step" and int(n) >= len(idx)):
+            return message(400, f"bad {word}", f"no {word} `{n}` of the path `{path}`, which has {len(idx) - 1} "
+                           "step(s)" if word == "step" else f"no action `{n}`: an action is its index")
+        idx = idx[:int(n) + 1] if word == "step" else idx + [int(n)]
+        return flask.redirect("/state/" + "/".join(map(str, idx)))
 
     @app.get("/api/state/<path:path>")
     def api_state(path):
@@ -176,26 +290,46 @@ def make_app(ex: Explorer):
         except ReplayError as e:
             return bad_path(path, e, 404)
 
+    @app.post("/violation")
+    def start_violation():
+        check_search(flask.request.form, flask.request.headers, ex.token, port)
+        ex.start_search()
+        return flask.redirect("/violation", code=303)
+
     @app.get("/violation")
     def violation():
         from explorer.report import verdict_line
 
-        r = ex.violation()
-        return page("ui_message.html.j2", title="first violation", message=verdict_line(r), error=False,
-                    verdict=r.verdict, path=r.replay_path)
+        status, r = ex.search()
+        if status == "idle":
+            return message(200, "first violation", "the breadth-first search for the shortest path to the "
+                           "first violation explores the whole state graph; it starts with this button",
+                           error=False, search_button=True)
+        if status == "running":
+            return message(200, "first violation", f"searching for {r:.0f} s (this page reloads every "
+                           "second)", error=False, reload=True)
+        if status == "failed":
+            return message(500, "first violation", r)
+        return message(200, "first violation", verdict_line(r), error=False, verdict=r.verdict,
+                       path=r.replay_path)
 
     @app.get("/violation/timeline")
     def violation_timeline():
-        from serq.view.timeline import timeline_page
-
-        r = ex.violation()
-        with ex.lock:
-            return flask.Response(timeline_page(ex.model, r, ex.instance), mimetype="text/html")
+        status, r = ex.search()
+        if status != "done":
+            return flask.redirect("/violation", code=303)
+        budget = ex.budget()
+        with ex.models.borrow(budget) as m:
+            return flask.Response(ex.timeline_page(m, r, budget), mimetype="text/html")
 
     @app.errorhandler(404)
     def not_found(_e):
-        return page("ui_message.html.j2", 404, title="not found",
-                    message=f"no page {flask.request.path}; states are at /state/PATH, e.g. /state/0", error=True)
+        return message(404, "not found", f"no page {flask.request.path}; states are at /state/PATH, e.g. /state/0")
+
+    @app.errorhandler(405)
+    def not_allowed(_e):
+        return message(405, "method not allowed", f"serq ui does not answer {flask.request.method} "
+                       f"{flask.request.path}")
 
     return app
 
@@ -204,7 +338,6 @@ def serve(ex: Explorer, port: int, out=sys.stdout) -> int:
     """Serve on 127.0.0.1:port until Ctrl-C; a busy port is an input error."""
     from werkzeug.serving import make_server
 
-    app = make_app(ex)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # no line per request
     # Bind here, not in werkzeug: it reports a busy port by exiting itself.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -219,6 +352,7 @@ def serve(ex: Explorer, port: int, out=sys.stdout) -> int:
         raise SerqError([Diagnostic(0, 0, "E018", f"cannot listen on 127.0.0.1:{port}: {why}",
                                     file="serq ui")]) from None
     port = sock.getsockname()[1]  # the one the system chose for --port 0
+    app = make_app(ex, port)
     server = make_server("127.0.0.1", port, app, threaded=True, fd=sock.fileno())
     try:
         print(f"serq ui: exploring {ex.instance} at http://127.0.0.1:{port}/ "
@@ -265,7 +399,7 @@ def cmd_ui(args) -> int:
         path = args.replay.strip().strip("/")
         try:
             ex.trace(path)
-        except ReplayError as e:
+        except (ReplayError, Refused) as e:
             raise SerqError([Diagnostic(0, 0, "E013", f"bad replay path `{args.replay}`: {e}",
                                         file="serq ui")]) from None
         ex.start = path
