@@ -58,8 +58,10 @@ class WorkerFailed(RuntimeError):
     `detail` is a traceback when there is one. `hung`: (limit
     name, value) when it was still working as that limit came."""
 
-    def __init__(self, wid: int, cause: str, detail: str = "", hung: tuple | None = None) -> None:
-        super().__init__(f"worker {wid} {cause}")
+    def __init__(self, wid: int, cause: str, detail: str = "", hung: tuple | None = None,
+                 name: str | None = None) -> None:
+        self.name = name or f"worker {wid}"  # how the message names it: "search 3", "worker 1 (at KV = 5)"
+        super().__init__(f"{self.name} {cause}")
         self.wid, self.cause, self.detail, self.hung = wid, cause, detail, hung
 
 
@@ -100,7 +102,7 @@ def failed(stats: Stats, exc: WorkerFailed) -> Result:
         f"{exc}; stopped after {stats.distinct} distinct states, none of them a violation; "
         "exploration incomplete",
         stats=stats,
-        bound_reason=f"worker {exc.wid}",
+        bound_reason=exc.name,
     )
 
 

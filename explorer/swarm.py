@@ -18,9 +18,7 @@ Searches run in local processes (`processes` at a time) or as Ray tasks."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import queue as queue_mod
 import random
 import time
 from dataclasses import dataclass
@@ -30,7 +28,7 @@ import numpy as np
 
 from .arrays import CHECK, DONE
 from .model import build_model
-from .outcome import deadlock, violation
+from .outcome import WorkerFailed, deadlock, failed, violation
 from .result import Result, Stats
 from .verdict import INCONCLUSIVE
 
@@ -149,14 +147,9 @@ def _frame(m, row, fp, flag, depth, rng) -> dict:
 # ---------------------------------------------------------------- running N of them
 
 
-def _child(factory, args, out, stop) -> None:
-    from .interrupt import worker_signals
-
-    worker_signals()
-    try:
-        out.put(("ok", search_once(factory, *args, stop=stop)))
-    except BaseException as e:  # reported, never a silent hang
-        out.put(("error", f"{type(e).__name__}: {e}"))
+def _search_job(factory, stop, job) -> Found:
+    """A worker's function (with factory and stop bound): the job's search."""
+    return search_once(factory, *job, stop=stop)
 
 
 def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = None,
@@ -171,16 +164,22 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
     t0 = time.perf_counter()
     deadline = None if time_limit is None else time.monotonic() + time_limit
     jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock) for i in range(n)]
+    lost = None
     if ray is not None:
         results, winner = _on_ray(factory, jobs, ray, deadline)
     else:
         m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
-        results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline)
+        try:
+            results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline)
+        except WorkerFailed as e:  # a search lost: the others stopped, their counts kept
+            results, winner, lost = e.partial, None, e
     stats = Stats(strategy="swarm", workers=n)
     stats.generated = sum(r.generated for r in results)
     stats.distinct = sum(r.stored for r in results)
     stats.max_depth = max((r.max_depth for r in results), default=0)
     stats.elapsed = time.perf_counter() - t0
+    if lost is not None:
+        return failed(stats, lost)
     if winner is not None:
         return _found(m, winner, n, stats)
     ended = {}
@@ -214,45 +213,36 @@ def _remaining(job, deadline):
 
 
 def _local(factory, jobs, processes: int, deadline):
+    """The searches on `processes` supervised worker processes
+    (supervise.py). A search lost (killed, crashed, raised) is
+    `WorkerFailed` naming it, with `partial`: the searches ended, those
+    stopped then included."""
+    import multiprocessing
+    from functools import partial
+
+    from .supervise import Supervised
+
     methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    out = ctx.Queue()
-    stop = ctx.Event()
-    waiting = list(jobs)
-    running: dict[int, Any] = {}
+    stop = multiprocessing.get_context("fork" if "fork" in methods else "spawn").Event()
     results: list[Found] = []
     winner = None
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    pool = Supervised(partial(_search_job, factory, stop), processes,
+                      name=lambda w, job: f"worker {w}" if job is None else f"search {job[0]}",
+                      deadline=None if left is None else time.perf_counter() + left, time_limit=left)
     try:
-        while waiting or running:
-            while waiting and len(running) < processes and winner is None:
-                job = waiting.pop(0)
-                p = ctx.Process(target=_child, args=(factory, _remaining(job, deadline), out, stop), daemon=True)
-                p.start()
-                running[job[0]] = p
-            if winner is not None and not running:
-                break
-            try:
-                status, got = out.get(timeout=0.5)
-            except queue_mod.Empty:
-                for i, p in list(running.items()):
-                    if not p.is_alive() and p.exitcode not in (0, None):
-                        raise RuntimeError(f"swarm search {i} died (exit code {p.exitcode})")
-                continue
-            if status == "error":
-                raise RuntimeError(f"a swarm search failed: {got}")
+        for _, got in pool.imap_unordered(_remaining(job, deadline) for job in jobs):
             results.append(got)
-            running.pop(got.index).join()
-            if got.kind is not None and winner is None:
+            if got.kind is not None:
                 winner = got
-                stop.set()
-                waiting = []
+                break
+    except WorkerFailed as e:
+        e.partial = results
+        raise
     finally:
-        stop.set()
-        for p in running.values():
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
-                p.join()
+        stop.set()  # the searches still running stop at their next look (every 256 steps) with their counts
+        results.extend(got for _, got in pool.drain(5.0))
+        pool.close()
     return results, winner
 
 

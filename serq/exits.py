@@ -14,7 +14,7 @@ COMMAND_EXITS: dict[str, tuple[str, ...]] = {
     "check": ("pass", "input_error", "deadlock", "violation", "bound", "interrupted"),
     "explore": ("pass", "input_error", "deadlock", "livelock", "violation", "bound", "theorem",
                 "nondeterministic", "interrupted", "inconclusive", "failed"),
-    "sweep": ("pass", "input_error", "interrupted"),
+    "sweep": ("pass", "input_error", "interrupted", "failed"),
     "ui": ("pass", "input_error"),
     "oracle": ("pass", "input_error", "violation", "bound"),
 }
@@ -40,6 +40,8 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("explore", "theorem"): "--theorem: every hypothesis holds, yet a counterexample was found",
     ("sweep", "pass"): "the table was printed (each value's own verdict is in it)",
     ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",
+    ("sweep", "failed"): "a worker process died or raised (named, with the value it was exploring): the "
+                         "values finished so far are printed, the other workers stopped",
     ("ui", "pass"): "the server was stopped (Ctrl-C or SIGTERM: its normal end)",
     ("oracle", "pass"): "done; compare: serq agrees with the trace on every step",
     ("oracle", "input_error"): "bad input: a scenario (E023), no oracle environment (E024), a trace that does "

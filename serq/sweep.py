@@ -18,12 +18,12 @@ neither pass nor fail: bisection stops there.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 from dataclasses import dataclass, field
 
 from explorer.interrupt import Interrupted, interrupt_of, signal_name
+from explorer.outcome import WorkerFailed
 from serq.diagnostics import SerqError, flag_error
 
 MAX_VALUES = 10_000
@@ -89,6 +89,7 @@ class Sweep:
     first_pass: int | None = None
     counterexample: object | None = None  # the explorer Result at last_fail
     interrupted: str | None = None  # the signal that stopped the sweep (rows: the values finished)
+    failed: str | None = None  # the worker lost, and why (rows: the values finished)
 
     @property
     def note(self) -> str:
@@ -148,23 +149,23 @@ def _explore_value(job) -> tuple[Row, object | None]:
 
 
 def _run(jobs: list, workers: int):
-    """Yields (row, result) per job as each ends (in any order with workers)."""
+    """Yields (row, result) per job as each ends (in any order with workers).
+    The worker processes are supervised (explorer/supervise.py): one that
+    dies or raises is `WorkerFailed`, naming it and its value; the others
+    are stopped. They leave SIGINT (a Ctrl-C reaches the process group) to
+    the sweep, which stops them and keeps the values finished so far."""
     if workers <= 1 or len(jobs) <= 1:
         for j in jobs:
             yield _explore_value(j)
         return
-    methods = multiprocessing.get_all_start_methods()
-    ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ctx.Pool(min(workers, len(jobs)), initializer=_ignore_sigint) as pool:
-        yield from pool.imap_unordered(_explore_value, jobs, chunksize=1)
+    from explorer.supervise import Supervised
 
+    def name(wid: int, job) -> str:
+        return f"worker {wid}" if job is None else f"worker {wid} (at {job[2]} = {job[3]})"
 
-def _ignore_sigint() -> None:
-    """Pool workers leave SIGINT (a Ctrl-C reaches the process group) to
-    the sweep, which stops them and keeps the values finished so far."""
-    from explorer.interrupt import worker_signals
-
-    worker_signals()
+    with Supervised(_explore_value, min(workers, len(jobs)), name=name) as pool:
+        for _, got in pool.imap_unordered(jobs):
+            yield got
 
 
 def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int | None = None,
@@ -193,6 +194,9 @@ def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int
             e = interrupt_of(e)
             sw.interrupted = signal_name(e)
             raise _Stop from None
+        except WorkerFailed as e:
+            sw.failed = str(e)
+            raise _Stop from None
 
     try:
         _evaluate_all(evaluate, done, bisect, lo, hi, workers)
@@ -200,7 +204,7 @@ def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int
         pass
     sw.rows = [done[v] for v in sorted(done)]
     _boundary(sw)
-    if sw.last_fail is not None and sw.interrupted is None:
+    if sw.last_fail is not None and sw.interrupted is None and sw.failed is None:
         sw.counterexample = results[sw.last_fail]
         mark_no_return(_load(text, file, name, sw.last_fail), sw.counterexample,
                        graph_limit=GRAPH_LIMIT if graph_limit is None else graph_limit,
@@ -258,6 +262,9 @@ def render_text(sw: Sweep, with_timing: bool = True) -> str:
     if sw.interrupted:
         out.append(f"interrupted by {sw.interrupted}: the values above are those finished before it; "
                    "the sweep is incomplete")
+    if sw.failed:
+        out.append(f"failed: {sw.failed}; the other workers were stopped; the values above are those "
+                   "finished before it; the sweep is incomplete")
     if sw.counterexample is not None:
         out.append(f"\nthe counterexample at {sw.name} = {sw.last_fail}:")
         out.append(render_result(sw.counterexample, with_timing=with_timing).rstrip("\n"))
@@ -273,6 +280,7 @@ def render_json(sw: Sweep, with_timing: bool = True) -> dict:
                   "exit_code": r.exit_code, "states": r.states} for r in sw.rows],
         "monotone": sw.monotone, "last_fail": sw.last_fail, "first_pass": sw.first_pass, "note": sw.note,
         "interrupted": sw.interrupted,
+        "failed": sw.failed,
         "counterexample": (None if sw.counterexample is None else
                            {"value": sw.last_fail, "result": result_json(sw.counterexample, with_timing=with_timing)}),
     }

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from explorer.verdict import EXIT_INTERRUPTED, EXIT_PASS
+from explorer.verdict import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASS
 from serq.diagnostics import Diagnostic, SerqError
 from serq.explore import ALL_CHECKS
 from serq.exits import add_parser
@@ -60,4 +60,4 @@ def cmd_sweep(args) -> int:
         print(json.dumps(render_json(sw, with_timing=timing), indent=1))
     else:
         sys.stdout.write(render_text(sw, with_timing=timing))
-    return EXIT_INTERRUPTED if sw.interrupted else EXIT_PASS
+    return EXIT_INTERRUPTED if sw.interrupted else EXIT_FAILED if sw.failed else EXIT_PASS

@@ -1,0 +1,139 @@
+"""Every process pool supervised (explorer/supervise.py): a worker killed
+with SIGKILL ends the command with `failed` (exit 18) naming it, the
+others are stopped, no process is left behind, never a hang. (The
+hash-partitioned engine's workers: tests/test_worker_failure.py.)"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures import alive, children
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Unbounded (g grows at every turn): a value, a search, never ends by itself.
+FOREVER_N = """
+const N = 1;
+pool kv { cap 6; block 2; admit via gpu; }
+stage gpu { budget 2; }
+session s {
+  let g = 0;
+  while true {
+    draw y in {1, 2};
+    set g = g + y;
+    turn;
+  }
+}
+workload { N x s; }
+"""
+
+
+def _kill_one_of(p: subprocess.Popen, n: int, timeout: float = 60) -> list[int]:
+    """Wait until p has n children, SIGKILL the last one; all n pids."""
+    deadline = time.monotonic() + timeout
+    kids = children(p.pid)
+    while len(kids) < n and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)
+        kids = children(p.pid)
+    assert len(kids) == n, (kids, p.poll())
+    time.sleep(0.5)  # at work
+    os.kill(kids[-1], signal.SIGKILL)
+    return kids
+
+
+def _run_and_kill(args: list[str], n: int, timeout: float = 60):
+    p = subprocess.Popen([sys.executable, "-m", "serq", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        kids = _kill_one_of(p, n)
+        out, err = p.communicate(timeout=timeout)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(alive(k) for k in kids):
+        time.sleep(0.1)
+    assert not [k for k in kids if alive(k)], "a worker was left behind"
+    assert "Traceback" not in err, err
+    return p.returncode, out, err
+
+
+def test_sweep_worker_killed_is_failed_not_a_hang(tmp_path):
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER_N)
+    code, out, err = _run_and_kill(["sweep", str(inst), "--vary", "N=1..3", "--workers", "2", "--time-limit", "120",
+                                    "--no-timing"], 2)
+    assert code == 18, (out, err)
+    last = out.splitlines()[-1]
+    assert re.fullmatch(r"failed: worker [01] \(at N = [123]\) died \(killed by SIGKILL\); the other workers were "
+                        r"stopped; the values above are those finished before it; the sweep is incomplete", last), out
+
+
+def test_sweep_json_names_the_lost_worker(tmp_path):
+    import json
+
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER_N)
+    code, out, err = _run_and_kill(["sweep", str(inst), "--vary", "N=1..2", "--workers", "2", "--time-limit", "120",
+                                    "--json"], 2)
+    assert code == 18, (out, err)
+    doc = json.loads(out)
+    assert re.fullmatch(r"worker [01] \(at N = [12]\) died \(killed by SIGKILL\)", doc["failed"]), doc
+    assert doc["rows"] == [] and doc["interrupted"] is None
+
+
+def _boom(job):
+    if job == 3:
+        raise ValueError("three")
+    return job * 2
+
+
+def _sleepy(job):
+    time.sleep(job)
+    return job
+
+
+def test_pool_gives_every_result_and_names_a_raising_worker():
+    from explorer.outcome import WorkerFailed
+    from explorer.supervise import Supervised
+
+    with Supervised(_boom, 2) as pool:
+        assert sorted(r for _, r in pool.imap_unordered([0, 1, 2])) == [0, 2, 4]
+    with Supervised(_boom, 2, name=lambda w, job: f"search {job}") as pool:
+        with pytest.raises(WorkerFailed, match=r"^search 3 raised ValueError: three$"):
+            list(pool.imap_unordered([1, 3, 5]))
+        procs = pool.procs
+    assert not any(p.is_alive() for p in procs)
+
+
+def test_pool_hung_worker_past_the_deadline():
+    from explorer.outcome import WorkerFailed
+    from explorer.supervise import Supervised
+
+    t0 = time.perf_counter()
+    with Supervised(_sleepy, 1, deadline=t0 + 0.2, time_limit=0.2) as pool:
+        with pytest.raises(WorkerFailed) as e:
+            list(pool.imap_unordered([60]))
+    assert e.value.hung == ("time_limit", 0.2)
+    assert time.perf_counter() - t0 < 10
+
+
+def test_swarm_search_killed_is_failed_with_statistics(tmp_path):
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER_N.replace("const N = 1;", "const N = 2;"))
+    code, out, err = _run_and_kill(["explore", str(inst), "--swarm", "2", "--max-depth", "100000",
+                                    "--time-limit", "120", "--no-timing"], 2)  # both searches long
+    assert code == 18, (out, err)
+    lines = out.splitlines()
+    m = re.fullmatch(r"failed: search ([01]) died \(killed by SIGKILL\); stopped after (\d+) distinct states, "
+                     r"none of them a violation; exploration incomplete", lines[0])
+    assert m, out
+    st = re.match(r"stats: generated=(\d+) distinct=(\d+) ", lines[-1])
+    assert st and int(st[2]) == int(m[2]) > 0, out  # the search still running was stopped, its counts kept
