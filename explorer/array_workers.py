@@ -22,6 +22,7 @@ import numpy as np
 from .arrays_narrow import narrow as _narrow
 from .interrupt import worker_signals
 from .outcome import WorkerFailed, poll_worker, exit_cause
+from .supervise import reap
 
 __all__ = ["Expanders", "WorkerFailed"]  # WorkerFailed: from outcome.py
 
@@ -137,6 +138,9 @@ class Expanders:
         import time
 
         conn, t0 = self.conns[wid], time.perf_counter()
+        for w, p in enumerate(self.procs):  # one that died idle (a level of one chunk leaves it so) is lost too
+            if w != wid and p.exitcode is not None:
+                raise WorkerFailed(w, exit_cause(p.exitcode))
         try:
             while not _poll(conn, wid, t0):
                 if not self.procs[wid].is_alive():
@@ -179,10 +183,6 @@ class Expanders:
                 c.send(None)
             except (OSError, EOFError):
                 pass
-        for p in self.procs:
-            p.join(timeout=1)
-            if p.is_alive():  # busy or hung: not waited for
-                p.kill()
-                p.join()
+        reap(self.procs, 1.0 * len(self.procs))  # busy or hung: terminated, then killed
         for c in self.conns:
             c.close()

@@ -50,6 +50,7 @@ from .interrupt import interrupt_of, worker_signals
 from .outcome import WorkerFailed, poll_worker, bounded, deadlock, exit_cause, failed, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import chain_from
+from .supervise import reap
 
 __all__ = ["check_parallel", "WorkerError", "WorkerFailed"]
 
@@ -272,14 +273,7 @@ class _Pool:
                 conn.send(("stop",))
             except (OSError, ValueError):
                 pass
-        for p in self.procs:
-            p.join(wait)
-            if p.is_alive():
-                p.terminate()
-                p.join(1.0)
-            if p.is_alive():
-                p.kill()
-                p.join()
+        reap(self.procs, wait * len(self.procs))
         for conn in self.conns:
             conn.close()
 

@@ -137,3 +137,45 @@ def test_swarm_search_killed_is_failed_with_statistics(tmp_path):
     assert m, out
     st = re.match(r"stats: generated=(\d+) distinct=(\d+) ", lines[-1])
     assert st and int(st[2]) == int(m[2]) > 0, out  # the search still running was stopped, its counts kept
+
+
+def _array_big():
+    sys.path.insert(0, str(ROOT / "tests" / "explorer"))
+    from explorer_toys import AsArrays, CounterPair
+
+    return AsArrays(CounterPair(3000), 2)  # 9 M states: far from done when a worker is killed
+
+
+def test_array_expander_process_killed_is_failed():
+    """The array engine's worker processes (a model without
+    `array_expander`: explorer/array_workers.py)."""
+    import multiprocessing
+    import threading
+
+    from explorer import ModelFactory, check
+
+    before = set(children(os.getpid()))
+    killed = []
+
+    def killer():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            kids = [k for k in children(os.getpid()) if k not in before]
+            if len(kids) == 2:
+                time.sleep(1.0)
+                os.kill(kids[-1], signal.SIGKILL)
+                killed.append(kids)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    r = check(ModelFactory(_array_big), workers=2, time_limit=60)
+    t.join(5)
+    assert killed, "no worker processes"
+    assert r.verdict == "failed", r.message
+    assert re.fullmatch(r"worker [01] died \(killed by SIGKILL\); stopped after \d+ distinct states, none of them a "
+                        r"violation; exploration incomplete", r.message), r.message
+    assert r.stats.distinct > 0
+    assert not multiprocessing.active_children()
+    assert not [k for k in killed[0] if alive(k)]
