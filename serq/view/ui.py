@@ -138,7 +138,7 @@ class Explorer:
                                       time_limit=self.time_limit, memory_limit=self.memory_limit)
         except SerqError as e:
             self._search_error = "; ".join(d.message for d in e.diagnostics)
-        except Exception as e:  # said on the page, never a stack trace
+        except BaseException as e:  # said on the page, never a stack trace (nor a thread ended silently)
             self._search_error = f"the search failed: {type(e).__name__}: {e}"
 
     def search(self) -> tuple[str, object]:
@@ -150,6 +150,8 @@ class Explorer:
             return "running", time.monotonic() - self._search_started
         if self._search_error is not None:
             return "failed", self._search_error
+        if self._violation is None:  # the thread ended without a verdict: never shown as a search done
+            return "failed", "the search ended without a verdict"
         return "done", self._violation
 
     def violation(self, timeout: float | None = None):
