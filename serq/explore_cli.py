@@ -130,6 +130,9 @@ def check_flags(args) -> None:
     if args.worst is not None and (args.theorem or args.replay or args.exact):
         other = "--theorem" if args.theorem else "--replay" if args.replay else "--exact"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
+    if args.worst is not None and args.workers > 1:  # one process builds the graph: no worker to honour it
+        raise flag_error("--workers", str(args.workers), "E012", "--worst builds the state graph in one "
+                         "process; drop --workers")
 
 
 def cmd_explore(args) -> int:

@@ -196,3 +196,45 @@ def test_ui_background_search_that_ends_abnormally_is_failed(monkeypatch):
     ex = Explorer(load_path(str(ROOT / "instances" / "self_preempt.sq"), explorer=True).program, "x.sq")
     assert ex.violation(timeout=30) is None
     assert ex.search() == ("failed", "the search failed: SystemExit: 3")
+
+
+def test_worst_has_no_pool_and_refuses_workers(capsys):
+    """`--worst` builds its graph in this process: no worker to supervise,
+    and `--workers` is refused rather than ignored."""
+    from serq.cli import main
+
+    assert main(["explore", str(ROOT / "instances" / "decode_preempt.sq"), "--worst", "recomputed",
+                 "--workers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "E012" in err and "--worst builds the state graph in one process; drop --workers" in err
+
+
+# spawns: `--workers 2` explores on worker processes (the hash-partitioned engine)
+SPAWNS = """
+pool kv { cap 64; block 2; admit via gpu; }
+stage gpu { budget 2; }
+session c { turn; }
+session s {
+  let i = 0;
+  while i < 4 {
+    draw y in {1, 2};
+    set i = i + y;
+    spawn c;
+    turn;
+  }
+}
+workload { 4 x s; }
+"""
+
+
+def test_theorem_exploration_worker_killed_is_failed(tmp_path):
+    """The theorem's solo runs are walks in this process; its exploration
+    runs on the engine's supervised workers."""
+    inst = tmp_path / "spawns.sq"
+    inst.write_text(SPAWNS)
+    code, out, err = _run_and_kill(["explore", str(inst), "--theorem", "--workers", "2", "--time-limit", "120",
+                                    "--no-timing"], 2)
+    assert code == 18, (out, err)
+    assert re.search(r"^failed: worker [01] died \(killed by SIGKILL\); stopped after \d+ distinct states, none of "
+                     r"them a violation; exploration incomplete$", out, re.M), out
+    assert re.search(r"^H1 ", out, re.M), out  # the hypotheses' table first
