@@ -165,14 +165,14 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
     deadline = None if time_limit is None else time.monotonic() + time_limit
     jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock) for i in range(n)]
     lost = None
-    if ray is not None:
-        results, winner = _on_ray(factory, jobs, ray, deadline)
-    else:
-        m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
-        try:
+    try:
+        if ray is not None:
+            results, winner = _on_ray(factory, jobs, ray, deadline)
+        else:
+            m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
             results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline)
-        except WorkerFailed as e:  # a search lost: the others stopped, their counts kept
-            results, winner, lost = e.partial, None, e
+    except WorkerFailed as e:  # a search lost: the others stopped (their counts kept where they could be)
+        results, winner, lost = e.partial, None, e
     stats = Stats(strategy="swarm", workers=n)
     stats.generated = sum(r.generated for r in results)
     stats.distinct = sum(r.stored for r in results)
@@ -262,9 +262,10 @@ def _on_ray(factory, jobs, address: str, deadline):
             try:
                 got = ray.get(ready[0])
             except ray.exceptions.RayError as e:
-                from .distributed import WorkerLost
-
-                raise WorkerLost(f"swarm search {refs[ready[0]]} was lost ({type(e).__name__})") from None
+                i = refs[ready[0]]
+                lost = WorkerFailed(i, f"was lost ({type(e).__name__})", name=f"search {i}")
+                lost.partial = results  # the searches ended: a cancelled task reports nothing
+                raise lost from None
             results.append(got)
             if got.kind is not None:
                 winner = got

@@ -119,3 +119,54 @@ def test_ray_lost_worker_names_the_last_checkpoint(cluster, tmp_path, monkeypatc
     assert "partition 1 of 2 was lost" in err
     assert f"last checkpoint: {cp} (level 3," in err and f"--resume {cp}" in err
     assert 2 not in distributed._POOL  # the other actors were stopped, not kept
+
+
+def _ray_task_pids(name: str) -> list[int]:
+    """Processes of this machine running the Ray task `name` (Ray titles them `ray::name`)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if (d / "cmdline").read_bytes().startswith(f"ray::{name}".encode()):
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def test_ray_swarm_search_killed_is_failed(cluster, tmp_path, capsys):
+    """A swarm's Ray task whose worker is killed with SIGKILL: `failed`
+    (exit 18) naming the search, the statistics so far, the others cancelled."""
+    import re
+    import threading
+    import time
+
+    from test_supervised_pools import FOREVER_N
+
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER_N.replace("const N = 1;", "const N = 2;"))
+    killed = []
+
+    def killer():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pids = _ray_task_pids("_ray_search")
+            if pids:
+                time.sleep(1.0)
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+                return
+            time.sleep(0.1)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    code = main(["explore", str(inst), "--swarm", "2", "--ray", cluster, "--max-depth", "100000",
+                 "--time-limit", "100", "--no-timing"])
+    t.join(5)
+    out = capsys.readouterr().out
+    assert killed, "no search task seen"
+    assert code == 18, out
+    # (Ray's own log of the dead worker may come first on stdout)
+    assert re.search(r"^failed: search [01] was lost \(\w+\); stopped after \d+ distinct states, none of them a "
+                     r"violation; exploration incomplete$", out, re.M), out
+    assert out.splitlines()[-1].startswith("stats: generated=")
