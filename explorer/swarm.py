@@ -164,20 +164,17 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
     t0 = time.perf_counter()
     deadline = None if time_limit is None else time.monotonic() + time_limit
     jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock) for i in range(n)]
+    results: list[Found] = []  # filled as the searches end, kept when one is lost
     lost = None
     try:
         if ray is not None:
-            results, winner = _on_ray(factory, jobs, ray, deadline)
+            results, winner = _on_ray(factory, jobs, ray, deadline, results)
         else:
             m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
-            results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline)
+            results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline, results)
     except WorkerFailed as e:  # a search lost: the others stopped (their counts kept where they could be)
-        results, winner, lost = e.partial, None, e
-    stats = Stats(strategy="swarm", workers=n)
-    stats.generated = sum(r.generated for r in results)
-    stats.distinct = sum(r.stored for r in results)
-    stats.max_depth = max((r.max_depth for r in results), default=0)
-    stats.elapsed = time.perf_counter() - t0
+        winner, lost = None, e
+    stats = _stats(results, n, t0)
     if lost is not None:
         return failed(stats, lost)
     if winner is not None:
@@ -190,6 +187,15 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
                   f"no violation or deadlock found by {n} randomized depth-first searches ({how}; "
                   f"{stats.distinct} states stored in all); this is not a proof: a swarm search is "
                   "incomplete and does not look for livelocks", stats=stats, bound_reason="swarm")
+
+
+def _stats(results: list[Found], n: int, t0: float) -> Stats:
+    stats = Stats(strategy="swarm", workers=n)
+    stats.generated = sum(r.generated for r in results)
+    stats.distinct = sum(r.stored for r in results)
+    stats.max_depth = max((r.max_depth for r in results), default=0)
+    stats.elapsed = time.perf_counter() - t0
+    return stats
 
 
 def _found(m, f: Found, n: int, stats: Stats) -> Result:
@@ -212,11 +218,12 @@ def _remaining(job, deadline):
     return job[:4] + (max(0.0, deadline - time.monotonic()),) + job[5:]
 
 
-def _local(factory, jobs, processes: int, deadline):
+def _local(factory, jobs, processes: int, deadline, results: list):
     """The searches on `processes` supervised worker processes
-    (supervise.py). A search lost (killed, crashed, raised) is
-    `WorkerFailed` naming it, with `partial`: the searches ended, those
-    stopped then included."""
+    (supervise.py), each one's Found appended to `results` as it ends. A
+    search lost (killed, crashed, raised) is `WorkerFailed` naming it.
+    However it ends (a finding, a loss, a signal), the searches still
+    running are asked to stop and their counts are added."""
     import multiprocessing
     from functools import partial
 
@@ -224,7 +231,6 @@ def _local(factory, jobs, processes: int, deadline):
 
     methods = multiprocessing.get_all_start_methods()
     stop = multiprocessing.get_context("fork" if "fork" in methods else "spawn").Event()
-    results: list[Found] = []
     winner = None
     left = None if deadline is None else max(0.0, deadline - time.monotonic())
     pool = Supervised(partial(_search_job, factory, stop), processes,
@@ -236,9 +242,6 @@ def _local(factory, jobs, processes: int, deadline):
             if got.kind is not None:
                 winner = got
                 break
-    except WorkerFailed as e:
-        e.partial = results
-        raise
     finally:
         stop.set()  # the searches still running stop at their next look (every 256 steps) with their counts
         results.extend(got for _, got in pool.drain(5.0))
@@ -246,14 +249,13 @@ def _local(factory, jobs, processes: int, deadline):
     return results, winner
 
 
-def _on_ray(factory, jobs, address: str, deadline):
+def _on_ray(factory, jobs, address: str, deadline, results: list):
     from .distributed import connect
 
     ray = connect(address)
     blob = ray.cloudpickle.dumps(factory)
     task = ray.remote(num_cpus=0, max_retries=0)(_ray_search)
     refs = {task.remote(blob, _remaining(job, deadline)): job[0] for job in jobs}
-    results: list[Found] = []
     winner = None
     pending = list(refs)
     try:
@@ -263,9 +265,7 @@ def _on_ray(factory, jobs, address: str, deadline):
                 got = ray.get(ready[0])
             except ray.exceptions.RayError as e:
                 i = refs[ready[0]]
-                lost = WorkerFailed(i, f"was lost ({type(e).__name__})", name=f"search {i}")
-                lost.partial = results  # the searches ended: a cancelled task reports nothing
-                raise lost from None
+                raise WorkerFailed(i, f"was lost ({type(e).__name__})", name=f"search {i}") from None
             results.append(got)
             if got.kind is not None:
                 winner = got
