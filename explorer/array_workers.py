@@ -21,18 +21,12 @@ import numpy as np
 
 from .arrays_narrow import narrow as _narrow
 from .interrupt import worker_signals
-from .outcome import WorkerFailed, poll_worker, exit_cause
-from .supervise import reap
+from .outcome import WorkerFailed, exit_cause
+from .supervise import await_answer, lost, reap
 
 __all__ = ["Expanders", "WorkerFailed"]  # WorkerFailed: from outcome.py
 
 
-_POLL = 0.2  # seconds between checks of a worker's life while waiting for it
-
-
-def _poll(conn, wid: int, since: float) -> bool:
-    return poll_worker(conn, wid, since, _POLL)
-_GRACE = 2.0  # seconds a worker may overrun the time limit before it counts as hung
 
 
 def _pack(arrays) -> list[bytes]:
@@ -129,30 +123,19 @@ class Expanders:
             for p in parts:
                 conn.send_bytes(p)
         except (OSError, EOFError):
-            self.procs[wid].join(1.0)
-            raise WorkerFailed(wid, exit_cause(self.procs[wid].exitcode)) from None
+            raise lost(self.procs[wid], wid) from None
 
     def _wait(self, wid: int):
         """Worker wid's result; a death or (past the time limit) no answer
         is a WorkerFailed naming it. Polls, so a signal is seen meanwhile."""
-        import time
-
-        conn, t0 = self.conns[wid], time.perf_counter()
         for w, p in enumerate(self.procs):  # one that died idle (a level of one chunk leaves it so) is lost too
             if w != wid and p.exitcode is not None:
                 raise WorkerFailed(w, exit_cause(p.exitcode))
         try:
-            while not _poll(conn, wid, t0):
-                if not self.procs[wid].is_alive():
-                    break
-                now = time.perf_counter()
-                if self.deadline is not None and now >= self.deadline + _GRACE:
-                    raise WorkerFailed(wid, f"had not answered for {now - t0:.1f} s when the time limit "
-                                            f"({self.time_limit} s) came", hung=("time_limit", self.time_limit))
-            return _recv(conn, wid)
+            await_answer(self.conns[wid], self.procs[wid], wid, self.deadline, self.time_limit)
+            return _recv(self.conns[wid], wid)
         except (OSError, EOFError):
-            self.procs[wid].join(1.0)
-            raise WorkerFailed(wid, exit_cause(self.procs[wid].exitcode)) from None
+            raise lost(self.procs[wid], wid) from None
 
     def expand(self, chunks):
         """Yields (meta, successors) for each (meta, rows), in order. Chunk i goes

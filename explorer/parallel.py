@@ -47,10 +47,10 @@ from .fingerprint import state_fingerprint
 from .memory import MemoryGuard, mib
 from .model import ModelFactory, build_model
 from .interrupt import interrupt_of, worker_signals
-from .outcome import WorkerFailed, poll_worker, bounded, deadlock, exit_cause, failed, interrupted, livelock_or_pass, violation
+from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import chain_from
-from .supervise import reap
+from .supervise import await_answer, lost, reap
 
 __all__ = ["check_parallel", "WorkerError", "WorkerFailed"]
 
@@ -60,13 +60,6 @@ Key = tuple  # (parent rank, action index); deadlock of a parent: (rank, -1)
 
 
 WorkerError = WorkerFailed  # the name this module used to give it
-
-_POLL = 0.2  # seconds between checks of a worker's life while waiting for it
-
-
-def _poll(conn, wid: int, since: float) -> bool:
-    return poll_worker(conn, wid, since, _POLL)
-
 
 # ---------------------------------------------------------------- worker side
 class _Worker:
@@ -229,19 +222,11 @@ class _Pool:
         """Worker w's answer; a death, an error or (past the deadline) no
         answer is a WorkerFailed naming it. The wait polls, so a signal or
         the time limit is seen while a worker is busy."""
-        conn, t0 = self.conns[w], time.perf_counter()
         try:
-            while not _poll(conn, w, t0):
-                if not self.procs[w].is_alive():
-                    break
-                now = time.perf_counter()
-                if self.deadline is not None and now >= self.deadline + _GRACE:
-                    raise WorkerFailed(w, f"had not answered for {now - t0:.1f} s when the time limit "
-                                          f"({self.time_limit} s) came", hung=("time_limit", self.time_limit))
-            status, payload = conn.recv()
+            await_answer(self.conns[w], self.procs[w], w, self.deadline, self.time_limit)
+            status, payload = self.conns[w].recv()
         except (EOFError, OSError):
-            self.procs[w].join(1.0)
-            raise WorkerFailed(w, exit_cause(self.procs[w].exitcode)) from None
+            raise lost(self.procs[w], w) from None
         if status == "error":
             raise WorkerFailed(w, "raised " + _last_line(payload), detail=payload)
         return payload
@@ -250,8 +235,7 @@ class _Pool:
         try:
             self.conns[w].send(msg)
         except (OSError, ValueError):
-            self.procs[w].join(1.0)
-            raise WorkerFailed(w, exit_cause(self.procs[w].exitcode)) from None
+            raise lost(self.procs[w], w) from None
 
     def call(self, w: int, op: str, *args: Any) -> Any:
         self._send(w, (op, *args))
@@ -276,9 +260,6 @@ class _Pool:
         reap(self.procs, wait * len(self.procs))
         for conn in self.conns:
             conn.close()
-
-
-_GRACE = 2.0  # seconds a worker may overrun the time limit before it counts as hung
 
 
 def _last_line(tb: str) -> str:

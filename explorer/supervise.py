@@ -30,9 +30,9 @@ from multiprocessing.connection import wait as wait_any
 from typing import Any, Callable, Iterable, Iterator
 
 from .interrupt import worker_signals
-from .outcome import WorkerFailed, exit_cause
+from .outcome import WorkerFailed, exit_cause, poll_worker
 
-__all__ = ["Supervised", "reap", "GRACE"]
+__all__ = ["Supervised", "reap", "await_answer", "lost", "GRACE"]
 
 GRACE = 2.0  # seconds a worker may overrun the deadline before it counts as hung
 _POLL = 0.2  # seconds between two looks at the workers (and at the clock)
@@ -52,6 +52,28 @@ def reap(procs: Iterable[Any], wait: float = 1.0) -> None:
         if p.is_alive():
             p.kill()
             p.join()
+
+
+def lost(proc: Any, wid: int) -> WorkerFailed:
+    """The failure of a worker process whose pipe broke: how it ended."""
+    proc.join(1.0)
+    return WorkerFailed(wid, exit_cause(proc.exitcode))
+
+
+def await_answer(conn: Any, proc: Any, wid: int, deadline: float | None = None,
+                 time_limit: float | None = None) -> None:
+    """Return once `conn` (worker wid's pipe) has an answer, or `proc`
+    has ended (reading the pipe then says how); past `deadline` and the
+    grace period, WorkerFailed (hung). Polls: a signal that comes
+    meanwhile names the worker waited for (`interrupted`)."""
+    t0 = time.perf_counter()
+    while not poll_worker(conn, wid, t0, _POLL):
+        if not proc.is_alive():
+            return
+        now = time.perf_counter()
+        if deadline is not None and now >= deadline + GRACE:
+            raise WorkerFailed(wid, f"had not answered for {now - t0:.1f} s when the time limit "
+                                    f"({time_limit} s) came", hung=("time_limit", time_limit))
 
 
 def _last_line(tb: str) -> str:
