@@ -49,7 +49,7 @@ def judge(result, *, label: str, seed: int, max_steps: int) -> Judgement:
     `stop_on_violation=True`, for the properties it checked
     (`result.checks`)."""
     j = _verdict(result, label=label, seed=seed, max_steps=max_steps)
-    if result.stuck_note is not None and j.verdict != INTERRUPTED:
+    if result.stuck_note is not None:
         tick, action, words = result.stuck_note
         when = span_text(tick, time_unit(result.program))
         j.lines.append(f"{label}: note: a session was stuck at {when} (action {action}): {words}; "
