@@ -242,6 +242,13 @@ def test_check_fails_on_a_stuck_session_when_stuck_is_selected(capsys, tmp_path)
     f = write(tmp_path, STUCK_SMALL + "check stuck;\n")
     code, out, _ = run_cli(capsys, "check", f)
     assert code == 12 and "FAIL: stuck" in out and "small#2" in out
+    # `run` reports it and goes on
+    code, out, _ = run_cli(capsys, "run", f, "--json")
+    r = json.loads(out)
+    assert code == 0 and r["stopped"] == "done" and r["pools"][0]["stuck"] == 2
+    assert [v["kind"] for v in r["violations"]] == ["stuck", "stuck"] and r["checks"] == ["stuck"]
+    code, out, _ = run_cli(capsys, "run", f)
+    assert "stuck at 3.000 ms: small#2" in out and "(not checked)" not in out
     f = write(tmp_path, STUCK_SMALL, name="y.sq")
     code, out, _ = run_cli(capsys, "check", f, "--check", "stuck")
     assert code == 12 and "FAIL: stuck" in out and "small#2" in out
@@ -257,11 +264,11 @@ def test_check_notes_a_stuck_session_it_does_not_check(capsys, tmp_path):
                         "from pool `kv` without passing the position of its previous preemption: it held 1 of "
                         "`kv`'s 3 blocks and needed another; big#1 holds 8 units; stuck is not checked: "
                         "`check stuck;` or --check stuck fails on it")
-    # `run` reports it and goes on
+    # `run` reports the same event as one the instance does not check
     code, out, _ = run_cli(capsys, "run", f, "--json")
-    r = json.loads(out)
-    assert code == 0 and r["stopped"] == "done" and r["pools"][0]["stuck"] == 2
-    assert [v["kind"] for v in r["violations"]] == ["stuck", "stuck"]
+    assert code == 0 and json.loads(out)["checks"] == ["deadlock", "livelock", "invariant"]
+    code, run_out, _ = run_cli(capsys, "run", f)
+    assert "stuck (not checked) at 3.000 ms: small#2 was preempted again" in run_out
 
 
 def test_check_fails_on_a_failed_assert(capsys, tmp_path):
