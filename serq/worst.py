@@ -332,6 +332,7 @@ class Worst:
     states: int
     complete: bool
     bound_reason: str | None
+    model: object = None  # the SerqModel the trace's states belong to (without the phases)
 
     @property
     def replay_path(self) -> str:
@@ -409,11 +410,13 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
         subject = sm.label(last, track)
         if metric.per_request:
             subject += f", its request from step {since}"
-    return Worst(metric, value, subject, trace, lasso, counted, len(g), g.complete, g.bound_reason)
+    return Worst(metric, value, subject, trace, lasso, counted, len(g), g.complete, g.bound_reason, sm)
 
 
-def _steps_text(counted: list[tuple[int, int]], unit_one: bool) -> str:
-    return ", ".join(str(k) if (unit_one and n == 1) else f"{k} (+{n})" for k, n in counted)
+def counted_text(w: Worst) -> str:
+    """`counted at steps: 3, 5 (+2)`: where the witness's count grew."""
+    unit_one = w.metric.unit != "ticks"
+    return "counted at steps: " + ", ".join(str(k) if (unit_one and n == 1) else f"{k} (+{n})" for k, n in w.counted)
 
 
 def headline(w: Worst) -> str:
@@ -437,7 +440,7 @@ def render_text(w: Worst) -> str:
 
     out = [headline(w)]
     if w.counted:
-        out.append(f"counted at steps: {_steps_text(w.counted, w.metric.unit != 'ticks')}")
+        out.append(counted_text(w))
     out.extend(trace_lines(w.trace, w.lasso_start))
     if not w.complete:
         if w.bound_reason in ("SIGINT", "SIGTERM"):

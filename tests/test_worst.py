@@ -136,3 +136,32 @@ def test_an_iteration_that_faults_counts_for_nothing(tmp_path, capsys, metric):
     head = capsys.readouterr().out.splitlines()[0]
     who = {"time": "the run", "iterations": "the run"}.get(metric, "no request")
     assert head.startswith(f"worst {metric}: 0 ") and head.endswith(f"; {who})")
+
+
+def test_worst_html_writes_the_witness(tmp_path, capsys):
+    inst = str(ROOT / "instances" / "decode_preempt.sq")
+    page = tmp_path / "w.html"
+    assert main(["explore", inst, "--worst", "recomputed", "--html", str(page)]) == 0
+    out = capsys.readouterr().out
+    html = page.read_text()
+    head = out.splitlines()[0]
+    assert head == "worst recomputed: 2 tokens (tokens one session computes again after a preemption; chat#1)"
+    assert '<div class="verdict worst" id="verdict">worst recomputed: 2 tokens' in html
+    assert '<div class="sub" id="counted">counted at steps: 7 (+2)</div>' in html
+    assert html.count('class="step counted"') == 1 and 'data-step="7" data-counted="2"' in html
+    assert '<code id="replay">0/1/0/0/0/0/0/0</code>' in html
+    assert html.count('<tr class="lane"') == 2 and html.count('<li id="step-') == 8
+    assert "7. iterate gpu: chat#1 reuses 2 cached kv; admit chat#1 (kv)" in html
+
+
+@pytest.mark.parametrize("metric", ["iterations", "peak", "preemptions"])
+def test_worst_html_of_a_lasso_and_of_a_state(tmp_path, metric):
+    # self_preempt: unbounded preemptions and iterations (a lasso), and the
+    # peak of kv (a state, found with symmetry)
+    page = tmp_path / "w.html"
+    assert main(["explore", str(ROOT / "instances" / "self_preempt.sq"), "-q", "--worst", metric,
+                 "--html", str(page)]) == 0
+    html = page.read_text()
+    assert f'id="verdict">worst {metric}: ' in html
+    assert ('id="cycle-row"' in html) == (metric != "peak")
+    assert ('id="counted"' in html) == (metric != "peak")
