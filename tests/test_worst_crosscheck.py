@@ -94,8 +94,10 @@ def brute(name: str, max_depth: int | None = None) -> dict[str, int]:
 
 
 def check_worst(prog, metric: str, expected: int) -> None:
-    """find_worst equals the brute force, and its witness counts that value
-    for one subject (one request, one session, the run)."""
+    """find_worst equals the brute force (with symmetry, as the command
+    runs, and without), and its witness counts that value for one subject
+    (one request, one session, the run)."""
+    assert find_worst(prog, metric).value == expected
     w = find_worst(prog, metric, symmetry=False)
     assert w.complete and w.value == expected, (metric, w.value, expected)
     if w.metric.kind == "path":
