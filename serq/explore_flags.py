@@ -25,6 +25,7 @@ GIVEN = {
     "--graph-limit": ("graph_limit", lambda v: v != GRAPH_LIMIT),
     "--progress": ("progress", bool),
     "--seed": ("seed", lambda v: v != 0),
+    "--replay": ("replay", lambda v: v is not None),
 }
 
 # mode -> {flag it cannot honour: why, and what to do}
@@ -43,6 +44,7 @@ REFUSED = {
     "--theorem": {
         "--check": "the theorem's conclusion is the property it checks; drop --check, or check the "
                    "properties without --theorem",
+        "--replay": "the theorem explores every behaviour; drop --replay, or replay the path without --theorem",
     },
     "--replay": {
         "--strategy dfs": "a replay follows one path; drop --strategy",
@@ -51,6 +53,7 @@ REFUSED = {
         "--time-limit": "a replay follows one path; drop --time-limit",
         "--memory": "a replay follows one path and stores no states; drop --memory",
         "--workers": "a replay follows one path in one process; drop --workers",
+        "--exact": "a replay follows one path and stores no states; drop --exact",
         "--progress": "a replay shows no progress line; drop --progress",
     },
     "--swarm": {

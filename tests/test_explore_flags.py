@@ -20,7 +20,8 @@ MODES = {"--worst": ["--worst", "ttft"], "--theorem": ["--theorem"], "--replay":
 VALUES = {"--strategy dfs": ["--strategy", "dfs"], "--max-states": ["--max-states", "40"],
           "--max-depth": ["--max-depth", "3"], "--time-limit": ["--time-limit", "5.5"], "--memory": ["--memory", "1G"],
           "--check": ["--check", "deadlock"], "--workers": ["--workers", "2"], "--exact": ["--exact"],
-          "--graph-limit": ["--graph-limit", "7"], "--progress": ["--progress"], "--seed": ["--seed", "3"]}
+          "--graph-limit": ["--graph-limit", "7"], "--progress": ["--progress"], "--seed": ["--seed", "3"],
+          "--replay": ["--replay", "0/0"]}
 CASES = [(mode, flag) for mode, flags in REFUSED.items() for flag in flags]
 
 
