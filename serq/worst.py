@@ -333,6 +333,7 @@ class Worst:
     complete: bool
     bound_reason: str | None
     model: object = None  # the SerqModel the trace's states belong to (without the phases)
+    request_from: int | None = None  # per-request metrics: the step the witness's request starts at
 
     @property
     def replay_path(self) -> str:
@@ -410,7 +411,8 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
         subject = sm.label(last, track)
         if metric.per_request:
             subject += f", its request from step {since}"
-    return Worst(metric, value, subject, trace, lasso, counted, len(g), g.complete, g.bound_reason, sm)
+    return Worst(metric, value, subject, trace, lasso, counted, len(g), g.complete, g.bound_reason, sm,
+                 since if metric.per_request and track is not None else None)
 
 
 def counted_text(w: Worst) -> str:
@@ -461,6 +463,7 @@ def render_json(w: Worst) -> dict:
         "complete": w.complete, "bound_reason": w.bound_reason, "exit_code": w.exit_code,
         "counted": [{"step": k, "amount": n} for k, n in w.counted],
         "lasso_start": w.lasso_start, "replay_path": w.replay_path, "states": w.states,
+        "request_from": w.request_from,
         "text": headline(w),
         "trace": [{"step": s.index, "action_index": s.action_index, "action": s.action_text,
                    "diff": list(s.diff), "fingerprint": format_fp(s.fingerprint)} for s in w.trace],

@@ -120,7 +120,7 @@ def test_the_requests_of_a_chat_are_counted_apart():
     for metric in ("ttft", "latency"):
         w = find_worst(program("turn_first"), metric)
         assert (w.value, w.counted) == (1, [(3, 1)])
-        assert w.subject == "chat#1, its request from step 2"
+        assert (w.subject, w.request_from) == ("chat#1, its request from step 2", 2)
 
 
 @pytest.mark.parametrize("metric, value", [("ttft", 5), ("latency", 6)])
