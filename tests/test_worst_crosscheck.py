@@ -164,7 +164,8 @@ def test_self_preemption_is_unbounded(metric):
 def instances(draw) -> str:
     """A small instance: one pool, one stage, a session of one or two
     requests (each may start with `turn`, reuse its cached prefix, decode,
-    spawn a subagent and join it), one or two of them."""
+    spawn a subagent and join it) or of a loop of requests, one or two of
+    them."""
     cap = draw(st.sampled_from([4, 6, 8]))
     block = draw(st.sampled_from([1, 2]))
     pool = f"pool kv {{ cap {cap}; block {block}; admit via gpu;"
@@ -188,6 +189,9 @@ def instances(draw) -> str:
         body.append(f"set ctx = ctx + {p};")
         if draw(st.integers(0, 3)) == 0:
             body.append("spawn sub; join;")
+    if draw(st.integers(0, 3)) == 0:  # a chat without end: its requests in a loop
+        p = draw(st.integers(1, 3))
+        body = [f"while true {{ turn; hold kv need {p} take 0 {{ prefill {p} growing kv; decode 1 growing kv; }} }}"]
     n = draw(st.integers(1, 2))
     return "\n".join([pool, stage,
                       "session sub { hold kv need 1 take 0 { prefill 1 growing kv; } end; }",
@@ -201,7 +205,7 @@ def test_random_instances_equal_brute_force(text, metrics):
         prog = load_text(text, "random.sq", explorer=True).program
     except SerqError:
         assume(False)
-    depth = 24
+    depth = 12 if "while" in text else 24  # a loop's paths never end: fewer steps
     best, cut = brute_force(prog, max_depth=depth, max_paths=200_000)
     for metric in metrics:
         w = find_worst(prog, metric, symmetry=False)
