@@ -14,7 +14,6 @@ from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.exits import add_parser
 from serq.flags import check_limits, memory_limit
 from serq.explore import ALL_CHECKS, Checks, SerqModel
-from serq.explore_flags import refuse_unhonoured
 from serq.exploration import GRAPH_LIMIT, explore, replay_verdict
 from serq.validate import validate
 
@@ -126,6 +125,8 @@ def check_flags(args) -> None:
     if args.worst is not None and (args.theorem or args.replay or args.exact):
         other = "--theorem" if args.theorem else "--replay" if args.replay else "--exact"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
+    from serq.explore_flags import refuse_unhonoured
+
     refuse_unhonoured(args)
 
 

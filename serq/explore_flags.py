@@ -42,16 +42,12 @@ REFUSED = {
         "--progress": "a worst case shows no progress line; drop --progress",
     },
     "--theorem": {
-        "--check": "the theorem's conclusion is the property it checks; drop --check, or check the "
-                   "properties without --theorem",
         "--replay": "the theorem explores every behaviour; drop --replay, or replay the path without --theorem",
     },
     "--replay": {
         "--strategy dfs": "a replay follows one path; drop --strategy",
-        "--max-states": "a replay follows one path and stores no states; drop --max-states",
         "--max-depth": "a replay follows its whole path; drop --max-depth",
-        "--time-limit": "a replay follows one path; drop --time-limit",
-        "--memory": "a replay follows one path and stores no states; drop --memory",
+        "--memory": "a replay follows one path; drop --memory",
         "--workers": "a replay follows one path in one process; drop --workers",
         "--exact": "a replay follows one path and stores no states; drop --exact",
         "--progress": "a replay shows no progress line; drop --progress",

@@ -51,7 +51,8 @@ def test_seed_without_swarm_is_refused(capsys, mode):
 @pytest.mark.parametrize("argv, code", [
     (["--worst", "ttft", "--strategy", "bfs", "--workers", "1", "--max-states", "100000", "--time-limit", "60",
       "--memory", "2G", "--ties", "seq", "--no-symmetry", "--json", "-q", "--no-timing"], 0),
-    (["--replay", "0/0", "--check", "deadlock", "--ties", "seq", "--no-symmetry", "--no-timing"], 0),
+    (["--replay", "0/0", "--check", "deadlock", "--ties", "seq", "--no-symmetry", "--no-timing",
+      "--max-states", "40", "--time-limit", "9"], 0),
     (["--swarm", "1", "--seed", "5", "--max-depth", "30", "--max-states", "50", "--no-timing", "-q"], 17),
 ], ids=["worst", "replay", "swarm"])
 def test_the_flags_a_mode_honours_run(capsys, argv, code):
