@@ -13,11 +13,13 @@ __all__ = ["NotReadable", "read_regular"]
 
 
 class NotReadable(ValueError):
-    """A file refused or unreadable: `reason` says why, in a few words."""
+    """A file refused or unreadable: `reason` says why, in a few words;
+    `opened`: False when it could not even be opened (missing, no
+    permission), True when it was refused for what it is."""
 
-    def __init__(self, path: str, reason: str) -> None:
+    def __init__(self, path: str, reason: str, opened: bool = True) -> None:
         super().__init__(f"{path}: {reason}")
-        self.path, self.reason = str(path), reason
+        self.path, self.reason, self.opened = str(path), reason, opened
 
 
 def _size(n: int) -> str:
@@ -34,7 +36,7 @@ def read_regular(path: str, limit: int) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))  # a FIFO does not block
     except OSError as e:
-        raise NotReadable(path, e.strerror or str(e)) from None
+        raise NotReadable(path, e.strerror or str(e), opened=False) from None
     try:
         st = os.fstat(fd)
         if stat.S_ISDIR(st.st_mode):

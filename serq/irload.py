@@ -11,6 +11,9 @@
   file's directory (an absolute path stays as it is); in memory a
   program's `source` is a path valid from the current directory, and
   `ir_text(program, out)` writes it relative to where the IR is written.
+  It is read, to quote its lines in diagnostics, only as a regular file of
+  bounded size (`read_source`): a device, a pipe, a directory or a /proc
+  file is refused at `source`.
 Every failure is a `SerqError` whose diagnostics quote the JSON file."""
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from explorer.infile import NotReadable, read_regular
+
 from serq import ir
 from serq.diagnostics import Diagnostic, SerqError
 from serq.irshape import prefix_problems, shape_problems
 
 MAX_SOURCE_NAME = 4096  # characters in `source`
+MAX_SOURCE_BYTES = 16 << 20  # bytes of the file `source` names
 _AT_LINE = re.compile(r" at line (\d+) column (\d+)$")
 
 
@@ -92,13 +98,39 @@ def ir_text(program: ir.Program, out: str | None) -> str:
 
 def read_source(source: str) -> str | None:
     """The text of a program's source file for quoting in diagnostics, or
-    None when it cannot be read (missing, not UTF-8, not a file name)."""
+    None when there is none to read (no file name, a file that cannot be
+    opened). Only a regular file of at most MAX_SOURCE_BYTES bytes of UTF-8
+    text is read (explorer.infile): anything else -- a device, a pipe, a
+    directory, a /proc file, a huge file -- raises SourceRefused."""
     if not source or source.startswith("<") or _source_problem(source):
         return None
     try:
-        return Path(source).read_text(encoding="utf-8").removeprefix("\ufeff")
-    except (OSError, UnicodeError, ValueError):
-        return None
+        data = read_regular(source, MAX_SOURCE_BYTES)
+    except NotReadable as e:
+        if not e.opened:
+            return None
+        raise SourceRefused(e.reason) from None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeError:
+        raise SourceRefused("not UTF-8 text") from None
+
+
+class SourceRefused(ValueError):
+    """A `source` that names something other than a source file."""
+
+
+def source_text(prog: ir.Program, text: str, file: str) -> str | None:
+    """`read_source` for the program read from the IR file `file` (its
+    `text`): a refused `source` is E010 located at it."""
+    try:
+        return read_source(prog.source)
+    except SourceRefused as e:
+        raise SerqError([Diagnostic(*locate(text, ("source",)), "E010",
+                                    f"`source` names {prog.source}, which is not a source file to read: {e}",
+                                    file=file, notes=("`source` must name a regular file of UTF-8 text of at most "
+                                                      f"{MAX_SOURCE_BYTES >> 20} MiB (the .sq the IR was compiled "
+                                                      "from)",))], text) from None
 
 
 def _source_problem(source: str) -> str | None:

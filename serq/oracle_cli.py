@@ -164,14 +164,25 @@ def cmd_convert(args) -> int:
     return 0
 
 
+MAX_TRACE = 1 << 30  # bytes of a trace to compare
+
+
 def cmd_compare(args) -> int:
-    from serq.oracle.compare import agree
+    from explorer.infile import NotReadable, read_regular
+    from serq.oracle.compare import TraceError, agree, read_trace
 
     sc = load_scenario(args.scenario)
     try:
-        text = Path(args.trace).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise _err(args.trace, "E011", f"cannot read {args.trace}: {getattr(e, 'strerror', None) or e}") from None
+        text = read_regular(args.trace, MAX_TRACE).decode("utf-8")
+    except NotReadable as e:
+        raise _err(args.trace, "E011", f"cannot read {args.trace}: {e.reason}") from None
+    except UnicodeDecodeError as e:
+        raise _err(args.trace, "E011", f"cannot read {args.trace}: {e}") from None
+    try:
+        read_trace(text)
+    except TraceError as e:
+        raise SerqError([Diagnostic(e.line, e.col, "E025", f"malformed trace: {e}",
+                                    file=args.trace)], text) from None
     try:
         a = agree(sc, text, coalesce=not args.no_coalesce, name=Path(args.scenario).stem)
     except (ValueError, KeyError) as e:

@@ -60,6 +60,7 @@ DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT, NO_PROGRESS, INTERRUPTED =
     "done", "horizon", "fault", "stalled", "violation", "step limit", "no progress", "interrupted")
 TIME_LIMIT, MEMORY_LIMIT = "time limit", "memory limit"
 LIMITS = (STEP_LIMIT, TIME_LIMIT, MEMORY_LIMIT)  # the run was cut: never the end of the instance
+MAX_TRACE_BYTES = 256 << 20  # an arrival trace file
 MAX_VIOLATIONS = 100  # violation messages kept (all are counted)
 
 
@@ -118,10 +119,14 @@ def _trace_times(path: Path, count: int, line: ir.WorkloadLine, file: str) -> li
     def err(msg, *notes):
         return SerqError([Diagnostic(where[0], where[1], "E410", msg, file=file, notes=notes)])
 
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise err(f"cannot read the arrival trace {path}: {getattr(e, 'strerror', None) or e}") from None
+    from explorer.infile import NotReadable, read_regular
+
+    try:  # a regular file of bounded size only: not a device or a pipe that never ends
+        text = read_regular(path, MAX_TRACE_BYTES).decode("utf-8")
+    except NotReadable as e:
+        raise err(f"cannot read the arrival trace {path}: {e.reason}") from None
+    except UnicodeDecodeError as e:
+        raise err(f"cannot read the arrival trace {path}: {e}") from None
     times = []
     for n, raw in enumerate(text.splitlines(), 1):
         s = raw.split("#", 1)[0].strip()
