@@ -5,6 +5,8 @@
 - the models are read strictly: no coercion (`"cap": true` and `"v": "4"`
   are errors, as are unknown fields), each error at the position of the
   offending value in the file;
+- every name an identifier, as the grammar's (serq.irnames): no escape
+  sequence or newline reaches the terminal through a name;
 - the automaton's shape and the range of its numbers (serq.irshape), each
   problem at the offending value;
 - `source`, the file the positions refer to, is resolved against the IR
@@ -29,6 +31,7 @@ from explorer.infile import NotReadable, read_regular
 
 from serq import ir
 from serq.diagnostics import Diagnostic, SerqError
+from serq.irnames import name_problems
 from serq.irshape import prefix_problems, shape_problems
 
 MAX_SOURCE_NAME = 4096  # characters in `source`
@@ -68,7 +71,7 @@ def read_ir(text: str, file: str) -> ir.Program:
             diags[-1] = Diagnostic(diags[-1].line, diags[-1].col, "E010", diags[-1].message, file=file,
                                    notes=(f"{len(errs)} problems in all",))
         raise SerqError(diags, text) from None
-    problems = shape_problems(prog) + prefix_problems(prog)
+    problems = name_problems(prog) + shape_problems(prog) + prefix_problems(prog)
     src = _source_problem(prog.source)
     if src:
         problems.append((("source",), "E010", src))

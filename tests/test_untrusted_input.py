@@ -155,3 +155,87 @@ def test_the_recorded_trace_still_agrees(capsys):
 def test_a_trace_that_is_no_regular_file(tmp_path, capsys):
     assert main(["oracle", "compare", str(SCENARIO), "/dev/zero"]) == 2
     assert "error[E011]: cannot read /dev/zero: not a regular file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- names and control characters
+
+
+def controls(text: str) -> set[str]:
+    import unicodedata
+
+    return {c for c in text if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs")}
+
+
+def _set(path):
+    def edit(doc, value):
+        node = doc
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+    return edit
+
+
+@pytest.mark.parametrize("path", [("pools", 0, "name"), ("stages", 0, "name"), ("sessions", 0, "name"),
+                                  ("workload", 0, "program"), ("pools", 0, "admit_via"),
+                                  ("sessions", 0, "states", 1, "hold", "items", 0, "pool")])
+@pytest.mark.parametrize("name", ["kv\x1b[2J\x1b[31m", "a\nfake: pass", "x y", "9lives", "", "r\u202eevil"])
+def test_an_ir_name_must_be_an_identifier(ir_file, tmp_path, capsys, path, name):
+    from serq.diagnostics import printable
+
+    f = ir_file(tmp_path / "gone.sq")
+    doc = json.loads(f.read_text())
+    _set(path)(doc, name)
+    f.write_text(json.dumps(doc, indent=1))
+    assert main(["check", str(f)]) == 2
+    err = capsys.readouterr().err
+    where = ".".join(map(str, path))
+    assert f"error[E010]: not a serq IR file: `{where}` must be a name" in err, err
+    assert f'got "{printable(name)}"' in err
+    assert controls(err) <= {"\n"}
+    assert "\x1b" not in err and "\u202e" not in err and "fake: pass\n" not in err
+
+
+def test_compiled_names_load(tmp_path):
+    """Every name the compiler writes is one the loader takes, its loop
+    counters (`repeat#N`) included."""
+    from serq.irload import ir_text, read_ir
+    from serq.load import load_path
+
+    for f in sorted((ROOT / "instances").glob("*.sq")) + [ROOT / "tests" / "kernel_instances" / "constructs.sq"]:
+        prog = load_path(f).program
+        assert read_ir(ir_text(prog, None), "x.ir.json") == prog.model_copy(update={"source": prog.source})
+
+
+@pytest.mark.parametrize("line,col,token", [
+    ("stage gpu { budget 2; }\x1b[2J\x1b[31m", 24, "\\x1b"),
+    ('stage gpu { budget "\x1b[31m\u202e" + zz; }', 20, '"\\x1b[31m\\u202e"'),
+])
+def test_a_quoted_line_has_its_controls_escaped(tmp_path, capsys, line, col, token):
+    f = tmp_path / "a.sq"
+    f.write_text(line + "\nsession s { end; }\nworkload { 1 x s; }\n")
+    assert main(["check", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\u202e" not in err, err
+    head, quoted, caret = err.splitlines()[:3]
+    assert head.startswith(f"{f}:1:{col}: error[")
+    at = quoted.index(token)
+    assert caret.index("^") == at and caret.count("^") == len(token), (quoted, caret)
+
+
+def test_printable_escapes_every_control():
+    from serq.diagnostics import printable
+
+    assert printable("a\x1b[31mb\n\t\r\x00\x7f\x85\u2028\u202e\u200b\U000e0001 é 中") == \
+        "a\\x1b[31mb\\n\\t\\r\\x00\\x7f\\x85\\u2028\\u202e\\u200b\\U000e0001 é 中"
+    for n in range(0x110000):
+        assert not controls(printable(chr(n))), hex(n)
+
+
+def test_a_scenario_id_cannot_break_out_of_its_comment(tmp_path, capsys):
+    sc = json.loads(SCENARIO.read_text())
+    sc["requests"][0]["id"] = "r0\nsession evil { end; }"
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(sc))
+    assert main(["oracle", "convert", str(p)]) == 2
+    err = capsys.readouterr().err
+    assert "error[E023]" in err and "must be printable text" in err and "\nsession evil" not in err
