@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from explorer.infile import NotReadable, read_regular
 from explorer.interrupt import interrupt_of, signal_name
 from explorer.limits import LimitReached, Limits
 from explorer.memory import MemoryGuard
@@ -119,14 +120,10 @@ def _trace_times(path: Path, count: int, line: ir.WorkloadLine, file: str) -> li
     def err(msg, *notes):
         return SerqError([Diagnostic(where[0], where[1], "E410", msg, file=file, notes=notes)])
 
-    from explorer.infile import NotReadable, read_regular
-
     try:  # a regular file of bounded size only: not a device or a pipe that never ends
         text = read_regular(path, MAX_TRACE_BYTES).decode("utf-8")
-    except NotReadable as e:
-        raise err(f"cannot read the arrival trace {path}: {e.reason}") from None
-    except UnicodeDecodeError as e:
-        raise err(f"cannot read the arrival trace {path}: {e}") from None
+    except (NotReadable, UnicodeDecodeError) as e:
+        raise err(f"cannot read the arrival trace {path}: {getattr(e, 'reason', e)}") from None
     times = []
     for n, raw in enumerate(text.splitlines(), 1):
         s = raw.split("#", 1)[0].strip()
