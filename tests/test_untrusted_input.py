@@ -152,9 +152,10 @@ def test_the_recorded_trace_still_agrees(capsys):
     assert "agree on all" in capsys.readouterr().out
 
 
-def test_a_trace_that_is_no_regular_file(tmp_path, capsys):
-    assert main(["oracle", "compare", str(SCENARIO), "/dev/zero"]) == 2
-    assert "error[E011]: cannot read /dev/zero: not a regular file" in capsys.readouterr().err
+def test_a_trace_that_is_no_regular_file():
+    p = serq("oracle", "compare", SCENARIO, "/dev/zero")  # in a process bounded in memory
+    assert p.returncode == 2, p.stderr
+    assert "error[E011]: cannot read /dev/zero: not a regular file" in p.stderr
 
 
 # ---------------------------------------------------------------- names and control characters
