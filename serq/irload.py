@@ -14,8 +14,8 @@
   program's `source` is a path valid from the current directory, and
   `ir_text(program, out)` writes it relative to where the IR is written.
   It is read, to quote its lines in diagnostics, only as a regular file of
-  bounded size (`read_source`): a device, a pipe, a directory or a /proc
-  file is refused at `source`.
+  bounded size (`source_text`): a device, a pipe, a directory or a /proc
+  file is refused, E010 at `source`.
 Every failure is a `SerqError` whose diagnostics quote the JSON file."""
 
 from __future__ import annotations
@@ -78,7 +78,11 @@ def read_ir(text: str, file: str) -> ir.Program:
     if problems:
         raise SerqError([Diagnostic(*locate(text, path), code, msg, file=file) for path, code, msg in problems],
                         text)
-    return prog.model_copy(update={"source": resolve_source(prog.source, file)})
+    prog = prog.model_copy(update={"source": resolve_source(prog.source, file)})
+    refused = _source_refused(prog, text, file)
+    if refused is not None:
+        raise refused
+    return prog
 
 
 def resolve_source(source: str, ir_file: str) -> str:
@@ -102,9 +106,22 @@ def ir_text(program: ir.Program, out: str | None) -> str:
 def read_source(source: str) -> str | None:
     """The text of a program's source file for quoting in diagnostics, or
     None when there is none to read (no file name, a file that cannot be
-    opened). Only a regular file of at most MAX_SOURCE_BYTES bytes of UTF-8
-    text is read (explorer.infile): anything else -- a device, a pipe, a
-    directory, a /proc file, a huge file -- raises SourceRefused."""
+    opened) or when it is no source file (see `source_text`)."""
+    try:
+        return source_text(source)
+    except SourceRefused:
+        return None
+
+
+class SourceRefused(ValueError):
+    """A `source` that names something other than a source file."""
+
+
+def source_text(source: str) -> str | None:
+    """`read_source`, raising SourceRefused for what is no source file:
+    only a regular file of at most MAX_SOURCE_BYTES bytes of UTF-8 text is
+    read (explorer.infile), never a device, a pipe, a directory, a /proc
+    file or a huge file."""
     if not source or source.startswith("<") or _source_problem(source):
         return None
     try:
@@ -119,21 +136,17 @@ def read_source(source: str) -> str | None:
         raise SourceRefused("not UTF-8 text") from None
 
 
-class SourceRefused(ValueError):
-    """A `source` that names something other than a source file."""
-
-
-def source_text(prog: ir.Program, text: str, file: str) -> str | None:
-    """`read_source` for the program read from the IR file `file` (its
-    `text`): a refused `source` is E010 located at it."""
+def _source_refused(prog: ir.Program, text: str, file: str) -> SerqError | None:
+    """E010 at `source` when it names something that is no source file."""
     try:
-        return read_source(prog.source)
+        source_text(prog.source)
     except SourceRefused as e:
-        raise SerqError([Diagnostic(*locate(text, ("source",)), "E010",
-                                    f"`source` names {prog.source}, which is not a source file to read: {e}",
-                                    file=file, notes=("`source` must name a regular file of UTF-8 text of at most "
-                                                      f"{MAX_SOURCE_BYTES >> 20} MiB (the .sq the IR was compiled "
-                                                      "from)",))], text) from None
+        return SerqError([Diagnostic(*locate(text, ("source",)), "E010",
+                                     f"`source` names {prog.source}, which is not a source file to read: {e}",
+                                     file=file, notes=("`source` must name a regular file of UTF-8 text of at most "
+                                                       f"{MAX_SOURCE_BYTES >> 20} MiB (the .sq the IR was compiled "
+                                                       "from)",))], text)
+    return None
 
 
 def _source_problem(source: str) -> str | None:

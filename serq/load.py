@@ -9,7 +9,7 @@ from pathlib import Path
 from serq import ir
 from serq.compiler import Compiler
 from serq.diagnostics import Diagnostic, SerqError, Sink
-from serq.irload import read_ir, source_text
+from serq.irload import read_ir, read_source
 from serq.parser import parse_tree
 from serq.validate import validate
 
@@ -48,7 +48,7 @@ def load_ir(text: str, file: str, *, theorem: bool = False, explorer: bool = Fal
     the JSON), then validated like a compiled source (errors located in
     the source the IR names, quoted when it can be read)."""
     prog = read_ir(text, file)
-    src_text = source_text(prog, text, file)  # a `source` that is no source file: E010 at it
+    src_text = read_source(prog.source)
     diags = validate(prog, theorem=theorem, explorer=explorer, shape_checked=True)
     if any(d.is_error for d in diags):
         raise SerqError(diags, src_text)
