@@ -106,3 +106,35 @@ def test_links_modes_and_devices(tmp_path):
         write_output(str(tmp_path), "z")
     with pytest.raises(OutputError, match=f"no directory {tmp_path / 'none'}"):
         write_output(str(tmp_path / "none" / "f"), "z")
+
+
+def fake_oracle(tmp_path, code: int = 0):
+    """An oracle environment whose `python` prints the recorded trace of a
+    scenario (the driver's standard output) and its summary (stderr)."""
+    trace = ROOT / "tests" / "vllm" / "01_chunked_prefill_with_decodes.trace.jsonl"
+    py = tmp_path / "venv" / "bin" / "python"
+    py.parent.mkdir(parents=True)
+    py.write_text(f"#!/bin/sh\ncat '{trace}'\necho '{{\"status\": \"complete\", \"steps\": 9, \"finished\": 3, "
+                  f"\"requests\": 3}}' >&2\nexit {code}\n")
+    py.chmod(0o755)
+    return tmp_path / "venv", trace
+
+
+def test_oracle_trace_is_written_whole(tmp_path, capsys):
+    venv, trace = fake_oracle(tmp_path)
+    out = tmp_path / "t.jsonl"
+    assert main(["oracle", "trace", SCENARIO, "--venv", str(venv), "-o", str(out)]) == 0
+    assert out.read_text() == trace.read_text()
+    assert main(["oracle", "trace", SCENARIO, "--venv", str(venv)]) == 0
+    assert capsys.readouterr().out == trace.read_text()  # `-o -`: standard output
+    if os.path.exists("/dev/full"):
+        assert main(["oracle", "trace", SCENARIO, "--venv", str(venv), "-o", "/dev/full"]) == 2
+        assert "error[E017]: cannot write /dev/full: No space left on device" in capsys.readouterr().err
+
+
+def test_oracle_trace_of_a_failed_driver_leaves_no_file(tmp_path, capsys):
+    venv, _ = fake_oracle(tmp_path, code=1)
+    out = tmp_path / "t.jsonl"
+    assert main(["oracle", "trace", SCENARIO, "--venv", str(venv), "-o", str(out)]) == 2
+    assert "the driver failed (exit 1)" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["venv"]
