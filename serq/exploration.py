@@ -90,11 +90,14 @@ def note_stuck(result, ch: Checks, notes: list, *, across_processes: bool = Fals
 
 def model_identity(program: ir.Program, ties: str, symmetry: bool, checks: Checks) -> dict:
     """What makes two explorations the same run (a checkpoint resumes only
-    its own): the instance's IR, the ties, the symmetry and the checks."""
+    its own): the instance's IR, the ties, the symmetry, the checks and
+    the serq version (another version may number states differently)."""
     import hashlib
 
+    from serq import __version__
+
     return {"instance": hashlib.sha256(program.to_json().encode()).hexdigest()[:24], "ties": ties,
-            "symmetry": symmetry, "checks": checks.names()}
+            "symmetry": symmetry, "checks": checks.names(), "serq": __version__}
 
 
 def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: bool = True,

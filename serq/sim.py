@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from explorer.infile import NotReadable, read_regular
 from explorer.interrupt import interrupt_of, signal_name
 from explorer.limits import LimitReached, Limits
 from explorer.memory import MemoryGuard
@@ -62,6 +63,7 @@ DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT, NO_PROGRESS, INTERRUPTED =
     "done", "horizon", "fault", "stalled", "violation", "step limit", "no progress", "interrupted")
 TIME_LIMIT, MEMORY_LIMIT = "time limit", "memory limit"
 LIMITS = (STEP_LIMIT, TIME_LIMIT, MEMORY_LIMIT)  # the run was cut: never the end of the instance
+MAX_TRACE_BYTES = 256 << 20  # an arrival trace file
 MAX_VIOLATIONS = 100  # violation messages kept (all are counted)
 
 
@@ -120,10 +122,10 @@ def _trace_times(path: Path, count: int, line: ir.WorkloadLine, file: str) -> li
     def err(msg, *notes):
         return SerqError([Diagnostic(where[0], where[1], "E410", msg, file=file, notes=notes)])
 
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise err(f"cannot read the arrival trace {path}: {getattr(e, 'strerror', None) or e}") from None
+    try:  # a regular file of bounded size only: not a device or a pipe that never ends
+        text = read_regular(path, MAX_TRACE_BYTES).decode("utf-8")
+    except (NotReadable, UnicodeDecodeError) as e:
+        raise err(f"cannot read the arrival trace {path}: {getattr(e, 'reason', e)}") from None
     times = []
     for n, raw in enumerate(text.splitlines(), 1):
         s = raw.split("#", 1)[0].strip()

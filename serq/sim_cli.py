@@ -111,10 +111,13 @@ def _setup_and_run(loaded, cfg, args):
         from serq.schedule import open_schedule
 
         writer = open_schedule(args.schedule, sim)
+        ok = False
         try:
-            return _run(sim, cfg, args)
+            r = _run(sim, cfg, args)
+            ok = True
         finally:
-            writer.close()
+            writer.close(ok)
+        return r
     return _run(sim, cfg, args)
 
 
