@@ -323,11 +323,22 @@ class _Driver:
         b = self.b
         b.call("start", lambda i: (self.factory, i, self.k, self.check_livelock, self.check_deadlock))
         try:
-            return self._run()
+            r = self._run()
+            self._gather_notes()
+            return r
         except (KeyboardInterrupt, SystemError) as e:
             return interrupted(self.stats(self.queue), interrupt_of(e))
         except MemoryError:
             return bounded(self.stats(self.queue), "memory", "MemoryError")
+
+    def _gather_notes(self) -> None:
+        """The partitions' notes into the driver's model (Ray actors keep
+        their own; threads share the driver's list), in partition order."""
+        mine = getattr(self.m, "notes", None)
+        if mine is None:
+            return
+        for part in self.b.call("notes", lambda i: ()):
+            mine.extend(n for n in part if n not in mine)
 
     def _initial(self) -> Result | None:
         """The initial states, as the sequential engine takes them."""

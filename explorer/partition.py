@@ -112,6 +112,12 @@ class Partition:
     def pid(self) -> int:
         return os.getpid()
 
+    def notes(self) -> list:
+        """What this partition's model noted beside the verdict (`notes`, a
+        list a model may keep: the first stuck session under `completes`),
+        for the driver to gather from other processes."""
+        return list(getattr(self.m, "notes", None) or ())
+
     # -- seeding and lookups ---------------------------------------------------
     def seed(self, rows, fps, flags, gids, actions) -> None:
         """Initial states owned here (already deduplicated, in id order);
