@@ -1,0 +1,108 @@
+"""The fuzzing campaign's supervision (bench/supervise.py, bench/fuzz.py):
+every job is reported once, a job past its time is a hang and its worker is
+killed (even one stuck where Python cannot interrupt it), a worker that dies
+is reported, none is left behind, and the mutants and counts do not depend
+on the number of workers."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+
+import pytest
+
+from bench import fuzz
+from bench.supervise import DIED, DONE, ERROR, HANG, supervise
+
+
+def _work(job):
+    if job == 3:
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM, signal.SIGTERM])
+        time.sleep(60)  # stuck: no Python-level interruption gets through
+    if job == 5:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if job == 7:
+        raise ValueError("seven")
+    if job == 8:
+        os._exit(3)
+    return job * job
+
+
+def test_every_job_is_reported_once_hangs_and_deaths_included():
+    t0 = time.monotonic()
+    got = {job: (status, value) for job, status, value in supervise(range(12), _work, workers=2, hang=1.0)}
+    assert time.monotonic() - t0 < 20
+    assert sorted(got) == list(range(12))
+    assert got[3][0] == HANG and got[3][1] >= 1.0
+    assert got[5] == (DIED, "killed by SIGKILL")
+    assert got[8] == (DIED, "exited with code 3")
+    assert got[7][0] == ERROR and got[7][1][0] == "ValueError: seven" and "Traceback" in got[7][1][1]
+    assert all(got[j] == (DONE, j * j) for j in (0, 1, 2, 4, 6, 9, 10, 11))
+    assert multiprocessing.active_children() == []
+
+
+def test_stopping_early_leaves_no_worker():
+    results = supervise(range(100), _work, workers=2, hang=1.0)
+    next(results)
+    results.close()
+    assert multiprocessing.active_children() == []
+
+
+def test_workers_are_recycled_without_losing_jobs():
+    got = [(j, s, v) for j, s, v in supervise([0, 1, 2, 4, 6, 9, 10], _work, workers=2, recycle=2)]
+    assert sorted(got) == sorted((j, DONE, j * j) for j in [0, 1, 2, 4, 6, 9, 10])
+
+
+def test_the_campaign_counts_hangs_and_dead_workers_as_findings(monkeypatch):
+    hanging, dying = fuzz.mutant("deep", 0, 2), fuzz.mutant("deep", 0, 4)
+
+    def pipeline(kind, text, **kw):
+        if text == hanging:
+            time.sleep(60)
+        if text == dying:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return "rejected"
+
+    monkeypatch.setattr(fuzz, "pipeline", pipeline)  # the workers are forked: they see it
+    tally = fuzz.campaign("deep", 8, workers=2, hang=1.0)
+    assert tally.n == 8
+    assert tally.outcomes == {"rejected": 6, "HANG": 1, "CRASH": 1}
+    assert [i for i, _, _ in tally.found] == [2, 4]
+    assert tally.found[1][1] == "worker: killed by SIGTERM"
+    assert "crashes 1, hangs 1" in tally.line(2)
+
+
+def test_mutants_and_counts_do_not_depend_on_the_workers():
+    assert fuzz.mutant("numeric", 3, 17) == fuzz.mutant("numeric", 3, 17) != fuzz.mutant("numeric", 3, 18)
+    one = fuzz.campaign("ir", 30, seed=3, workers=1, run=False)
+    two = fuzz.campaign("ir", 30, seed=3, workers=2, run=False)
+    assert one.n == two.n == 30
+    assert one.outcomes == two.outcomes and one.digests == two.digests and len(one.digests) > 20
+    assert one.outcomes["CRASH"] == one.outcomes["HANG"] == 0
+
+
+def test_a_short_campaign_prints_its_figures(capsys):
+    assert fuzz.main(["-n", "6", "--kinds", "ir,numeric", "--no-run", "--jobs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "ir: 6 mutants" in out and "numeric: 6 mutants" in out
+    assert "mutants/s with 2 workers" in out and "crashes 0, hangs 0" in out
+
+
+def test_a_crash_is_saved_whole_with_its_reproducer(monkeypatch, tmp_path, capsys):
+    def pipeline(kind, text, **kw):
+        if text == fuzz.TEXTS["theorem.sq"]:  # the warm-up
+            return "pass"
+        raise fuzz.Crash("run", ValueError("boom"))
+
+    monkeypatch.setattr(fuzz, "pipeline", pipeline)
+    assert fuzz.main(["-n", "2", "--kinds", "deep", "--jobs", "1", "--save", str(tmp_path)]) == 1
+    assert (tmp_path / "deep-1.txt").read_text() == fuzz.mutant("deep", 0, 1)
+    assert "--only deep:0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["numeric", "deep", "ir"])
+def test_a_few_real_mutants_run_clean(kind):
+    tally = fuzz.campaign(kind, 6, seed=1, workers=2, hang=60)
+    assert tally.n == 6 and tally.found == [], tally.found
