@@ -39,6 +39,7 @@ import functools
 import hashlib
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -355,6 +356,13 @@ def warm_up(kinds: list[str]) -> None:
         _ir_texts()
 
 
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 @dataclass
 class Tally:
     kind: str
@@ -364,11 +372,16 @@ class Tally:
     found: list = field(default_factory=list)  # (index, what, detail): every crash and hang
     digests: set = field(default_factory=set)
     seconds: float = 0.0
+    cpu: float = 0.0  # of the workers, once they have ended
 
     def line(self, workers: int) -> str:
         rate = self.n / self.seconds if self.seconds else 0.0
         full = f"; 100,000 in ~{100_000 / rate / 60:.0f} min" if rate else ""
-        return (f"{self.kind}: {self.n} mutants ({len(self.digests)} distinct) in {self.seconds:.0f} s, "
+        if self.cpu and self.n:  # what the same work needs on `workers` cores of its own
+            cores = min(workers, os.cpu_count() or 1)
+            full += f", ~{100_000 * self.cpu / self.n / cores / 60:.0f} min on {cores} free core{'s' * (cores > 1)}"
+        cpu = f", workers' CPU {self.cpu:.0f} s" if self.cpu else ""
+        return (f"{self.kind}: {self.n} mutants ({len(self.digests)} distinct) in {self.seconds:.0f} s{cpu}, "
                 f"{rate:.1f} mutants/s with {workers} worker{'s' * (workers > 1)}{full}; "
                 f"crashes {self.outcomes['CRASH']}, hangs {self.outcomes['HANG']}; "
                 + ", ".join(f"{k} {v}" for k, v in self.outcomes.most_common()))
@@ -382,7 +395,7 @@ def campaign(kind: str, n: int, *, seed: int = 0, workers: int = 2, run: bool = 
     is recorded with its index; the counts do not depend on `workers`."""
     work = functools.partial(_one, seed=seed, run=run, time_limit=time_limit)
     tally = Tally(kind)
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _children_cpu()
     for (_, index), status, value in supervise(((kind, i) for i in range(n)), work, workers=workers, hang=hang,
                                                init=functools.partial(_limit_address_space, address_space)):
         tally.n += 1
@@ -393,7 +406,9 @@ def campaign(kind: str, n: int, *, seed: int = 0, workers: int = 2, run: bool = 
                 tally.found.append((index, crash[0], crash[1]))
         elif status == HANG:
             outcome = "HANG"
-            tally.found.append((index, f"hang: still running after {value:.1f} s, killed", ""))
+            wall, cpu = value
+            spent = f"{wall:.1f} s" if cpu is None else f"{cpu:.1f} s of CPU in {wall:.1f} s"
+            tally.found.append((index, f"hang: still running after {spent}, killed", ""))
         else:  # the worker died during the mutant, or the harness itself raised
             outcome = "CRASH"
             crash = value if status == ERROR else (f"worker: {value}", "")
@@ -404,7 +419,7 @@ def campaign(kind: str, n: int, *, seed: int = 0, workers: int = 2, run: bool = 
         if every and tally.n % every == 0 and tally.n < n:  # partial counts, for a campaign stopped early
             tally.seconds = time.perf_counter() - t0
             print(tally.line(workers), flush=True, file=out)
-    tally.seconds = time.perf_counter() - t0
+    tally.seconds, tally.cpu = time.perf_counter() - t0, _children_cpu() - cpu0  # every worker has been reaped
     tally.found.sort()
     return tally
 
@@ -439,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         kind, _, index = args.only.partition(":")
         text = mutant(kind, args.seed, int(index))
         print(text)
+        _limit_address_space(args.address_space)  # as in a worker
         try:
             print("outcome:", pipeline(kind, text, run=not args.no_run, time_limit=args.time_limit))
         except Crash as c:

@@ -1,7 +1,10 @@
 """A supervised pool for fuzzing: worker processes, forked from a parent
 that has already imported and compiled everything, each run many jobs
 in-process, one at a time. The parent hands out one job at a time and
-times it: a worker whose job runs past `hang` seconds is killed (SIGKILL,
+times it: a worker whose job runs past `hang` seconds of CPU (read from
+/proc, so that a machine loaded by others makes no false hangs; of wall
+clock where there is no /proc), or is stuck for 4 x `hang` seconds of wall
+clock without computing, is killed (SIGKILL,
 which nothing inside the worker, not even a stuck compiled call, can
 delay) and replaced, and its job is reported as a hang; a worker that dies
 (a signal, an abort, `os._exit`) is replaced and its job reported as such.
@@ -21,7 +24,7 @@ from typing import Any
 # statuses of a job
 DONE = "done"  # work(job) returned: the value
 ERROR = "error"  # work(job) raised: "Type: message" and the traceback
-HANG = "hang"  # killed after `hang` seconds: the seconds
+HANG = "hang"  # killed after `hang` seconds of CPU or 4 x `hang` of wall clock: (wall, CPU seconds)
 DIED = "died"  # the worker ended during the job: how (signal or exit code)
 
 
@@ -54,17 +57,42 @@ class _Worker:
         child.close()
         self.job: Any = None
         self.started = 0.0
+        self.cpu0: float | None = None
         self.done = 0
 
     def give(self, job) -> None:
-        self.job, self.started = job, time.monotonic()
+        self.job, self.started, self.cpu0 = job, time.monotonic(), _cpu(self.proc.pid)
         self.conn.send(job)
+
+    def spent(self, now: float, hang: float) -> tuple[float, float | None] | None:
+        """(wall, CPU seconds) the job has cost when it is a hang, else None:
+        `hang` seconds of CPU (so that a machine loaded by others makes no
+        hangs of slow jobs), or 4 x `hang` seconds of wall clock (a job stuck
+        without computing)."""
+        wall = now - self.started
+        cpu = _cpu(self.proc.pid) if self.cpu0 is not None else None
+        used = wall if cpu is None else cpu - self.cpu0
+        return (wall, None if cpu is None else used) if used >= hang or wall >= 4 * hang else None
 
     def stop(self) -> None:
         if self.proc.is_alive():
             self.proc.kill()
         self.proc.join()
         self.conn.close()
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu(pid: int) -> float | None:
+    """Seconds of CPU process `pid` has used (user + system), from /proc;
+    None where there is no /proc."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def _how(exitcode: int | None) -> str:
@@ -112,9 +140,10 @@ def supervise(jobs: Iterable, work: Callable[[Any], Any], *, workers: int = 2, h
                     busy[w.conn] = w
             if not busy:
                 return
+            # wake up at the first moment a job can have become a hang (it cannot use CPU faster than the clock)
             now = time.monotonic()
             timeout = max(0.0, min(w.started + hang for w in busy.values()) - now)
-            for conn in wait(list(busy), timeout):
+            for conn in wait(list(busy), timeout or hang / 10):
                 w = busy.pop(conn)
                 job, w.job = w.job, None
                 w.done += 1
@@ -128,9 +157,10 @@ def supervise(jobs: Iterable, work: Callable[[Any], Any], *, workers: int = 2, h
                 yield job, status, value
             now = time.monotonic()
             for conn, w in list(busy.items()):
-                if now - w.started >= hang:
+                seconds = w.spent(now, hang)
+                if seconds is not None:
                     del busy[conn]
-                    job, seconds = w.job, now - w.started
+                    job = w.job
                     w.stop()
                     pool[pool.index(w)] = _Worker(ctx, work, init)
                     yield job, HANG, seconds

@@ -32,15 +32,28 @@ def _work(job):
 
 def test_every_job_is_reported_once_hangs_and_deaths_included():
     t0 = time.monotonic()
-    got = {job: (status, value) for job, status, value in supervise(range(12), _work, workers=2, hang=1.0)}
+    got = {job: (status, value) for job, status, value in supervise(range(12), _work, workers=2, hang=0.5)}
     assert time.monotonic() - t0 < 20
     assert sorted(got) == list(range(12))
-    assert got[3][0] == HANG and got[3][1] >= 1.0
+    assert got[3][0] == HANG and got[3][1][0] >= 2.0 and got[3][1][1] < 0.5  # 4 x hang of wall clock, no CPU
     assert got[5] == (DIED, "killed by SIGKILL")
     assert got[8] == (DIED, "exited with code 3")
     assert got[7][0] == ERROR and got[7][1][0] == "ValueError: seven" and "Traceback" in got[7][1][1]
     assert all(got[j] == (DONE, j * j) for j in (0, 1, 2, 4, 6, 9, 10, 11))
     assert multiprocessing.active_children() == []
+
+
+def _spin(job):
+    if job == 1:
+        while True:  # computing without end
+            pass
+    return job
+
+
+def test_a_job_computing_past_its_cpu_time_is_a_hang():
+    got = {job: (status, value) for job, status, value in supervise(range(4), _spin, workers=2, hang=0.5)}
+    assert got[1][0] == HANG and got[1][1][1] > 0  # it computed (whether the CPU or the clock ran out first)
+    assert all(got[j] == (DONE, j) for j in (0, 2, 3))
 
 
 def test_stopping_early_leaves_no_worker():
@@ -66,7 +79,7 @@ def test_the_campaign_counts_hangs_and_dead_workers_as_findings(monkeypatch):
         return "rejected"
 
     monkeypatch.setattr(fuzz, "pipeline", pipeline)  # the workers are forked: they see it
-    tally = fuzz.campaign("deep", 8, workers=2, hang=1.0)
+    tally = fuzz.campaign("deep", 8, workers=2, hang=0.25)
     assert tally.n == 8
     assert tally.outcomes == {"rejected": 6, "HANG": 1, "CRASH": 1}
     assert [i for i, _, _ in tally.found] == [2, 4]
