@@ -424,7 +424,7 @@ def campaign(kind: str, n: int, *, seed: int = 0, workers: int = 2, run: bool = 
     return tally
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=100_000, help="mutants of each kind (default 100,000)")
     ap.add_argument("--seed", type=int, default=0)
@@ -445,6 +445,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--address-space", type=float, default=4, metavar="GIB",
                     help="cap each worker's address space (default 4 GiB; 0: none), so that a mutant "
                          "that allocates without bound ends in a MemoryError, not a machine swapping")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     kinds = args.kinds.split(",")
     for kind in kinds + ([args.only.partition(":")[0]] if args.only else []):

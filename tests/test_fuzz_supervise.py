@@ -119,3 +119,15 @@ def test_a_crash_is_saved_whole_with_its_reproducer(monkeypatch, tmp_path, capsy
 def test_a_few_real_mutants_run_clean(kind):
     tally = fuzz.campaign(kind, 6, seed=1, workers=2, hang=60)
     assert tally.n == 6 and tally.found == [], tally.found
+
+
+def test_the_documented_options_exist():
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "language.md").read_text()
+    para = doc[doc.index("**Fuzzing.**"):doc.index("| kind | mutants (distinct) | wall | outcomes")]
+    flags = set(re.findall(r"(?<![-\w])(--[a-z][a-z-]*)", para))
+    assert {"--hang", "--jobs", "--only", "--save", "--time-limit", "--address-space", "--seed"} <= flags
+    known = {o for a in fuzz.parser()._actions for o in a.option_strings}
+    assert flags <= known, flags - known
