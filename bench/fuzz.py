@@ -34,6 +34,7 @@ hundred mutants); this campaign is not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import functools
 import hashlib
@@ -326,12 +327,16 @@ def mutant(kind: str, seed: int, index: int) -> str:
     return GENERATORS[kind](random.Random(f"{seed}:{kind}:{index}"))
 
 
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def _one(job: tuple[str, int], *, seed: int, run: bool, time_limit: float) -> tuple[str, str, tuple[str, str] | None]:
     """One mutant through the pipeline, in a worker: (outcome, digest of the
     text, (crash, traceback) or None)."""
     kind, index = job
     text = mutant(kind, seed, index)
-    digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    digest = _digest(text)
     try:
         return pipeline(kind, text, run=run, time_limit=time_limit), digest, None
     except Crash as c:
@@ -373,6 +378,7 @@ class Tally:
     digests: set = field(default_factory=set)
     seconds: float = 0.0
     cpu: float = 0.0  # of the workers, once they have ended
+    interrupted: bool = False  # stopped by Ctrl-C: the counts so far
 
     def line(self, workers: int) -> str:
         rate = self.n / self.seconds if self.seconds else 0.0
@@ -381,10 +387,33 @@ class Tally:
             cores = min(workers, os.cpu_count() or 1)
             full += f", ~{100_000 * self.cpu / self.n / cores / 60:.0f} min on {cores} free core{'s' * (cores > 1)}"
         cpu = f", workers' CPU {self.cpu:.0f} s" if self.cpu else ""
-        return (f"{self.kind}: {self.n} mutants ({len(self.digests)} distinct) in {self.seconds:.0f} s{cpu}, "
+        return (f"{self.kind}: {self.n} mutants{' (interrupted)' * self.interrupted} ({len(self.digests)} distinct) in {self.seconds:.0f} s{cpu}, "
                 f"{rate:.1f} mutants/s with {workers} worker{'s' * (workers > 1)}{full}; "
                 f"crashes {self.outcomes['CRASH']}, hangs {self.outcomes['HANG']}; "
                 + ", ".join(f"{k} {v}" for k, v in self.outcomes.most_common()))
+
+
+def _count(tally: Tally, kind: str, seed: int, index: int, status: str, value) -> None:
+    tally.n += 1
+    if status == DONE:
+        outcome, digest, crash = value
+        tally.digests.add(digest)
+        if crash is not None:
+            tally.found.append((index, crash[0], crash[1]))
+    else:
+        tally.digests.add(_digest(mutant(kind, seed, index)))  # the worker never answered: made again here
+        if status == HANG:
+            outcome = "HANG"
+            wall, cpu = value
+            spent = f"{wall:.1f} s" if cpu is None else f"{cpu:.1f} s of CPU in {wall:.1f} s"
+            tally.found.append((index, f"hang: still running after {spent}, killed", ""))
+        else:  # the worker died during the mutant, or the harness itself raised
+            outcome = "CRASH"
+            crash = value if status == ERROR else (f"worker: {value}", "")
+            tally.found.append((index, crash[0], crash[1]))
+    tally.outcomes[outcome] += 1
+    if outcome == "CRASH":
+        tally.crashes[":".join(tally.found[-1][1].split(":")[0:2])] += 1
 
 
 def campaign(kind: str, n: int, *, seed: int = 0, workers: int = 2, run: bool = True, time_limit: float = 0.5,
@@ -396,29 +425,17 @@ def campaign(kind: str, n: int, *, seed: int = 0, workers: int = 2, run: bool = 
     work = functools.partial(_one, seed=seed, run=run, time_limit=time_limit)
     tally = Tally(kind)
     t0, cpu0 = time.perf_counter(), _children_cpu()
-    for (_, index), status, value in supervise(((kind, i) for i in range(n)), work, workers=workers, hang=hang,
-                                               init=functools.partial(_limit_address_space, address_space)):
-        tally.n += 1
-        if status == DONE:
-            outcome, digest, crash = value
-            tally.digests.add(digest)
-            if crash is not None:
-                tally.found.append((index, crash[0], crash[1]))
-        elif status == HANG:
-            outcome = "HANG"
-            wall, cpu = value
-            spent = f"{wall:.1f} s" if cpu is None else f"{cpu:.1f} s of CPU in {wall:.1f} s"
-            tally.found.append((index, f"hang: still running after {spent}, killed", ""))
-        else:  # the worker died during the mutant, or the harness itself raised
-            outcome = "CRASH"
-            crash = value if status == ERROR else (f"worker: {value}", "")
-            tally.found.append((index, crash[0], crash[1]))
-        tally.outcomes[outcome] += 1
-        if outcome == "CRASH":
-            tally.crashes[":".join(tally.found[-1][1].split(":")[0:2])] += 1
-        if every and tally.n % every == 0 and tally.n < n:  # partial counts, for a campaign stopped early
-            tally.seconds = time.perf_counter() - t0
-            print(tally.line(workers), flush=True, file=out)
+    results = supervise(((kind, i) for i in range(n)), work, workers=workers, hang=hang,
+                        init=functools.partial(_limit_address_space, address_space))
+    try:
+        with contextlib.closing(results):  # however the loop ends, no worker is left
+            for (_, index), status, value in results:
+                _count(tally, kind, seed, index, status, value)
+                if every and tally.n % every == 0 and tally.n < n:  # partial counts, for a campaign stopped early
+                    tally.seconds = time.perf_counter() - t0
+                    print(tally.line(workers), flush=True, file=out)
+    except KeyboardInterrupt:
+        tally.interrupted = True
     tally.seconds, tally.cpu = time.perf_counter() - t0, _children_cpu() - cpu0  # every worker has been reaped
     tally.found.sort()
     return tally
@@ -484,6 +501,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"--- {kind} #{index} (python bench/fuzz.py --seed {args.seed} --only {kind}:{index}): "
                       f"{what}\n{tb}\n{_excerpt(kind, args.seed, index, text)}\n", file=sys.stderr, flush=True)
         found += len(tally.found)
+        if tally.interrupted:
+            return 130
     return 1 if found else 0
 
 

@@ -131,3 +131,30 @@ def test_the_documented_options_exist():
     assert {"--hang", "--jobs", "--only", "--save", "--time-limit", "--address-space", "--seed"} <= flags
     known = {o for a in fuzz.parser()._actions for o in a.option_strings}
     assert flags <= known, flags - known
+
+
+def test_ctrl_c_prints_the_counts_so_far_and_leaves_no_worker():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    marker = "918273"  # a seed no other process uses: its workers carry it in their command line
+    p = subprocess.Popen([sys.executable, "bench/fuzz.py", "-n", "100000", "--kinds", "ir,deep", "--every", "10",
+                          "--no-run", "--seed", marker], cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    first = p.stdout.readline()  # the first counts: the workers are running
+    assert first.startswith("ir: 10 mutants"), first + p.stderr.read()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert "(interrupted)" in out and "Traceback" not in err and not out.count("deep:")
+    time.sleep(0.2)
+    left = []
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and marker in (d / "cmdline").read_bytes().decode(errors="replace"):
+                left.append(d.name)
+        except OSError:
+            continue
+    assert left == []
