@@ -28,7 +28,21 @@ HANG = "hang"  # killed after `hang` seconds of CPU or 4 x `hang` of wall clock:
 DIED = "died"  # the worker ended during the job: how (signal or exit code)
 
 
-def _serve(conn, work: Callable[[Any], Any], init: Callable[[], None] | None) -> None:
+def _die_with(parent: int) -> None:
+    """SIGKILL this process when `parent` ends, even by SIGKILL (Linux's
+    PR_SET_PDEATHSIG; elsewhere a worker notices only between jobs)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # it ended before that
+        os._exit(1)
+
+
+def _serve(conn, work: Callable[[Any], Any], init: Callable[[], None] | None, parent: int) -> None:
+    _die_with(parent)
     os.setpgrp()  # a Ctrl-C on the terminal reaches the parent only, which stops the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if init is not None:
@@ -52,7 +66,7 @@ def _serve(conn, work: Callable[[Any], Any], init: Callable[[], None] | None) ->
 class _Worker:
     def __init__(self, ctx, work, init) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, work, init), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, work, init, os.getpid()), daemon=True)
         self.proc.start()
         child.close()
         self.job: Any = None

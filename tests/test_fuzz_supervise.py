@@ -149,7 +149,15 @@ def test_ctrl_c_prints_the_counts_so_far_and_leaves_no_worker():
     out, err = p.communicate(timeout=30)
     assert p.returncode == 130, err
     assert "(interrupted)" in out and "Traceback" not in err and not out.count("deep:")
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while _left(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _left(marker) == []
+
+
+def _left(marker: str) -> list[str]:
+    from pathlib import Path
+
     left = []
     for d in Path("/proc").iterdir():
         try:
@@ -157,4 +165,27 @@ def test_ctrl_c_prints_the_counts_so_far_and_leaves_no_worker():
                 left.append(d.name)
         except OSError:
             continue
-    assert left == []
+    return left
+
+
+def test_a_parent_killed_with_sigkill_leaves_no_worker():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    marker = "sigkill-parent-5521"
+    code = ("import sys, time\nfrom bench.supervise import supervise\n"
+            "def stuck(job):\n    print('started', flush=True)\n    time.sleep(600)\n"
+            "for r in supervise(range(2), stuck, workers=2, hang=600):\n    pass\n")
+    p = subprocess.Popen([sys.executable, "-c", code, marker], cwd=Path(__file__).resolve().parent.parent,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "started\n"
+        assert len(_left(marker)) == 3, _left(marker)  # the parent and its two workers
+    finally:
+        p.kill()  # SIGKILL: the parent can do nothing for its workers
+        p.wait()
+    deadline = time.monotonic() + 10
+    while _left(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _left(marker) == []
