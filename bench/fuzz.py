@@ -3,11 +3,19 @@ through compile, validate, fmt, run and explore (small budgets). Every
 mutant must end in located diagnostics or a result: any other exception
 is a crash, counted and printed with its reproducer.
 
-    python bench/fuzz.py                     # 100,000 mutants of each kind
+Mutants run in-process in worker processes (bench/supervise.py), forked
+warm from this one, one mutant at a time; a mutant still running after
+--hang seconds is a hang (its worker is killed and replaced, which no stuck
+compiled call can delay), a worker that dies during a mutant is a crash.
+Mutant i of a kind is a function of (--seed, kind, i) alone: the same in
+any worker, for any --jobs, and made again by --only KIND:i.
+
+    python bench/fuzz.py                     # 100,000 mutants of each kind, 2 workers
     python bench/fuzz.py -n 2000 --seed 7    # quicker
     python bench/fuzz.py --kinds ir          # one kind
     python bench/fuzz.py --no-run            # front end only (much faster)
-    python bench/fuzz.py --jobs 4            # four processes: the same mutants and counts
+    python bench/fuzz.py --jobs 4            # four workers: the same mutants and counts
+    python bench/fuzz.py --only numeric:79   # one mutant, here, with its traceback
 
 Kinds:
   numeric  a number of an instance replaced by an edge value (0, -1, 2^63,
@@ -26,18 +34,25 @@ hundred mutants); this campaign is not part of the test suite.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
+import functools
+import hashlib
 import json
 import math
+import os
 import random
 import sys
 import time
 import traceback
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.supervise import DONE, ERROR, HANG, supervise  # noqa: E402
 from serq.diagnostics import SerqError  # noqa: E402
 
 TEXTS = {p.name: p.read_text() for p in sorted((ROOT / "instances").glob("*.sq"))}
@@ -306,87 +321,189 @@ def _limit_address_space(gib: float) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
 
-def _one(job: tuple) -> tuple[str, tuple[str, str] | None]:
-    """One mutant through the pipeline: (outcome, (crash, traceback) or None)."""
-    kind, text, run, time_limit = job
+def mutant(kind: str, seed: int, index: int) -> str:
+    """Mutant `index` of `kind`: a function of (seed, kind, index) alone, so
+    any mutant is made again without the ones before it, in any process."""
+    return GENERATORS[kind](random.Random(f"{seed}:{kind}:{index}"))
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def _one(job: tuple[str, int], *, seed: int, run: bool, time_limit: float) -> tuple[str, str, tuple[str, str] | None]:
+    """One mutant through the pipeline, in a worker: (outcome, digest of the
+    text, (crash, traceback) or None)."""
+    kind, index = job
+    text = mutant(kind, seed, index)
+    digest = _digest(text)
     try:
-        return pipeline(kind, text, run=run, time_limit=time_limit), None
+        return pipeline(kind, text, run=run, time_limit=time_limit), digest, None
     except Crash as c:
-        return "CRASH", (str(c), c.tb)
+        return "CRASH", digest, (str(c), c.tb)
 
 
-def _jobs(kind: str, seed: int, n: int, run: bool, time_limit: float):
-    rng = random.Random(seed)
-    gen = GENERATORS[kind]
-    for _ in range(n):
-        yield kind, gen(rng), run, time_limit
+def _excerpt(kind: str, seed: int, index: int, text: str) -> str:
+    """What a mutant changed: the lines that differ from its instance (a
+    numeric mutant), or its first 400 characters."""
+    if kind != "numeric":
+        return text[:400]
+    name = random.Random(f"{seed}:{kind}:{index}").choice(sorted(TEXTS))  # the generator's first draw
+    diff = difflib.unified_diff(TEXTS[name].splitlines(True), text.splitlines(True), name, "mutant", n=0)
+    return "".join(diff)[:2000]
 
 
-def main() -> int:
+def warm_up(kinds: list[str]) -> None:
+    """Import and load the compiled code once, in the parent: the workers,
+    forked from it, start warm (and so does every replacement)."""
+    pipeline("numeric", TEXTS["theorem.sq"], max_states=50, max_steps=50)
+    if "ir" in kinds:
+        _ir_texts()
+
+
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+@dataclass
+class Tally:
+    kind: str
+    n: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    crashes: Counter = field(default_factory=Counter)  # kind of crash -> count
+    found: list = field(default_factory=list)  # (index, what, detail): every crash and hang
+    digests: set = field(default_factory=set)
+    seconds: float = 0.0
+    cpu: float = 0.0  # of the workers, once they have ended
+    interrupted: bool = False  # stopped by Ctrl-C: the counts so far
+
+    def line(self, workers: int) -> str:
+        rate = self.n / self.seconds if self.seconds else 0.0
+        full = f"; 100,000 in ~{100_000 / rate / 60:.0f} min" if rate else ""
+        if self.cpu and self.n:  # what the same work needs on `workers` cores of its own
+            cores = min(workers, os.cpu_count() or 1)
+            full += f", ~{100_000 * self.cpu / self.n / cores / 60:.0f} min on {cores} free core{'s' * (cores > 1)}"
+        cpu = f", workers' CPU {self.cpu:.0f} s" if self.cpu else ""
+        return (f"{self.kind}: {self.n} mutants{' (interrupted)' * self.interrupted} ({len(self.digests)} distinct) in {self.seconds:.0f} s{cpu}, "
+                f"{rate:.1f} mutants/s with {workers} worker{'s' * (workers > 1)}{full}; "
+                f"crashes {self.outcomes['CRASH']}, hangs {self.outcomes['HANG']}; "
+                + ", ".join(f"{k} {v}" for k, v in self.outcomes.most_common()))
+
+
+def _count(tally: Tally, kind: str, seed: int, index: int, status: str, value) -> None:
+    tally.n += 1
+    if status == DONE:
+        outcome, digest, crash = value
+        tally.digests.add(digest)
+        if crash is not None:
+            tally.found.append((index, crash[0], crash[1]))
+    else:
+        tally.digests.add(_digest(mutant(kind, seed, index)))  # the worker never answered: made again here
+        if status == HANG:
+            outcome = "HANG"
+            wall, cpu = value
+            spent = f"{wall:.1f} s" if cpu is None else f"{cpu:.1f} s of CPU in {wall:.1f} s"
+            tally.found.append((index, f"hang: still running after {spent}, killed", ""))
+        else:  # the worker died during the mutant, or the harness itself raised
+            outcome = "CRASH"
+            crash = value if status == ERROR else (f"worker: {value}", "")
+            tally.found.append((index, crash[0], crash[1]))
+    tally.outcomes[outcome] += 1
+    if outcome == "CRASH":
+        tally.crashes[":".join(tally.found[-1][1].split(":")[0:2])] += 1
+
+
+def campaign(kind: str, n: int, *, seed: int = 0, workers: int = 2, run: bool = True, time_limit: float = 0.5,
+             hang: float = 5.0, address_space: float = 4, every: int = 0, out=sys.stdout) -> Tally:
+    """n mutants of `kind` through the pipeline in supervised workers. Every
+    crash (an exception that is not a located diagnostic, or a worker that
+    died) and every hang (a mutant past `hang` seconds, its worker killed)
+    is recorded with its index; the counts do not depend on `workers`."""
+    work = functools.partial(_one, seed=seed, run=run, time_limit=time_limit)
+    tally = Tally(kind)
+    t0, cpu0 = time.perf_counter(), _children_cpu()
+    results = supervise(((kind, i) for i in range(n)), work, workers=workers, hang=hang,
+                        init=functools.partial(_limit_address_space, address_space))
+    try:
+        with contextlib.closing(results):  # however the loop ends, no worker is left
+            for (_, index), status, value in results:
+                _count(tally, kind, seed, index, status, value)
+                if every and tally.n % every == 0 and tally.n < n:  # partial counts, for a campaign stopped early
+                    tally.seconds = time.perf_counter() - t0
+                    print(tally.line(workers), flush=True, file=out)
+    except KeyboardInterrupt:
+        tally.interrupted = True
+    tally.seconds, tally.cpu = time.perf_counter() - t0, _children_cpu() - cpu0  # every worker has been reaped
+    tally.found.sort()
+    return tally
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=100_000, help="mutants of each kind (default 100,000)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--kinds", default="numeric,deep,ir")
     ap.add_argument("--no-run", action="store_true", help="compile, validate and fmt only")
-    ap.add_argument("--time-limit", type=float, default=2.0, metavar="SEC",
-                    help="wall-clock budget of each mutant's run and of its exploration (default 2)")
-    ap.add_argument("--jobs", type=int, default=1, metavar="N",
-                    help="processes (default 1); the mutants and the counts are the same for any N")
+    ap.add_argument("--time-limit", type=float, default=0.5, metavar="SEC",
+                    help="wall-clock budget of each mutant's run and of its exploration (default 0.5)")
+    ap.add_argument("--hang", type=float, default=5.0, metavar="SEC",
+                    help="a mutant still running after SEC seconds is a hang: its worker is killed and "
+                         "replaced (default 5: ten times --time-limit's default)")
+    ap.add_argument("--jobs", type=int, default=2, metavar="N",
+                    help="worker processes (default 2); the mutants and the counts are the same for any N")
+    ap.add_argument("--only", metavar="KIND:INDEX",
+                    help="run one mutant in this process, print it and its outcome or traceback")
     ap.add_argument("--show", type=int, default=5, help="reproducers printed per kind")
-    ap.add_argument("--save", metavar="DIR", help="write every crashing mutant to DIR/KIND-INDEX.txt, whole")
+    ap.add_argument("--save", metavar="DIR", help="write every crashing or hanging mutant to DIR/KIND-INDEX.txt, whole")
     ap.add_argument("--every", type=int, default=1000, help="print the counts so far every N mutants")
     ap.add_argument("--address-space", type=float, default=4, metavar="GIB",
-                    help="cap each process's address space (default 4 GiB; 0: none), so that a mutant "
+                    help="cap each worker's address space (default 4 GiB; 0: none), so that a mutant "
                          "that allocates without bound ends in a MemoryError, not a machine swapping")
-    args = ap.parse_args()
-    _limit_address_space(args.address_space)
-    pool = None
-    if args.jobs > 1:
-        import multiprocessing
+    return ap
 
-        pool = multiprocessing.get_context("fork").Pool(args.jobs, _limit_address_space, (args.address_space,))
-    total_crashes = 0
-    try:
-        for kind in args.kinds.split(","):
-            if kind not in GENERATORS:
-                ap.error(f"unknown kind {kind!r}: the kinds are {', '.join(GENERATORS)}")
-            outcomes: Counter = Counter()
-            crashes: Counter = Counter()
-            distinct: set = set()
-            shown = 0
-            t0 = time.perf_counter()
-            jobs = _jobs(kind, args.seed, args.n, not args.no_run, args.time_limit)
-            results = pool.imap(_one, jobs, chunksize=8) if pool else map(_one, jobs)
-            regen = _jobs(kind, args.seed, args.n, False, 0)  # the same texts again, for the reproducers
-            for i, (outcome, crash) in enumerate(results):
-                if i and i % args.every == 0:  # partial counts, for a campaign stopped early
-                    print(f"{kind}: {i} mutants ({len(distinct)} distinct) in {time.perf_counter() - t0:.0f} s; "
-                          + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()), flush=True)
-                text = next(regen)[1]
-                distinct.add(hash(text))
-                outcomes[outcome] += 1
-                if crash is None:
-                    continue
-                msg, tb = crash
-                key = ":".join(msg.split(":")[0:2])
-                crashes[key] += 1
-                if args.save:
-                    Path(args.save).mkdir(parents=True, exist_ok=True)
-                    (Path(args.save) / f"{kind}-{i}.txt").write_text(text)
-                if shown < args.show and crashes[key] == 1:
-                    shown += 1
-                    print(f"--- {kind} #{i}: {msg}\n{tb}\n{text[:400]}\n", file=sys.stderr, flush=True)
-            dt = time.perf_counter() - t0
-            total_crashes += outcomes["CRASH"]
-            print(f"{kind}: {args.n} mutants ({len(distinct)} distinct) in {dt:.0f} s; "
-                  + ", ".join(f"{k} {v}" for k, v in outcomes.most_common()), flush=True)
-            for k, v in crashes.most_common():
-                print(f"  crash {k}: {v}", flush=True)
-    finally:
-        if pool is not None:
-            pool.terminate()
-            pool.join()
-    return 1 if total_crashes else 0
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
+    args = ap.parse_args(argv)
+    kinds = args.kinds.split(",")
+    for kind in kinds + ([args.only.partition(":")[0]] if args.only else []):
+        if kind not in GENERATORS:
+            ap.error(f"unknown kind {kind!r}: the kinds are {', '.join(GENERATORS)}")
+    if args.only:
+        kind, _, index = args.only.partition(":")
+        text = mutant(kind, args.seed, int(index))
+        print(text)
+        _limit_address_space(args.address_space)  # as in a worker
+        try:
+            print("outcome:", pipeline(kind, text, run=not args.no_run, time_limit=args.time_limit))
+        except Crash as c:
+            print(f"CRASH {c}\n{c.tb}")
+            return 1
+        return 0
+    warm_up(kinds)
+    found = 0
+    for kind in kinds:
+        tally = campaign(kind, args.n, seed=args.seed, workers=args.jobs, run=not args.no_run,
+                         time_limit=args.time_limit, hang=args.hang, address_space=args.address_space,
+                         every=args.every)
+        print(tally.line(args.jobs), flush=True)
+        for k, v in tally.crashes.most_common():
+            print(f"  crash {k}: {v}", flush=True)
+        for shown, (index, what, tb) in enumerate(tally.found):
+            text = mutant(kind, args.seed, index)
+            if args.save:
+                Path(args.save).mkdir(parents=True, exist_ok=True)
+                (Path(args.save) / f"{kind}-{index}.txt").write_text(text)
+            if shown < args.show:
+                print(f"--- {kind} #{index} (python bench/fuzz.py --seed {args.seed} --only {kind}:{index}): "
+                      f"{what}\n{tb}\n{_excerpt(kind, args.seed, index, text)}\n", file=sys.stderr, flush=True)
+        found += len(tally.found)
+        if tally.interrupted:
+            return 130
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

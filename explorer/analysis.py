@@ -11,12 +11,18 @@ still reachable, and worst cases over every behaviour.
   topological order of the condensation. O(V + E).
 * ``longest`` -- the largest sum of edge weights over all paths from an
   initial state, per *track* (a metric counted separately per subject, e.g.
-  per session; weights are sparse ``((track, w), ...)`` tuples, w >= 0).
-  A positive-weight edge inside a strongly connected component lies on a
-  cycle that can be pumped: the maximum is unbounded, and the witness is a
-  lasso through that edge. Otherwise every component's internal edges weigh
-  0, so all its nodes share one value: a longest-path pass over the
-  condensation (a DAG) in topological order. O(T * (V + E)) for T tracks.
+  per request; weights are sparse ``((track, w), ...)`` tuples, w >= 0).
+  An entry ``(track, w, True)`` *restarts* the track: its sum starts again
+  from 0 at that edge (then adds w), so what a track counts is the sum
+  since its last restart -- one request of a session at a time, never two
+  added up. For each track, its restart edges are cut from the graph: a
+  positive-weight edge inside a strongly connected component of what is
+  left lies on a cycle that can be pumped: the maximum is unbounded, and
+  the witness is a lasso through that edge. Otherwise every component's
+  internal edges weigh 0, so all its nodes share one value: a longest-path
+  pass over the condensation (a DAG) in topological order, where a root
+  and the target of a restart edge start a sum. O(T * (V + E)) for T
+  tracks.
 * ``highest`` -- the largest node value (a state metric) and the shortest
   path to the first node that has it. O(V).
 
@@ -115,9 +121,10 @@ def point_of_no_return(model: Any, result: Any, *, max_states: int | None = None
     return result.no_return
 
 
-def sccs(g: StateGraph) -> tuple[list[int], list[list[int]]]:
+def sccs(g: StateGraph, cut: frozenset | set = frozenset()) -> tuple[list[int], list[list[int]]]:
     """(component of each node, components) with components in reverse
-    topological order (a component's successors come before it)."""
+    topological order (a component's successors come before it); the
+    edges ``(u, k)`` in ``cut`` (the k-th edge of u) are left out."""
     n = len(g)
     index = [-1] * n
     low = [0] * n
@@ -139,6 +146,8 @@ def sccs(g: StateGraph) -> tuple[list[int], list[list[int]]]:
             out = g.succ[u]
             if i < len(out):
                 work[-1] = (u, i + 1)
+                if cut and (u, i) in cut:
+                    continue
                 v = out[i][1]
                 if index[v] < 0:
                     index[v] = low[v] = counter
@@ -187,23 +196,36 @@ class Longest:
 
 
 def _weight(info: Any, track: Any) -> int:
-    for t, w in info or ():
+    for t, w, *_restart in info or ():
         if t == track:
             return w
     return 0
 
 
-def _inner_path(g: StateGraph, comp: list[int], members: set[int], src: int, dst: int) -> list[tuple[int, int]]:
+def _restarts(g: StateGraph) -> dict[Any, set[tuple[int, int]]]:
+    """track -> its restart edges (u, k)."""
+    out: dict[Any, set[tuple[int, int]]] = {}
+    for u, infos in enumerate(g.info or ()):
+        for k, info in enumerate(infos):
+            for t, _w, *restart in info or ():
+                if restart and restart[0]:
+                    out.setdefault(t, set()).add((u, k))
+    return out
+
+
+def _inner_path(g: StateGraph, members: set[int], src: int, dst: int,
+                cut: frozenset | set = frozenset()) -> list[tuple[int, int]]:
     """Shortest [(node, action index)] edges from src to dst inside one
-    component (empty when src == dst); BFS in action order."""
+    component, not through an edge in ``cut`` (empty when src == dst); BFS
+    in action order."""
     if src == dst:
         return []
     prev: dict[int, tuple[int, int]] = {src: (-1, -1)}
     queue = deque([src])
     while queue:
         u = queue.popleft()
-        for ai, v in g.succ[u]:
-            if v in members and v not in prev:
+        for k, (ai, v) in enumerate(g.succ[u]):
+            if v in members and v not in prev and (u, k) not in cut:
                 prev[v] = (u, ai)
                 if v == dst:
                     out = []
@@ -221,7 +243,7 @@ def _tracks(g: StateGraph) -> list[Any]:
     seen: dict[Any, None] = {}
     for infos in g.info or ():
         for info in infos:
-            for t, w in info or ():
+            for t, w, *_restart in info or ():
                 if w and t not in seen:
                     seen[t] = None
     return sorted(seen, key=lambda t: (str(type(t)), t))
@@ -230,38 +252,60 @@ def _tracks(g: StateGraph) -> list[Any]:
 def longest(g: StateGraph, scc: tuple[list[int], list[list[int]]] | None = None) -> Longest:
     """Worst case over every path of the graph's edge weights (``info``),
     the maximum over tracks; ties go to the smallest track, then the node
-    discovered first. A metric no edge increases is 0 at the initial state."""
-    comp, comps = scc if scc is not None else sccs(g)
+    discovered first. A metric no edge increases is 0 at the initial state.
+    ``scc``: the graph's components, when known (for tracks without
+    restarts)."""
     tracks = _tracks(g)
+    restarts = _restarts(g)
+    whole = None
+    per_track = {}
+    for t in tracks:
+        cut = restarts.get(t, set())
+        if cut:
+            per_track[t] = sccs(g, cut)
+        else:
+            whole = whole or (scc if scc is not None else sccs(g))
+            per_track[t] = whole
     # Unbounded first: the first node (discovery order) with a positive edge
     # inside its own component, for the smallest track that has one.
     for t in tracks:
+        comp, comps = per_track[t]
+        cut = restarts.get(t, set())
         for u in range(len(g)):
             for k, (ai, v) in enumerate(g.succ[u]):
-                if comp[v] == comp[u] and _weight(g.info[u][k], t) > 0:
+                if comp[v] == comp[u] and (u, k) not in cut and _weight(g.info[u][k], t) > 0:
                     members = set(comps[comp[u]])
                     prefix = g.path_to(u)
-                    cycle = [(v, ai)] + _inner_path(g, comp, members, v, u)
+                    cycle = [(v, ai)] + _inner_path(g, members, v, u, cut)
                     return Longest(None, t, prefix + cycle, len(prefix) - 1)
+    if not tracks:
+        return _longest_track(g, scc if scc is not None else sccs(g), None, set())
     best: Longest | None = None
-    for t in tracks or [None]:
-        cand = _longest_track(g, comp, comps, t)
+    for t in tracks:
+        cand = _longest_track(g, per_track[t], t, restarts.get(t, set()))
         if best is None or cand.value > best.value:
             best = cand
     return best
 
 
-def _longest_track(g: StateGraph, comp: list[int], comps: list[list[int]], track: Any) -> Longest:
+def _longest_track(g: StateGraph, scc, track: Any, cut: set[tuple[int, int]]) -> Longest:
+    comp, comps = scc
     n = len(g)
-    # value per component, and the entering edge (u, k, v) that gives it
+    # value per component, and what starts it: the entering edge (u, k, v)
+    # that gives it, or a restart edge ("restart", u, k, v), or a root (None)
     cval = [-1] * len(comps)
-    centry: list[tuple[int, int, int] | None] = [None] * len(comps)
+    centry: list[tuple | None] = [None] * len(comps)
     croot: list[int] = [-1] * len(comps)
     for u in range(n):
         if g.parent[u] < 0:
             c = comp[u]
             if cval[c] < 0:
                 cval[c], croot[c] = 0, u
+    for u, k in sorted(cut):  # a restart starts a sum wherever it leads
+        v = g.succ[u][k][1]
+        w = _weight(g.info[u][k], track)
+        if w > cval[comp[v]]:
+            cval[comp[v]], centry[comp[v]] = w, ("restart", u, k, v)
     # reverse topological order -> topological: sources first
     for c in range(len(comps) - 1, -1, -1):
         base = cval[c]
@@ -270,18 +314,19 @@ def _longest_track(g: StateGraph, comp: list[int], comps: list[list[int]], track
         for u in comps[c]:
             for k, (_ai, v) in enumerate(g.succ[u]):
                 d = comp[v]
-                if d == c:
+                if d == c or (u, k) in cut:
                     continue
                 val = base + (_weight(g.info[u][k], track) if g.info is not None else 0)
                 if val > cval[d]:
                     cval[d], centry[d] = val, (u, k, v)
     top = max(range(len(comps)), key=lambda c: (cval[c], -min(comps[c])))
     target = min(comps[top])
-    return Longest(cval[top], track, _witness(g, comp, comps, cval, centry, croot, target))
+    return Longest(cval[top], track, _witness(g, comp, comps, centry, croot, target, cut))
 
 
-def _witness(g, comp, comps, cval, centry, croot, target) -> list[tuple[int, int]]:
-    """Walk the chosen entering edges back from ``target`` to a root."""
+def _witness(g, comp, comps, centry, croot, target, cut) -> list[tuple[int, int]]:
+    """Walk the chosen entering edges back from ``target`` to a root (or to
+    a restart edge, then along first-discovery links to a root)."""
     rev: list[list[tuple[int, int]]] = []
     node = target
     while True:
@@ -290,12 +335,16 @@ def _witness(g, comp, comps, cval, centry, croot, target) -> list[tuple[int, int
         entry = centry[c]
         if entry is None:
             start = croot[c]
-            rev.append(_inner_path(g, comp, members, start, node))
+            rev.append(_inner_path(g, members, start, node, cut))
             rev.append([(start, g.via[start])])
             break
-        u, k, v = entry
-        rev.append(_inner_path(g, comp, members, v, node))
+        restart = entry[0] == "restart"
+        u, k, v = entry[1:] if restart else entry
+        rev.append(_inner_path(g, members, v, node, cut))
         rev.append([(v, g.succ[u][k][0])])
+        if restart:
+            rev.append(g.path_to(u))
+            break
         node = u
     out: list[tuple[int, int]] = []
     for seg in reversed(rev):

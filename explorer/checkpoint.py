@@ -1,32 +1,52 @@
 """Checkpoints of a partitioned BFS (`distributed.py`) at level boundaries.
 
 A checkpoint directory holds, per partition p and saved level t,
-`states-p-t.pkl` (the states the partition stored since the previous save,
-with their non-progress edges) and `frontier-p-t.pkl` (its frontier at
-that boundary), and one `manifest.json`: what the run is (the model's
+`states-p-t.ckpt` (the states the partition stored since the previous
+save, with their non-progress edges) and `frontier-p-t.ckpt` (its frontier
+at that boundary), and one `manifest.json`: what the run is (the model's
 identity as its caller gives it, the search flags, the partition count),
-the saved levels and the driver's counters. Every file is written under a
-temporary name and renamed into place; the manifest is renamed last, so it
-always names complete files: a run killed while saving resumes from the
-previous level. Frontier files of older levels are removed once the
-manifest no longer names them.
+the saved levels, the driver's counters and the checksum of every data
+file, under a checksum of its own. The data files are numpy arrays behind
+a JSON header (`checkfile.py`): nothing in a checkpoint can run code when
+it is read, and a file altered, truncated, swapped or written by another
+run or another version is refused with a CheckpointError naming it.
+
+Every file is written under a temporary name and renamed into place
+(explorer.outfile); the manifest is renamed last, so it always names
+complete files: a run killed while saving resumes from the previous level.
+Frontier files of older levels are removed once the manifest no longer
+names them.
 
 The partitions write their own files: on a cluster of several machines the
 directory must be the same shared path on every node."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 
-__all__ = ["Checkpoint", "CheckpointError", "MANIFEST"]
+from .checkfile import FORMAT, VERSION, CheckpointError
+from .infile import NotReadable, read_regular
+from .outfile import write_output
+
+__all__ = ["Checkpoint", "CheckpointError", "MANIFEST", "file_name"]
 
 MANIFEST = "manifest.json"
-FORMAT = 1
+MAX_MANIFEST = 64 << 20  # bytes
+MAX_PARTITIONS = 1 << 16
+_SHA = re.compile(r"[0-9a-f]{64}\Z")
 
 
-class CheckpointError(ValueError):
-    """A checkpoint directory that cannot be used for this run."""
+def file_name(kind: str, partition: int, tag: int) -> str:
+    """`states-P-T.ckpt` or `frontier-P-T.ckpt`."""
+    return f"{kind}-{partition}-{tag}.ckpt"
+
+
+def _checksum(doc: dict) -> str:
+    body = {k: v for k, v in doc.items() if k != "sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def _diff(saved: dict, now: dict, prefix: str = "") -> str | None:
@@ -65,26 +85,36 @@ class Checkpoint:
         """Go on with the saved levels of the checkpoint being resumed."""
         if os.path.abspath(state["dir"]) == self.dir:
             self.tags = list(state["tags"])
+            self.info = {k: v for k, v in state.items() if k != "dir"}  # its files and their checksums
         else:
             self.require_fresh()
 
-    def commit(self, tag: int, info: dict) -> None:
-        """Name the files of level `tag` (already written) in the manifest."""
+    @staticmethod
+    def stamp_of(identity: dict) -> dict:
+        """What every data file's header says of the run (checkfile.py):
+        its instance and the serq version that wrote it."""
+        model = identity.get("model", {})
+        return {"instance": model.get("instance"), "serq": model.get("serq")}
+
+    def commit(self, tag: int, info: dict, files: dict[str, str]) -> None:
+        """Name the files of level `tag` (already written; `files`: their
+        checksums) in the manifest."""
         tags = [t for t in self.tags if t != tag] + [tag]
-        doc = {"format": FORMAT, "identity": self.identity, "partitions": self.partitions, "tags": tags, **info}
-        path = os.path.join(self.dir, MANIFEST)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
         old = set(self.tags) - {tag}
+        kept = dict((self.info or {}).get("files", {}))
+        for t in old:
+            for p in range(self.partitions):
+                kept.pop(file_name("frontier", p, t), None)
+        kept.update(files)
+        doc = {"format": FORMAT, "version": VERSION, "identity": self.identity, "partitions": self.partitions,
+               "tags": tags, "files": kept, **info}
+        doc["sha256"] = _checksum(doc)
+        write_output(os.path.join(self.dir, MANIFEST), json.dumps(doc, indent=1, sort_keys=True))
         self.tags, self.info = tags, doc
         for t in old:
             for p in range(self.partitions):
                 try:
-                    os.remove(os.path.join(self.dir, f"frontier-{p}-{t}.pkl"))
+                    os.remove(os.path.join(self.dir, file_name("frontier", p, t)))
                 except FileNotFoundError:
                     pass
 
@@ -96,9 +126,8 @@ class Checkpoint:
     @staticmethod
     def describe(directory: str) -> str | None:
         try:
-            with open(os.path.join(directory, MANIFEST)) as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
+            doc = _manifest(directory)
+        except CheckpointError:
             return None
         return _words(os.path.abspath(directory), doc)
 
@@ -106,32 +135,67 @@ class Checkpoint:
     def read(directory: str, identity: dict, partitions: int | None) -> dict:
         """The manifest of a checkpoint made by the same run (refused with
         CheckpointError otherwise), with "dir" added."""
-        path = os.path.join(directory, MANIFEST)
         if not os.path.isdir(directory):
             raise CheckpointError(f"no checkpoint directory {directory}")
-        try:
-            with open(path) as f:
-                doc = json.load(f)
-        except FileNotFoundError:
-            raise CheckpointError(f"no checkpoint in {directory} ({MANIFEST} is missing)") from None
-        except (OSError, ValueError) as e:
-            raise CheckpointError(f"unreadable checkpoint manifest {path}: {e}") from None
-        if doc.get("format") != FORMAT:
-            raise CheckpointError(f"{path}: checkpoint format {doc.get('format')!r}, expected {FORMAT}")
-        d = _diff(doc.get("identity", {}), identity)
+        doc = _manifest(directory)
+        path = os.path.join(directory, MANIFEST)
+        d = _diff(doc["identity"], identity)
         if d:
             raise CheckpointError(f"the checkpoint in {directory} was written by another run: {d}")
         if partitions is not None and partitions != doc["partitions"]:
             raise CheckpointError(f"the checkpoint in {directory} has {doc['partitions']} partitions, "
                                   f"--partitions asks for {partitions} (a checkpoint resumes with its own count)")
-        missing = [f for t in doc["tags"] for p in range(doc["partitions"]) for f in (f"states-{p}-{t}.pkl",)
-                   if not os.path.exists(os.path.join(directory, f))]
-        missing += [f"frontier-{p}-{doc['tags'][-1]}.pkl" for p in range(doc["partitions"])
-                    if not os.path.exists(os.path.join(directory, f"frontier-{p}-{doc['tags'][-1]}.pkl"))]
-        if missing:
-            raise CheckpointError(f"the checkpoint in {directory} is incomplete: {missing[0]} is missing")
+        want = [file_name("states", p, t) for t in doc["tags"] for p in range(doc["partitions"])]
+        want += [file_name("frontier", p, doc["tags"][-1]) for p in range(doc["partitions"])]
+        for f in want:
+            if f not in doc["files"]:
+                raise CheckpointError(f"{path}: it does not name the file {f}; the checkpoint cannot be resumed")
+            if not os.path.exists(os.path.join(directory, f)):
+                raise CheckpointError(f"the checkpoint in {directory} is incomplete: {f} is missing")
         doc["dir"] = os.path.abspath(directory)
         return doc
+
+
+_COUNTERS = ("distinct", "generated", "max_depth", "level0", "nlevel", "depth")
+
+
+def _manifest(directory: str) -> dict:
+    """The manifest of `directory`, its checksum and the type of every
+    field checked; CheckpointError naming what is wrong."""
+    path = os.path.join(directory, MANIFEST)
+
+    def bad(why: str) -> CheckpointError:
+        return CheckpointError(f"{path}: {why}; the checkpoint cannot be resumed")
+
+    try:
+        text = read_regular(path, MAX_MANIFEST)
+    except NotReadable as e:
+        if not os.path.lexists(path):
+            raise CheckpointError(f"no checkpoint in {directory} ({MANIFEST} is missing)") from None
+        raise bad(f"cannot read it ({e.reason})") from None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        raise bad("not a serq checkpoint manifest (not JSON)") from None
+    if not isinstance(doc, dict) or doc.get("format") not in (FORMAT, 1):
+        raise bad("not a serq checkpoint manifest")
+    if doc.get("format") == 1 or doc.get("version") != VERSION:
+        v = 1 if doc.get("format") == 1 else doc.get("version")
+        raise bad(f"checkpoint version {v!r}, this serq reads version {VERSION}")
+    if doc.get("sha256") != _checksum(doc):
+        raise bad("its checksum does not match its content (the file was altered or damaged)")
+    tags, files, k = doc.get("tags"), doc.get("files"), doc.get("partitions")
+
+    def count(x) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    if (not isinstance(doc.get("identity"), dict) or not (count(k) and 1 <= k <= MAX_PARTITIONS)
+            or not isinstance(tags, list) or not tags or not all(count(t) for t in tags)
+            or any(a >= b for a, b in zip(tags, tags[1:])) or not isinstance(files, dict)
+            or not all(isinstance(v, str) and _SHA.match(v) for v in files.values())
+            or not all(count(doc.get(c)) for c in _COUNTERS) or not isinstance(doc.get("any_cut"), bool)):
+        raise bad("a field of the manifest is missing or malformed")
+    return doc
 
 
 def _words(directory: str, doc: dict) -> str:

@@ -53,6 +53,7 @@ from .interrupt import interrupt_of
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
 
+from .checkpoint import Checkpoint, CheckpointError
 from .partition import SH, Partition, PartitionError, RayUnavailable, WorkerLost, owner_of
 
 __all__ = ["partitioned_check", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of"]
@@ -239,8 +240,6 @@ def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | N
     from (the same run: `identity` -- what the caller knows of the model --
     and the search flags must match). Raises WorkerLost when a partition's
     worker is lost, CheckpointError for a checkpoint that does not fit."""
-    from .checkpoint import Checkpoint
-
     if partitions is not None and partitions < 1:
         raise ValueError("partitions must be >= 1")
     m, factory = build_model(model)
@@ -324,11 +323,22 @@ class _Driver:
         b = self.b
         b.call("start", lambda i: (self.factory, i, self.k, self.check_livelock, self.check_deadlock))
         try:
-            return self._run()
+            r = self._run()
+            self._gather_notes()
+            return r
         except (KeyboardInterrupt, SystemError) as e:
             return interrupted(self.stats(self.queue), interrupt_of(e))
         except MemoryError:
             return bounded(self.stats(self.queue), "memory", "MemoryError")
+
+    def _gather_notes(self) -> None:
+        """The partitions' notes into the driver's model (Ray actors keep
+        their own; threads share the driver's list), in partition order."""
+        mine = getattr(self.m, "notes", None)
+        if mine is None:
+            return
+        for part in self.b.call("notes", lambda i: ()):
+            mine.extend(n for n in part if n not in mine)
 
     def _initial(self) -> Result | None:
         """The initial states, as the sequential engine takes them."""
@@ -369,7 +379,11 @@ class _Driver:
         if self.state is not None:
             s = self.state
             same = self.cp is not None and self.cp.dir == s["dir"]
-            b.call("load", lambda i: (s["dir"], s["tags"], same))
+            stamp = Checkpoint.stamp_of(s["identity"])
+            loaded = b.call("load", lambda i: (s["dir"], s["tags"], same, stamp, s["files"], s["distinct"]))
+            if sum(loaded) != s["distinct"]:
+                raise CheckpointError(f"the checkpoint in {s['dir']} holds {sum(loaded)} states, its manifest "
+                                      f"says {s['distinct']}; it cannot be resumed")
             self.n, self.generated, self.maxd = s["distinct"], s["generated"], s["max_depth"]
             self.level0, self.nlevel, self.depth = s["level0"], s["nlevel"], s["depth"]
             if self.cp is not None:
@@ -489,7 +503,9 @@ class _Driver:
     def _save(self) -> None:
         cp = self.cp
         tag = self.depth
-        self.b.call("save", lambda i: (cp.dir, tag))
-        cp.commit(tag, {"distinct": self.n, "generated": self.generated, "max_depth": self.maxd,
+        files: dict[str, str] = {}
+        for got in self.b.call("save", lambda i: (cp.dir, tag, Checkpoint.stamp_of(cp.identity))):
+            files.update(got)
+        cp.commit(tag, files=files, info={"distinct": self.n, "generated": self.generated, "max_depth": self.maxd,
                         "level0": self.level0, "nlevel": self.nlevel, "depth": self.depth,
                         "any_cut": bool(getattr(self, "any_cut", False))})

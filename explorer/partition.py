@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import pickle
-from typing import Any
 
 import numpy as np
 from numba import njit
@@ -112,6 +111,12 @@ class Partition:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def notes(self) -> list:
+        """What this partition's model noted beside the verdict (`notes`, a
+        list a model may keep: the first stuck session under `completes`),
+        for the driver to gather from other processes."""
+        return list(getattr(self.m, "notes", None) or ())
 
     # -- seeding and lookups ---------------------------------------------------
     def seed(self, rows, fps, flags, gids, actions) -> None:
@@ -294,51 +299,101 @@ class Partition:
         return np.concatenate([e[0] for e in self.edges]), np.concatenate([e[1] for e in self.edges])
 
     # -- checkpoints -----------------------------------------------------------
-    def save(self, directory: str, tag: int) -> None:
+    def save(self, directory: str, tag: int, stamp: dict) -> dict[str, str]:
         """Write the states and edges committed since the last save and the
-        frontier, each file written then renamed."""
+        frontier (checkfile.py: numpy arrays behind a header, each file
+        written then renamed); returns {file name: checksum}. `stamp`: the
+        run's instance and serq version for the headers."""
+        from .checkfile import frontier_arrays, write_arrays
+        from .checkpoint import file_name
+
         a, b = self.n_saved, self.n_committed
         st = self.st
-        states = (st.fp[a:b].copy(), st.parent[a:b].copy(), st.action[a:b].copy(), self.gid[a:b].copy())
-        edges = self.edges[self.edges_saved:]
-        _dump(os.path.join(directory, f"states-{self.index}-{tag}.pkl"), (states, edges))
-        _dump(os.path.join(directory, f"frontier-{self.index}-{tag}.pkl"), self.frontier)
+        keys, dst = self._edges_of(self.edges[self.edges_saved:])
+        states = {"fp": st.fp[a:b], "parent": st.parent[a:b], "action": st.action[a:b], "ids": self.gid[a:b],
+                  "edge_keys": keys, "edge_ids": dst}
+        out = {}
+        for kind, arrays in (("states", states), ("frontier", frontier_arrays(self.frontier))):
+            name = file_name(kind, self.index, tag)
+            out[name] = write_arrays(os.path.join(directory, name),
+                                     {**stamp, "kind": kind, "partition": self.index, "level": tag}, arrays)
         self.n_saved, self.edges_saved = b, len(self.edges)
+        return out
 
-    def load(self, directory: str, tags: list[int], saved: bool = True) -> int:
-        """Rebuild this partition from the files of a checkpoint; returns
-        the states loaded. `saved`: they are in the directory the run goes
-        on saving to (else the next save writes them all)."""
-        parts, edges = [], []
-        for t in tags:
-            with open(os.path.join(directory, f"states-{self.index}-{t}.pkl"), "rb") as f:
-                s, e = pickle.load(f)
-            parts.append(s)
-            edges.extend(e)
-        fp = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint64)
-        n = len(fp)
-        self._reserve(n)
-        st = self.st
-        st.fp[:n] = fp
-        st.parent[:n] = np.concatenate([p[1] for p in parts]) if parts else []
-        st.action[:n] = np.concatenate([p[2] for p in parts]) if parts else []
-        self.gid[:n] = np.concatenate([p[3] for p in parts]) if parts else []
+    @staticmethod
+    def _edges_of(edges: list):
+        if not edges:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate([e[0] for e in edges]), np.concatenate([e[1] for e in edges])
+
+    def load(self, directory: str, tags: list[int], saved: bool, stamp: dict, files: dict[str, str],
+             distinct: int) -> int:
+        """Rebuild this partition from the files of a checkpoint, each
+        checked (checkfile.py; `files`: the manifest's checksums, `distinct`:
+        its state count); returns the states loaded. `saved`: they are in
+        the directory the run goes on saving to (else the next save writes
+        them all). CheckpointError for a file that does not fit."""
+        from .checkfile import frontier_of, read_arrays
+        from .checkpoint import file_name
         from .flat_store import _rehash
 
+        def read(kind: str, t: int):
+            name = file_name(kind, self.index, t)
+            path = os.path.join(directory, name)
+            got = read_arrays(path, {**stamp, "kind": kind, "partition": self.index, "level": t}, files.get(name))
+            return path, got
+
+        parts, edges = [], []
+        for t in tags:
+            path, s = read("states", t)
+            _check_states(path, s, distinct)
+            parts.append(s)
+            if s["edge_keys"].size:
+                edges.append((s["edge_keys"], s["edge_ids"]))
+        ids = np.concatenate([p["ids"] for p in parts]) if parts else np.zeros(0, np.int64)
+        if ids.size > 1 and not (np.diff(ids) > 0).all():
+            raise _bad(os.path.join(directory, file_name("states", self.index, tags[-1])),
+                       "its state ids are not in increasing order")
+        n = len(ids)
+        self._reserve(n)
+        st = self.st
+        for name, arr in (("fp", st.fp), ("parent", st.parent), ("action", st.action)):
+            arr[:n] = np.concatenate([p[name] for p in parts]) if parts else []
+        self.gid[:n] = ids
         st.tab = _rehash(st.tab, st.fp, n, st.tab.shape[0])
         self.n = self.n_committed = n
         self.n_saved = n if saved else 0
         self.edges = edges
         self.edges_saved = len(edges) if saved else 0
-        with open(os.path.join(directory, f"frontier-{self.index}-{tags[-1]}.pkl"), "rb") as f:
-            self.frontier = pickle.load(f)
+        path, fr = read("frontier", tags[-1])
+        width = np.asarray(self.m.array_initial()[0]).shape[1]
+        self.frontier = frontier_of(fr, width, lambda why: _bad(path, why))
+        for _, _, g in self.frontier:
+            if g.size and (g.min() < 0 or g.max() >= distinct):
+                raise _bad(path, "a frontier state's id is out of range")
         return n
 
 
-def _dump(path: str, obj: Any) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        pickle.dump(obj, f, protocol=5)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def _bad(path: str, why: str):
+    from .checkfile import CheckpointError
+
+    return CheckpointError(f"{path}: {why}; the checkpoint cannot be resumed")
+
+
+_STATES = {"fp": np.uint64, "parent": np.int32, "action": np.int32, "ids": np.int64, "edge_keys": np.int64,
+           "edge_ids": np.int64}
+
+
+def _check_states(path: str, s: dict, distinct: int) -> None:
+    """The arrays of a states file: their names, types and lengths, ids and
+    parents within the run's count."""
+    if set(s) != set(_STATES) or any(s[k].dtype != np.dtype(t) or s[k].ndim != 1 for k, t in _STATES.items()):
+        raise _bad(path, "its arrays are not those of a states file")
+    n, e = s["fp"].shape[0], s["edge_keys"].shape[0]
+    if any(s[k].shape[0] != n for k in ("parent", "action", "ids")) or s["edge_ids"].shape[0] != e:
+        raise _bad(path, "its arrays have different lengths")
+    for k, lo in (("ids", 0), ("parent", -1), ("edge_ids", 0)):
+        if s[k].size and (s[k].min() < lo or s[k].max() >= distinct):
+            raise _bad(path, f"a value of `{k}` is out of range")
+    if (s["edge_keys"] < 0).any() or (s["action"] < 0).any():
+        raise _bad(path, "a negative key or action")

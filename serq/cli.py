@@ -16,6 +16,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from serq import __version__
 from serq.diagnostics import Diagnostic, SerqError, render_all
+from explorer.outfile import OutputError, Stdout, write_output
 from explorer.verdict import EXIT_INPUT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_CANONICAL, EXIT_PASS
 from serq.exits import add_parser
 
@@ -33,11 +34,7 @@ def cmd_compile(args) -> int:
     _print_warnings(loaded)
     text = ir_text(loaded.program, args.output)  # `source` relative to where the IR goes
     if args.output:
-        try:
-            Path(args.output).write_text(text)
-        except OSError as e:
-            raise SerqError([Diagnostic(0, 0, "E017", f"cannot write {args.output}: {e.strerror or e}",
-                                        file="serq compile")]) from None
+        write_output(args.output, text)
     else:
         sys.stdout.write(text)
     return EXIT_PASS
@@ -48,7 +45,7 @@ def cmd_fmt(args) -> int:
 
     out = format_path(args.instance)
     if args.write:
-        Path(args.instance).write_text(out)
+        write_output(args.instance, out)
     elif args.check:
         if Path(args.instance).read_text() != out:
             print(f"{args.instance}: not in canonical layout", file=sys.stderr)
@@ -102,11 +99,21 @@ def main(argv: list[str] | None = None) -> int:
     # SIGINT and SIGTERM raise Interrupted: the search and the simulator turn
     # it into their verdict "interrupted" with what they found so far; caught
     # here, it came before they started (loading, compiling) or after them.
+    out = sys.stdout = Stdout(sys.stdout)  # a failed write to it is named (E017), not a traceback
     with interrupts():
         try:
-            return args.func(args)
+            code = args.func(args)
+            sys.stdout.flush()
+            return code
         except SerqError as e:
             print(e.render(), file=sys.stderr)
+            return EXIT_INPUT_ERROR
+        except OutputError as e:  # an output file or standard output that could not be written
+            if e.path == Stdout.NAME:
+                _drop_stdout(out)
+            cmd = " ".join(["serq", args.command] + [getattr(args, "oracle_command", None) or ""]).strip()
+            err = SerqError([Diagnostic(0, 0, "E017", str(e), file=cmd)])
+            print(err.render(), file=sys.stderr)
             return EXIT_INPUT_ERROR
         except BrokenPipeError:
             return EXIT_PASS
@@ -114,6 +121,20 @@ def main(argv: list[str] | None = None) -> int:
             e = interrupt_of(e)
             print(f"serq {args.command}: interrupted by {signal_name(e)}", file=sys.stderr)
             return EXIT_INTERRUPTED
+        finally:
+            if sys.stdout is out:
+                sys.stdout = out.inner
+
+
+def _drop_stdout(out: Stdout) -> None:
+    """Standard output failed: what is still buffered for it is dropped
+    (the interpreter's flush at exit would fail again, with a traceback)."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, out.inner.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
 
 
 if __name__ == "__main__":

@@ -4,7 +4,30 @@ these; no traceback reaches a user for bad input."""
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
+
+_CONTROL = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})  # controls, format characters, line breaks, surrogates
+
+
+def printable(text: str) -> str:
+    """`text` with every control character escaped as Python writes it
+    (`\\x1b`, `\\n`, `\\u202e`): text that comes from an input file (a
+    name, a path, a quoted line) cannot move the cursor, recolour or clear
+    the terminal, start a new line or reorder what it shows. Everything
+    serq prints from an input file goes through here (Diagnostic.render)."""
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if unicodedata.category(ch) not in _CONTROL:
+            out.append(ch)
+        elif ch in "\t\n\r":
+            out.append(repr(ch)[1:-1])
+        else:
+            n = ord(ch)
+            out.append(f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000 else f"\\U{n:08x}")
+    return "".join(out)
 
 
 @dataclass(frozen=True, order=True)
@@ -23,18 +46,24 @@ class Diagnostic:
         return self.severity == "error"
 
     def render(self, source: str | None) -> str:
-        where = f"{self.file}:{self.line}:{self.col}" if self.line >= 1 else self.file
-        head = f"{where}: {self.severity}[{self.code}]: {self.message}"
+        """The diagnostic as printed, every part that may come from an
+        input file (file name, message, quoted line, notes) `printable`."""
+        file = printable(self.file)
+        where = f"{file}:{self.line}:{self.col}" if self.line >= 1 else file
+        head = f"{where}: {self.severity}[{self.code}]: {printable(self.message)}"
         out = [head]
         if source is not None and self.line >= 1:
             lines = source.splitlines()
             if self.line <= len(lines):
-                text, at, width = clip_line(lines[self.line - 1].expandtabs(1), max(self.col - 1, 0),
-                                            max(self.span, 1))
+                raw = lines[self.line - 1].expandtabs(1)
+                col, span = max(self.col - 1, 0), max(self.span, 1)
+                # the caret under the same characters once the line's controls are escaped
+                at, width = len(printable(raw[:col])), max(len(printable(raw[col:col + span])), 1)
+                text, at, width = clip_line(printable(raw), at, width)
                 out.append(f"  {text}")
                 out.append("  " + " " * at + "^" * width)
         for n in self.notes:
-            out.append(f"  note: {n}")
+            out.append(f"  note: {printable(n)}")
         return "\n".join(out)
 
 

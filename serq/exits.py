@@ -29,10 +29,11 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("run", "bound"): "--time-limit or the memory bound (--memory, or its default) stopped the run: the report "
                       "of the run so far (`stopped: time limit` / `memory limit`)",
     ("run", "interrupted"): "SIGINT or SIGTERM: the report of the run so far (`stopped: interrupted`)",
-    ("check", "pass"): "ok: no stuck session, failed assert, invariant or conservation violation",
+    ("check", "pass"): "ok: nothing the instance's `check` lines (or --check) select, no failed assert or "
+                       "conservation violation",
     ("check", "deadlock"): "the run ended with sessions that can never move",
-    ("check", "bound"): "--max-steps, --time-limit or the memory bound was hit before the run ended: no "
-                        "violation within it, never ok",
+    ("check", "bound"): "--max-steps, --time-limit, the memory bound or the no-progress watchdog was hit "
+                        "before the run ended: no violation within it, never ok",
     ("check", "interrupted"): "SIGINT or SIGTERM: no violation before it, never ok",
     ("explore", "pass"): "every reachable state explored; nothing selected was found",
     ("explore", "failed"): "a worker died or raised (named, with the statistics so far), or with --ray a "

@@ -63,7 +63,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                            check_livelock=ch.livelock, workers=workers, progress=progress,
                            memory_limit=memory_limit)
         result.stats.exact = exact
-    note_stuck(result, ch, notes, across_processes=ray is not None)
+    note_stuck(result, ch, notes)
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
                    time_limit=time_limit, graph_limit=graph_limit,
                    model=model if exact else None)  # exact identities are the search's own numbers
@@ -75,7 +75,7 @@ def checks_of(program: ir.Program, checks) -> Checks:
     return checks if isinstance(checks, Checks) else Checks.of_program(program, checks)
 
 
-def note_stuck(result, ch: Checks, notes: list, *, across_processes: bool = False) -> None:
+def note_stuck(result, ch: Checks, notes: list) -> None:
     """`completes` without `stuck`: a stuck session seen is a note on the
     verdict line, with the way to its trace; not a failure."""
     if ch.stuck or not ch.watch_stuck or result.verdict in ("bound", "interrupted", "failed"):
@@ -83,18 +83,18 @@ def note_stuck(result, ch: Checks, notes: list, *, across_processes: bool = Fals
     if notes:
         result.message += (f"; note: a session can be stuck ({notes[0]}), which `completes` does not "
                            "check: --check stuck gives its trace")
-    elif across_processes:
-        result.message += ("; note: stuck sessions are not watched across Ray processes: --check stuck "
-                           "checks them")
 
 
 def model_identity(program: ir.Program, ties: str, symmetry: bool, checks: Checks) -> dict:
     """What makes two explorations the same run (a checkpoint resumes only
-    its own): the instance's IR, the ties, the symmetry and the checks."""
+    its own): the instance's IR, the ties, the symmetry, the checks and
+    the serq version (another version may number states differently)."""
     import hashlib
 
+    from serq import __version__
+
     return {"instance": hashlib.sha256(program.to_json().encode()).hexdigest()[:24], "ties": ties,
-            "symmetry": symmetry, "checks": checks.names()}
+            "symmetry": symmetry, "checks": checks.names(), "serq": __version__}
 
 
 def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: bool = True,

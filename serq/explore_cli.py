@@ -130,9 +130,9 @@ def check_flags(args) -> None:
     if args.worst is not None and (args.theorem or args.replay or args.exact):
         other = "--theorem" if args.theorem else "--replay" if args.replay else "--exact"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
-    if args.worst is not None and args.workers > 1:  # one process builds the graph: no worker to honour it
-        raise flag_error("--workers", str(args.workers), "E012", "--worst builds the state graph in one "
-                         "process; drop --workers")
+    from serq.explore_flags import refuse_unhonoured
+
+    refuse_unhonoured(args)
 
 
 def cmd_explore(args) -> int:
@@ -203,6 +203,11 @@ def _worst(args, prog) -> int:
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
+    if args.html:
+        from serq.view import write_page
+        from serq.view.timeline import worst_page
+
+        write_page(args.html, worst_page(w, args.instance), "serq explore")
     if args.json:
         print(json.dumps(render_json(w), indent=1))
     else:
@@ -249,7 +254,8 @@ def cmd_theorem(args, loaded) -> int:
         hs, result, line, code = check_theorem(
             prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
             time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-            workers=args.workers, progress=display, memory_limit=memory_limit(args), exact=args.exact)
+            workers=args.workers, progress=display, memory_limit=memory_limit(args), exact=args.exact,
+            graph_limit=args.graph_limit)
     finally:
         if display is not None:
             display.close()

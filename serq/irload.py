@@ -5,12 +5,17 @@
 - the models are read strictly: no coercion (`"cap": true` and `"v": "4"`
   are errors, as are unknown fields), each error at the position of the
   offending value in the file;
+- every name an identifier, as the grammar's (serq.irnames): no escape
+  sequence or newline reaches the terminal through a name;
 - the automaton's shape and the range of its numbers (serq.irshape), each
   problem at the offending value;
 - `source`, the file the positions refer to, is resolved against the IR
   file's directory (an absolute path stays as it is); in memory a
   program's `source` is a path valid from the current directory, and
   `ir_text(program, out)` writes it relative to where the IR is written.
+  It is read, to quote its lines in diagnostics, only as a regular file of
+  bounded size (`source_text`): a device, a pipe, a directory or a /proc
+  file is refused, E010 at `source`.
 Every failure is a `SerqError` whose diagnostics quote the JSON file."""
 
 from __future__ import annotations
@@ -22,11 +27,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from explorer.infile import NotReadable, read_regular
+
 from serq import ir
 from serq.diagnostics import Diagnostic, SerqError
+from serq.irnames import name_problems
 from serq.irshape import prefix_problems, shape_problems
 
 MAX_SOURCE_NAME = 4096  # characters in `source`
+MAX_SOURCE_BYTES = 16 << 20  # bytes of the file `source` names
 _AT_LINE = re.compile(r" at line (\d+) column (\d+)$")
 
 
@@ -62,14 +71,18 @@ def read_ir(text: str, file: str) -> ir.Program:
             diags[-1] = Diagnostic(diags[-1].line, diags[-1].col, "E010", diags[-1].message, file=file,
                                    notes=(f"{len(errs)} problems in all",))
         raise SerqError(diags, text) from None
-    problems = shape_problems(prog) + prefix_problems(prog)
+    problems = name_problems(prog) + shape_problems(prog) + prefix_problems(prog)
     src = _source_problem(prog.source)
     if src:
         problems.append((("source",), "E010", src))
     if problems:
         raise SerqError([Diagnostic(*locate(text, path), code, msg, file=file) for path, code, msg in problems],
                         text)
-    return prog.model_copy(update={"source": resolve_source(prog.source, file)})
+    prog = prog.model_copy(update={"source": resolve_source(prog.source, file)})
+    refused = _source_refused(prog, text, file)
+    if refused is not None:
+        raise refused
+    return prog
 
 
 def resolve_source(source: str, ir_file: str) -> str:
@@ -92,13 +105,48 @@ def ir_text(program: ir.Program, out: str | None) -> str:
 
 def read_source(source: str) -> str | None:
     """The text of a program's source file for quoting in diagnostics, or
-    None when it cannot be read (missing, not UTF-8, not a file name)."""
+    None when there is none to read (no file name, a file that cannot be
+    opened) or when it is no source file (see `source_text`)."""
+    try:
+        return source_text(source)
+    except SourceRefused:
+        return None
+
+
+class SourceRefused(ValueError):
+    """A `source` that names something other than a source file."""
+
+
+def source_text(source: str) -> str | None:
+    """`read_source`, raising SourceRefused for what is no source file:
+    only a regular file of at most MAX_SOURCE_BYTES bytes of UTF-8 text is
+    read (explorer.infile), never a device, a pipe, a directory, a /proc
+    file or a huge file."""
     if not source or source.startswith("<") or _source_problem(source):
         return None
     try:
-        return Path(source).read_text(encoding="utf-8").removeprefix("\ufeff")
-    except (OSError, UnicodeError, ValueError):
-        return None
+        data = read_regular(source, MAX_SOURCE_BYTES)
+    except NotReadable as e:
+        if not e.opened:
+            return None
+        raise SourceRefused(e.reason) from None
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeError:
+        raise SourceRefused("not UTF-8 text") from None
+
+
+def _source_refused(prog: ir.Program, text: str, file: str) -> SerqError | None:
+    """E010 at `source` when it names something that is no source file."""
+    try:
+        source_text(prog.source)
+    except SourceRefused as e:
+        return SerqError([Diagnostic(*locate(text, ("source",)), "E010",
+                                     f"`source` names {prog.source}, which is not a source file to read: {e}",
+                                     file=file, notes=("`source` must name a regular file of UTF-8 text of at most "
+                                                       f"{MAX_SOURCE_BYTES >> 20} MiB (the .sq the IR was compiled "
+                                                       "from)",))], text)
+    return None
 
 
 def _source_problem(source: str) -> str | None:

@@ -108,6 +108,7 @@ def cmd_setup(args) -> int:
 
 
 def cmd_trace(args) -> int:
+    from explorer.outfile import Output
     from serq.oracle.venv import run_driver
 
     load_scenario(args.scenario)  # bad input is reported here, in serq's words
@@ -116,18 +117,28 @@ def cmd_trace(args) -> int:
         from serq.diagnostics import flag_error
 
         raise flag_error("--max-steps", str(args.max_steps), "E012", "--max-steps must be at least 1")
-    out = "/dev/stdout" if args.output == "-" else args.output
-    if args.output != "-":
-        parent = Path(args.output).resolve().parent
-        if not parent.is_dir():
-            raise _err("serq oracle trace", "E017", f"cannot write {args.output}: no directory {parent}")
-    p = run_driver(venv, args.scenario, out, args.max_steps, args.full)
+    # the driver writes to its standard output, kept here; the file is written whole after it
+    # (explorer.outfile: an unwritable path is E017 before the run, a failed write E017 after it)
+    out = Output(args.output) if args.output != "-" else None
+    try:
+        p = run_driver(venv, args.scenario, "-", args.max_steps, args.full)
+    except BaseException:
+        if out is not None:
+            out.abort()
+        raise
     noise = "Failed to import from vllm._C"
     err = "\n".join(x for x in p.stderr.splitlines() if noise not in x)
     if p.returncode not in (0, 3):
+        if out is not None:
+            out.abort()
         print(err, file=sys.stderr)
         print(f"serq oracle trace: the driver failed (exit {p.returncode})", file=sys.stderr)
         return EXIT_INPUT
+    if out is None:
+        sys.stdout.write(p.stdout)
+    else:
+        out.write(p.stdout)
+        out.commit()
     summary = err.splitlines()[0] if err else "{}"
     try:
         s = json.loads(summary)
@@ -139,15 +150,13 @@ def cmd_trace(args) -> int:
 
 
 def cmd_convert(args) -> int:
+    from explorer.outfile import write_output
     from serq.oracle.convert import convert
 
     sc = load_scenario(args.scenario)
     conv = convert(sc, Path(args.scenario).stem)
     if args.output:
-        try:
-            Path(args.output).write_text(conv.text)
-        except OSError as e:
-            raise _err("serq oracle convert", "E017", f"cannot write {args.output}: {e.strerror or e}") from None
+        write_output(args.output, conv.text)  # a failure: E017 (serq.cli)
     else:
         sys.stdout.write(conv.text)
     for n in conv.needs:
@@ -155,14 +164,25 @@ def cmd_convert(args) -> int:
     return 0
 
 
+MAX_TRACE = 1 << 30  # bytes of a trace to compare
+
+
 def cmd_compare(args) -> int:
-    from serq.oracle.compare import agree
+    from explorer.infile import NotReadable, read_regular
+    from serq.oracle.compare import TraceError, agree, read_trace
 
     sc = load_scenario(args.scenario)
     try:
-        text = Path(args.trace).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise _err(args.trace, "E011", f"cannot read {args.trace}: {getattr(e, 'strerror', None) or e}") from None
+        text = read_regular(args.trace, MAX_TRACE).decode("utf-8")
+    except NotReadable as e:
+        raise _err(args.trace, "E011", f"cannot read {args.trace}: {e.reason}") from None
+    except UnicodeDecodeError as e:
+        raise _err(args.trace, "E011", f"cannot read {args.trace}: {e}") from None
+    try:
+        read_trace(text)
+    except TraceError as e:
+        raise SerqError([Diagnostic(e.line, e.col, "E025", f"malformed trace: {e}",
+                                    file=args.trace)], text) from None
     try:
         a = agree(sc, text, coalesce=not args.no_coalesce, name=Path(args.scenario).stem)
     except (ValueError, KeyError) as e:

@@ -274,7 +274,14 @@ def build_report(result, instance: str | None = None) -> dict:
         "violations": [{"at_ns": t, "kind": k, "message": msg} for t, k, msg in result.violations],
         "violations_total": result.violations_total,
         "stalled": list(result.stalled),
+        # what `serq check` fails on (besides asserts, errors, conservation): as `serq explore`'s
+        "checks": checked_names(result.checks),
     }
+
+
+def checked_names(checks) -> list[str]:
+    """The properties selected (deadlock, livelock, stuck, invariant)."""
+    return [] if checks is None else [n for n in ("deadlock", "livelock", "stuck", "invariant") if getattr(checks, n)]
 
 
 def to_json(report: dict) -> str:
@@ -338,10 +345,13 @@ def render(report: dict, console) -> None:
     for f in report["faults"]:
         console.print(f"[red]fault[/red] at {at(f['at_ns'])}: {f['kind']}: {f['message']}", highlight=False)
     for v in report["violations"]:
-        console.print(f"[red]{v['kind']}[/red] at {at(v['at_ns'])}: {v['message']}", highlight=False)
+        # a stuck event the instance does not check is no violation (`serq check` notes it)
+        kind = f"[red]{v['kind']}[/red]" if v["kind"] != "stuck" or "stuck" in report["checks"] else \
+            "stuck (not checked)"
+        console.print(f"{kind} at {at(v['at_ns'])}: {v['message']}", highlight=False)
     more = report["violations_total"] - len(report["violations"])
     if more > 0:
-        console.print(f"... and {more} more violation(s)", highlight=False)
+        console.print(f"... and {more} more violation(s) or stuck event(s)", highlight=False)
     if report["stalled"]:
         console.print(f"[red]stalled[/red]: {len(report['stalled'])} session(s) can never move:", highlight=False)
         for s in report["stalled"]:

@@ -72,8 +72,13 @@ class ScheduleWriter:
         }
         self._write(head)
 
-    def close(self) -> None:
-        self.out.close()
+    def close(self, complete: bool = True) -> None:
+        """An output file (explorer.outfile.Output) committed, or given up
+        when the run did not end; a stream closed."""
+        if hasattr(self.out, "commit"):
+            self.out.commit() if complete else self.out.abort()
+        else:
+            self.out.close()
 
     def _write(self, obj) -> None:
         self.out.write(json.dumps(obj, separators=(", ", ": ")) + "\n")
@@ -158,28 +163,16 @@ class ScheduleWriter:
 
 
 def open_schedule(path: str, sim, flag: str = "--schedule") -> ScheduleWriter:
-    """A writer of `sim`'s schedule into the file `path`, attached; close
-    it after the run. An unwritable path is E017, before the run."""
-    from serq.diagnostics import Diagnostic, SerqError
+    """A writer of `sim`'s schedule into the file `path` (explorer.outfile:
+    written under a temporary name), attached; `close()` it after the run
+    (the file then takes its name) or `close(False)` after a failure (no
+    file is left). An unwritable path is E017, before the run; a write
+    that fails during the run ends it with E017 too."""
+    from explorer.outfile import Output
 
-    try:
-        f = open(path, "w")
-    except OSError as e:
-        raise SerqError([Diagnostic(0, 0, "E017", f"cannot write {path}: {e.strerror or e}",
-                                    file=f"serq run {flag}")]) from None
-    w = ScheduleWriter(f)
+    w = ScheduleWriter(Output(path))
     w.attach(sim)
     return w
-
-
-def write_schedule(sim, path: str):
-    """Run `sim` writing its schedule to `path`; returns (result, lines written)."""
-    w = open_schedule(path, sim)
-    try:
-        result = sim.run()
-    finally:
-        w.close()
-    return result, w.lines
 
 
 def read_schedule(path: str) -> tuple[dict, list[dict]]:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from explorer.infile import NotReadable, read_regular
 from explorer.interrupt import interrupt_of, signal_name
 from explorer.limits import LimitReached, Limits
 from explorer.memory import MemoryGuard
@@ -48,6 +49,7 @@ from serq.vocab import MAX_INT
 from serq.coalesce import licence, plan_block
 from serq.diagnostics import Diagnostic, SerqError
 from serq.expr import EvalError
+from serq.explore import Checks
 from serq.model import ARRIVE, ITERATE, TURN, FirstOracle, Model
 from serq.semantics.rowstate import F_FAULT, RowState
 from serq.report import Stats
@@ -61,6 +63,7 @@ DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT, NO_PROGRESS, INTERRUPTED =
     "done", "horizon", "fault", "stalled", "violation", "step limit", "no progress", "interrupted")
 TIME_LIMIT, MEMORY_LIMIT = "time limit", "memory limit"
 LIMITS = (STEP_LIMIT, TIME_LIMIT, MEMORY_LIMIT)  # the run was cut: never the end of the instance
+MAX_TRACE_BYTES = 256 << 20  # an arrival trace file
 MAX_VIOLATIONS = 100  # violation messages kept (all are counted)
 
 
@@ -119,10 +122,10 @@ def _trace_times(path: Path, count: int, line: ir.WorkloadLine, file: str) -> li
     def err(msg, *notes):
         return SerqError([Diagnostic(where[0], where[1], "E410", msg, file=file, notes=notes)])
 
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise err(f"cannot read the arrival trace {path}: {getattr(e, 'strerror', None) or e}") from None
+    try:  # a regular file of bounded size only: not a device or a pipe that never ends
+        text = read_regular(path, MAX_TRACE_BYTES).decode("utf-8")
+    except (NotReadable, UnicodeDecodeError) as e:
+        raise err(f"cannot read the arrival trace {path}: {getattr(e, 'reason', e)}") from None
     times = []
     for n, raw in enumerate(text.splitlines(), 1):
         s = raw.split("#", 1)[0].strip()
@@ -204,6 +207,8 @@ class SimConfig:
     warmup: int = 0  # ticks: sessions arriving before it are left out of latency stats
     coalesce: bool = True
     stop_on_violation: bool = False  # `serq check`: stop at the first violation
+    # the properties `serq check` fails on (None: the instance's `check` lines), as the explorer's
+    checks: Checks | None = None
     max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts 1)
     time_limit: float | None = None  # seconds of wall-clock time from the start of run()
     memory_limit: int | None = None  # bytes of resident memory (explorer/memory.py)
@@ -230,6 +235,9 @@ class SimResult:
     licence: list[tuple[bool, str]] = field(default_factory=list)
     signal: str | None = None  # stopped "interrupted": by which signal (SIGINT, SIGTERM)
     limit: str | None = None  # stopped at a time or memory limit: the limit in words ("2.0 s", "512MiB")
+    checks: Checks | None = None  # the properties checked (config.checks, or the instance's)
+    stuck_note: tuple[int, int, str] | None = None  # check, stuck not checked: the first (tick, action, words)
+    watchdog: int = 0  # iterations and actions without progress that stop the run ("no progress")
 
 
 # ---------------------------------------------------------------- the simulator
@@ -249,6 +257,7 @@ class Simulator:
         # per program, per pc: the stage a run state runs on (-1 otherwise)
         self.run_stage = [[st.f["stage"] if st.kind == "run" else -1 for st in p.states] for p in m.progs]
         self.stats = Stats(program, m, self.cfg.warmup)
+        self.checks = self.cfg.checks or Checks.of_program(program)
 
     # -- helpers ------------------------------------------------------------
     def _push(self, tick: int, prio: int, kind: str, payload) -> None:
@@ -290,6 +299,7 @@ class Simulator:
         self.violations: list = []
         self.violations_total = 0
         self._violation_seen: set = set()
+        self.stuck_note = None
         # the no-progress watchdog: iterations and actions since a session last
         # ended or reached a turn (a block counts its k iterations)
         self._since_progress = 0
@@ -365,7 +375,7 @@ class Simulator:
         stats.finish(self.now, self.state)
         return SimResult(self.program, cfg, self.state, self.now, stopped, stats, self.faults,
                          self.violations, self.violations_total, stalled, self.licence, self.signal,
-                         self.limit)
+                         self.limit, self.checks, self.stuck_note, self._watchdog)
 
     def _starts(self, tick: int) -> str | None:
         """Idle stages start iterations, in stage order, until none can."""
@@ -479,7 +489,7 @@ class Simulator:
         if _faulted(nxt):
             self.faults.append((tick, nxt[3][0], nxt[3][1]))
             return FAULT
-        if self.m.engine.low.invariants:
+        if self.m.engine.low.invariants and (self.checks.invariant or not self.cfg.stop_on_violation):
             for kind, msg in self.m.check_invariants(nxt):
                 if kind == "invariant" and msg not in self._violation_seen:
                     self._violation_seen.add(msg)  # each invariant once, at its first violation
@@ -533,10 +543,14 @@ class Simulator:
             elif k == "stuck":
                 selfp = any(x[0] == "preempt" and x[1] == e[1] and x[3] == "self" for x in events)
                 why = stuck_why(self.m, before, e[1], e[2], selfp) if before is not None else None
-                self._violate(tick, "stuck", stuck_text(self.m.session_label(self.state, e[1]),
-                                                        self.m.pools[e[2]].name, why))
-                if self.cfg.stop_on_violation:
-                    raise _Stop(VIOLATION)
+                words = stuck_text(self.m.session_label(self.state, e[1]), self.m.pools[e[2]].name, why)
+                if self.cfg.stop_on_violation and not self.checks.stuck:
+                    # `serq check` when stuck is not selected: the first one is a note
+                    self.stuck_note = self.stuck_note or (tick, self.steps, words)
+                else:
+                    self._violate(tick, "stuck", words)
+                    if self.cfg.stop_on_violation:
+                        raise _Stop(VIOLATION)
                 if self._since_progress >= self._watchdog:
                     # sessions keep being preempted without progress and none has
                     # ended or reached a turn for a long while: a livelock, most

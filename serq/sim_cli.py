@@ -13,6 +13,7 @@ from serq.exits import add_parser
 from serq.flags import check_limits, memory_limit
 from explorer.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
 from serq.durations import span_text, time_unit
+from serq.explore import ALL_CHECKS, Checks
 from serq.sim import (DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT, SimConfig, Simulator,
                       parse_duration)
 
@@ -61,8 +62,13 @@ def register(sub) -> None:
     r.add_argument("--html", metavar="FILE",
                    help="also write plots of the run (pool levels, queues, busy time, latencies) as a page")
     r.set_defaults(func=cmd_run)
-    c = add_parser(sub, "check", help="simulate and fail on stuck sessions, asserts, invariants, conservation")
+    c = add_parser(sub, "check", help="simulate and fail on what the instance's `check` lines select "
+                                      "(as `serq explore`), asserts, conservation")
     _common(c)
+    c.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
+                   help="check this property instead of the instance's `check` lines, as `serq explore "
+                        "--check` (deadlock, livelock, stuck, invariant, completes: the first, second and "
+                        "fourth); repeatable")
     c.add_argument("--json", action="store_true", help="print the report as JSON as well")
     c.set_defaults(func=cmd_check)
 
@@ -85,8 +91,9 @@ def _simulate(args, *, check: bool, trace=None):
         from serq.diagnostics import render_all
 
         print(render_all(loaded.warnings, loaded.source), file=sys.stderr)
+    checks = Checks.of_program(loaded.program, args.check) if check else None
     cfg = SimConfig(seed=args.seed, horizon=args.horizon, warmup=args.warmup, coalesce=not args.no_coalesce,
-                    stop_on_violation=check, max_steps=args.max_steps, trace=trace,
+                    stop_on_violation=check, checks=checks, max_steps=args.max_steps, trace=trace,
                     time_limit=args.time_limit, memory_limit=memory)
     try:
         return _setup_and_run(loaded, cfg, args)
@@ -104,10 +111,13 @@ def _setup_and_run(loaded, cfg, args):
         from serq.schedule import open_schedule
 
         writer = open_schedule(args.schedule, sim)
+        ok = False
         try:
-            return _run(sim, cfg, args)
+            r = _run(sim, cfg, args)
+            ok = True
         finally:
-            writer.close()
+            writer.close(ok)
+        return r
     return _run(sim, cfg, args)
 
 

@@ -57,6 +57,10 @@ class Metric:
     kind: str  # "path" | "state"
     per_session: bool = False
 
+    @property
+    def per_request(self) -> bool:
+        return self.name in ("ttft", "ttft-time", "latency", "latency-time")
+
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("ttft", "iterations", "iterations from a request's arrival to its first token", "path", True),
@@ -118,6 +122,17 @@ class _Shape:
         raise EvalError(f"`{fn}({pool})` has no value in a cost")
 
 
+def _first_token(e) -> bool:
+    """A request's first token: the end of a prefill run, or a decode token."""
+    return (e[0] == "run_done" and e[2] == "prefill") or (e[0] == "serve" and e[3] == "decode")
+
+
+def request_starts(events) -> list[int]:
+    """The sessions whose request starts in a step: one that arrives or
+    leaves a `turn` (its user's reply), and one spawned in it."""
+    return [e[2] if e[0] == "spawn" else e[1] for e in events if e[0] in ("arrive", "turn", "spawn")]
+
+
 class Counter:
     """Phases and weights of one metric on one instance."""
 
@@ -138,7 +153,7 @@ class Counter:
 
     # -- phases: one small tuple per session ---------------------------------
     def initial(self, state) -> tuple:
-        if self.metric.name in ("ttft", "ttft-time", "latency", "latency-time"):
+        if self.metric.per_request:
             return (0,) * n_sessions(state)
         if self.metric.name == "recomputed":
             return ((0, 0),) * n_sessions(state)
@@ -159,11 +174,8 @@ class Counter:
                 ph[e[1]] = 1
             elif t == "spawn":
                 ph[e[2]] = 1
-            elif first_token and ph[e[1]] == 1 and (
-                    (t == "run_done" and e[2] == "prefill") or (t == "serve" and e[3] == "decode")):
-                ph[e[1]] = 0
-            elif not first_token and t in ("at_turn", "end"):
-                ph[e[1]] = 0
+            elif t in ("at_turn", "end") or (first_token and _first_token(e)):
+                ph[e[1]] = 0  # the request ended (or had its first token): no later step counts for it
         return tuple(ph)
 
     # -- weights: ((track, w), ...) for one step ------------------------------
@@ -171,9 +183,8 @@ class Counter:
         base, phases = state
         name = self.metric.name
         if name in ("iterations", "time"):
-            if action[0] != ITERATE:
-                return ()
-            return ((WHOLE_RUN, self._iter_weight(action, events)),)
+            w = self._iter_weight(action, events) if action[0] == ITERATE else 0
+            return ((WHOLE_RUN, w),) if w else ()
         if name == "preemptions":
             out: dict[int, int] = {}
             for e in events:
@@ -183,11 +194,19 @@ class Counter:
         if name == "recomputed":
             ph = list(phases) + [(0, 0)] * (n_sessions(nxt) - len(phases))
             return tuple(sorted(self._redo(ph, events)[1].items()))
-        # ttft / latency: every iteration counts for each request waiting at its start
-        if action[0] != ITERATE:
-            return ()
-        w = self._iter_weight(action, events)
-        return tuple((sid, w) for sid, p in enumerate(phases) if p == 1)
+        # ttft / latency: every iteration counts for each request under way
+        # (its phase, before the step, is 1); a request that starts in the
+        # step restarts its session's count, so that two requests of one
+        # session are never added up (explorer/analysis.py, `longest`).
+        # A request starts in an arrive or turn step (no iteration), or is
+        # a session spawned in the step (no phase before it): a step never
+        # both counts for a session and restarts it.
+        out: list[tuple] = []
+        w = self._iter_weight(action, events) if action[0] == ITERATE else 0
+        if w:
+            out.extend((sid, w) for sid, p in enumerate(phases) if p == 1)
+        out.extend((sid, 0, True) for sid in request_starts(events))
+        return tuple(out)
 
     @staticmethod
     def _redo(ph: list, events) -> tuple[tuple, dict]:
@@ -220,12 +239,13 @@ class Counter:
         return tuple(ph), redo
 
     def _iter_weight(self, action, events) -> int:
-        if not self.timed:
-            return 1
+        """What an iteration step adds: 1, or its ticks; 0 for a step
+        that faults (its events are the fault alone: no iteration was
+        done, it has no shape to cost)."""
         for e in events:
             if e[0] == "iterate":
-                return self.cost(e[1], e[2])
-        return self.cost(action[1], {})
+                return self.cost(e[1], e[2]) if self.timed else 1
+        return 0
 
     def value(self, state) -> tuple[int, int]:
         """(state metric value, the pool that has it)."""
@@ -312,6 +332,8 @@ class Worst:
     states: int
     complete: bool
     bound_reason: str | None
+    model: object = None  # the SerqModel the trace's states belong to (without the phases)
+    request_from: int | None = None  # per-request metrics: the step the witness's request starts at
 
     @property
     def replay_path(self) -> str:
@@ -367,24 +389,36 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
         return edge_data is None or mm.edge_info(state, action, nxt) == edge_data[k]
 
     trace = follow(mm, path[0][1], [(g.fps[v], ai) for v, ai in path[1:]], same_edge)
-    counted = []
+    counted: list[tuple[int, int]] = []
+    since = 0  # the step where the witness's request starts (0: the initial state)
     if path_metric:
         for k, info in enumerate(edge_data, start=1):
-            n = sum(w for t, w in info if t == track)
-            if n:
-                counted.append((k, n))
+            for t, n, *restart in info:
+                if t != track:
+                    continue
+                if restart and restart[0]:  # counted from its last restart: one request
+                    counted, since = [], k
+                if n:
+                    counted.append((k, n))
     last = trace[-1].state[0]
-    if track == WHOLE_RUN or track is None:
+    if track is None and metric.per_session:
+        subject = "no request" if metric.per_request else "no session"  # no edge adds to it
+    elif track == WHOLE_RUN or track is None:
         subject = "the run"
     elif metric.kind == "state":
         subject = program.pools[track].name if track >= 0 else "-"
     else:
         subject = sm.label(last, track)
-    return Worst(metric, value, subject, trace, lasso, counted, len(g), g.complete, g.bound_reason)
+        if metric.per_request:
+            subject += f", its request from step {since}"
+    return Worst(metric, value, subject, trace, lasso, counted, len(g), g.complete, g.bound_reason, sm,
+                 since if metric.per_request and track is not None else None)
 
 
-def _steps_text(counted: list[tuple[int, int]], unit_one: bool) -> str:
-    return ", ".join(str(k) if (unit_one and n == 1) else f"{k} (+{n})" for k, n in counted)
+def counted_text(w: Worst) -> str:
+    """`counted at steps: 3, 5 (+2)`: where the witness's count grew."""
+    unit_one = w.metric.unit != "ticks"
+    return "counted at steps: " + ", ".join(str(k) if (unit_one and n == 1) else f"{k} (+{n})" for k, n in w.counted)
 
 
 def headline(w: Worst) -> str:
@@ -408,7 +442,7 @@ def render_text(w: Worst) -> str:
 
     out = [headline(w)]
     if w.counted:
-        out.append(f"counted at steps: {_steps_text(w.counted, w.metric.unit != 'ticks')}")
+        out.append(counted_text(w))
     out.extend(trace_lines(w.trace, w.lasso_start))
     if not w.complete:
         if w.bound_reason in ("SIGINT", "SIGTERM"):
@@ -429,6 +463,7 @@ def render_json(w: Worst) -> dict:
         "complete": w.complete, "bound_reason": w.bound_reason, "exit_code": w.exit_code,
         "counted": [{"step": k, "amount": n} for k, n in w.counted],
         "lasso_start": w.lasso_start, "replay_path": w.replay_path, "states": w.states,
+        "request_from": w.request_from,
         "text": headline(w),
         "trace": [{"step": s.index, "action_index": s.action_index, "action": s.action_text,
                    "diff": list(s.diff), "fingerprint": format_fp(s.fingerprint)} for s in w.trace],

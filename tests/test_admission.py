@@ -200,7 +200,7 @@ def test_a_stuck_session_says_how_much_it_held_and_whether_it_fits_alone(capsys)
     assert r.trace[-1].action_text.endswith(
         "chat#1 was preempted again without passing the position of its previous preemption: "
         "it held all 2 blocks of `kv` and needed another: it never fits `kv` alone")
-    assert main(["check", str(INST / "self_preempt.sq")]) == exit_code(VIOLATION)
+    assert main(["check", str(INST / "self_preempt.sq"), "--check", "stuck"]) == exit_code(VIOLATION)
     assert capsys.readouterr().out.rstrip().endswith(
         "long#1 was preempted again from pool `kv` without passing the position of its previous preemption: "
         "it held all 4 blocks of `kv` and needed another: it never fits `kv` alone")

@@ -105,3 +105,56 @@ def test_cli_verdict_line_and_stuck_flag(tmp_path, capsys):
     assert ("point of no return: none: every state of this trace can still complete (0 of 50 reachable states "
             "cannot complete)") in out
     assert "-- point of no return" not in out
+
+
+@pytest.mark.parametrize("stuck", [[], ["--check", "stuck"]])
+def test_check_and_explore_agree_on_a_stuck_instance_that_completes(capsys, stuck):
+    # the simulator's `serq check` selects properties as the explorer does:
+    # under `completes` both pass with a note; with stuck selected both fail
+    from pathlib import Path
+
+    inst = str(Path(__file__).resolve().parent.parent / "instances" / "stuck_completes.sq")
+    explored = main(["explore", inst, "--no-timing", "-q", *stuck])
+    verdict = capsys.readouterr().out.splitlines()[0]
+    checked = main(["check", inst, *stuck])
+    lines = capsys.readouterr().out.splitlines()
+    assert explored == checked == (12 if stuck else 0)
+    if stuck:
+        assert verdict.startswith("violation (stuck): chat#3 was preempted again")
+        assert lines == [f"{inst}: FAIL: stuck at 4 iterations: chat#3 was preempted again from pool `kv` "
+                         "without passing the position of its previous preemption: it held 1 of `kv`'s 3 blocks "
+                         "and needed another; chat#2 holds 1 unit"]
+    else:
+        assert "; note: a session can be stuck (chat#3 was preempted again" in verdict
+        assert lines == [f"{inst}: ok: no deadlock, failed assert, invariant or conservation violation; all 3 "
+                         "sessions ended at 9 iterations (seed 0)",
+                         f"{inst}: note: a session was stuck at 4 iterations (action 8): chat#3 was preempted "
+                         "again from pool `kv` without passing the position of its previous preemption: it held "
+                         "1 of `kv`'s 3 blocks and needed another; chat#2 holds 1 unit; stuck is not checked: "
+                         "`check stuck;` or --check stuck fails on it"]
+
+
+def test_check_selects_like_explore(tmp_path, capsys):
+    # a stalled end is a deadlock only where deadlock is selected; an
+    # `invariant` line fails only where invariant is selected
+    f = tmp_path / "x.sq"
+    f.write_text("""
+pool kv { cap 8; block 4; admit via gpu; preempt none; }
+stage gpu { budget 16; }
+session s { hold kv need 4 take 0 { prefill 4 growing kv; decode 3 growing kv; } end; }
+workload { 2 x s; }
+check invariant allocated(kv) <= 4;
+check deadlock;
+""")
+    assert main(["check", str(f)]) == 12  # the invariant first
+    assert "FAIL: invariant" in capsys.readouterr().out
+    assert main(["check", str(f), "--check", "deadlock"]) == 10
+    assert "FAIL: deadlock: the simulation ended at" in capsys.readouterr().out
+    assert main(["explore", str(f), "--no-timing", "-q", "--check", "deadlock"]) == 10
+    capsys.readouterr()
+    assert main(["check", str(f), "--check", "livelock"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].endswith("ok: no failed assert or conservation violation; the simulation ended at 1 iteration "
+                           "with 2 session(s) that can never move, and deadlock is not checked (seed 0):")
+    assert out[1].startswith("  s#1 waits to be served by `gpu`")
+    assert main(["explore", str(f), "--no-timing", "-q", "--check", "livelock"]) == 0

@@ -197,7 +197,7 @@ def test_checkpoint_is_committed_by_rename(tmp_path):
     doc = json.loads((tmp_path / "manifest.json").read_text())
     assert doc["partitions"] == 2 and doc["tags"] == list(range(doc["depth"] + 1))
     # only the last level's frontier is kept
-    assert sorted(n for n in names if n.startswith("frontier")) == [f"frontier-{p}-{doc['depth']}.pkl" for p in (0, 1)]
+    assert sorted(n for n in names if n.startswith("frontier")) == [f"frontier-{p}-{doc['depth']}.ckpt" for p in (0, 1)]
 
 
 # ---------------------------------------------------------------- swarm

@@ -80,7 +80,7 @@ def test_compile_to_a_missing_directory(tmp_path, capsys):
     path = inst(tmp_path, BASE.format(budget=2, n=2, arrivals=""))
     assert main(["compile", path, "-o", "/nonexistent/x.json"]) == 2
     assert capsys.readouterr().err.startswith(
-        "serq compile: error[E017]: cannot write /nonexistent/x.json: No such file or directory")
+        "serq compile: error[E017]: cannot write /nonexistent/x.json: no directory /nonexistent")
 
 
 def test_version(capsys):

@@ -220,13 +220,14 @@ def test_a_byte_order_mark_is_accepted(tmp_path, capsys):
     assert capsys.readouterr().out == THEOREM.read_text()
 
 
-def test_a_run_on_a_stage_named_question_mark_is_unknown(tmp_path, capsys):
+def test_a_run_on_a_stage_named_question_mark_is_no_name(tmp_path, capsys):
     d = _compiled()
     _states(d)[6].update(stage="?")
-    line, col = _states(d)[6]["at"]
     f = _write(tmp_path, d)
     assert main(["compile", str(f)]) == 2
-    assert f"{THEOREM}:{line}:{col}: error[E102]: prefill on unknown stage `?`" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{f}:" in err and "error[E010]: not a serq IR file: `sessions." in err, err
+    assert 'stage` must be a name (a letter or `_`, then letters, digits and `_`, as in the language), got "?"' in err
 
 
 def test_a_call_without_its_arguments_in_an_ir(tmp_path, capsys):

@@ -193,16 +193,24 @@ def _sim(text_or_path, **cfg):
 
 def test_judge_ok_bound_deadlock_violation():
     from serq.checking import judge
+    from serq.explore import Checks
 
     j = judge(_sim(ROOT / "instances" / "theorem.sq"), label="t.sq", seed=0, max_steps=10_000)
-    assert j.verdict == "pass" and j.exit_code == 0 and j.lines[0].startswith("t.sq: ok: no stuck session")
+    assert j.verdict == "pass" and j.exit_code == 0 and j.lines[0].startswith(
+        "t.sq: ok: no deadlock, failed assert, invariant or conservation violation")
     j = judge(_sim(FOREVER, max_steps=20), label="f.sq", seed=0, max_steps=20)
     assert j.verdict == "bound" and j.exit_code == 13 and j.lines[0].startswith(
         "f.sq: no violation within the step limit (20 actions, ")
     j = judge(_sim(ROOT / "instances" / "join_in_hold.sq"), label="j.sq", seed=0, max_steps=10_000)
     assert j.verdict == "deadlock" and j.exit_code == 10 and "can never move" in j.lines[0]
-    j = judge(_sim(ROOT / "instances" / "self_preempt.sq"), label="s.sq", seed=0, max_steps=10_000)
+    prog = load_path(ROOT / "instances" / "self_preempt.sq").program
+    j = judge(_sim(ROOT / "instances" / "self_preempt.sq", checks=Checks.of_program(prog, ["stuck"])),
+              label="s.sq", seed=0, max_steps=10_000)
     assert j.verdict == "violation" and j.exit_code == 12 and j.lines[0].startswith("s.sq: FAIL: stuck at ")
+    # `check livelock;`: stuck is a note, and the no-progress watchdog is never a pass
+    j = judge(_sim(ROOT / "instances" / "self_preempt.sq"), label="s.sq", seed=0, max_steps=100_000)
+    assert j.verdict == "bound" and j.exit_code == 13 and j.lines[0].endswith("a livelock, most likely "
+                                                                              "(`serq explore` decides); not a pass")
 
 
 def test_durations_are_readable():

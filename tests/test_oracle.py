@@ -142,7 +142,7 @@ def test_cli_bad_input(tmp_path, capsys):
     t = tmp_path / "t.jsonl"
     t.write_text('{"step": 0}\n')
     assert main(["oracle", "compare", str(p), str(t)]) == 2
-    assert "error[E025]: not a trace of this scenario: not a vLLM trace of `serq oracle trace`" in capsys.readouterr().err
+    assert f"{t}:1:1: error[E025]: malformed trace: not a vLLM trace of `serq oracle trace`" in capsys.readouterr().err
     assert main(["oracle", "trace", str(p), "--venv", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert f"error[E024]: no oracle environment at {tmp_path / 'none'}" in err

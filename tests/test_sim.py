@@ -229,21 +229,46 @@ def test_check_passes(capsys, tmp_path):
     assert code == 0 and "ok:" in out and "all 2 sessions ended" in out
 
 
-def test_check_fails_on_a_stuck_session(capsys, tmp_path):
-    f = write(tmp_path, """
+STUCK_SMALL = """
 pool kv { cap 12; block 4; admit via gpu; preempt lifo; evict lru; }
 stage gpu { budget 8; chunk 4; serve (admitted); cost 1ms; }
 session big { hold kv reserve 8 { decode 6; } end; }
 session small { hold kv need 4 take 0 { prefill 8 growing kv; } end; }
 workload { 1 x big; 1 x small; }
-""")
+"""
+
+
+def test_check_fails_on_a_stuck_session_when_stuck_is_selected(capsys, tmp_path):
+    f = write(tmp_path, STUCK_SMALL + "check stuck;\n")
     code, out, _ = run_cli(capsys, "check", f)
     assert code == 12 and "FAIL: stuck" in out and "small#2" in out
     # `run` reports it and goes on
     code, out, _ = run_cli(capsys, "run", f, "--json")
     r = json.loads(out)
     assert code == 0 and r["stopped"] == "done" and r["pools"][0]["stuck"] == 2
-    assert [v["kind"] for v in r["violations"]] == ["stuck", "stuck"]
+    assert [v["kind"] for v in r["violations"]] == ["stuck", "stuck"] and r["checks"] == ["stuck"]
+    code, out, _ = run_cli(capsys, "run", f)
+    assert "stuck at 3.000 ms: small#2" in out and "(not checked)" not in out
+    f = write(tmp_path, STUCK_SMALL, name="y.sq")
+    code, out, _ = run_cli(capsys, "check", f, "--check", "stuck")
+    assert code == 12 and "FAIL: stuck" in out and "small#2" in out
+
+
+def test_check_notes_a_stuck_session_it_does_not_check(capsys, tmp_path):
+    # no `check` line: `completes`, which stuck is not part of (as in the explorer)
+    f = write(tmp_path, STUCK_SMALL)
+    code, out, _ = run_cli(capsys, "check", f)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith(f"{f}: ok: no deadlock, failed assert, invariant or conservation")
+    assert lines[1] == (f"{f}: note: a session was stuck at 0.003000 s (action 6): small#2 was preempted again "
+                        "from pool `kv` without passing the position of its previous preemption: it held 1 of "
+                        "`kv`'s 3 blocks and needed another; big#1 holds 8 units; stuck is not checked: "
+                        "`check stuck;` or --check stuck fails on it")
+    # `run` reports the same event as one the instance does not check
+    code, out, _ = run_cli(capsys, "run", f, "--json")
+    assert code == 0 and json.loads(out)["checks"] == ["deadlock", "livelock", "invariant"]
+    code, run_out, _ = run_cli(capsys, "run", f)
+    assert "stuck (not checked) at 3.000 ms: small#2 was preempted again" in run_out
 
 
 def test_check_fails_on_a_failed_assert(capsys, tmp_path):
@@ -314,7 +339,7 @@ def test_trace_flag_prints_every_action(capsys, tmp_path):
 def test_a_livelock_stops_at_the_no_progress_watchdog(capsys):
     # self_preempt.sq: one session grows past the pool and preempts itself
     # forever; `run` stops once nothing ended for 10000 iterations and a
-    # stuck preemption happens, `check` at the first stuck preemption
+    # stuck preemption happens
     code, out, _ = run_cli(capsys, "run", str(ROOT / "instances" / "self_preempt.sq"), "--json")
     r = json.loads(out)
     assert code == 0 and r["stopped"] == "no progress"
@@ -322,8 +347,17 @@ def test_a_livelock_stops_at_the_no_progress_watchdog(capsys):
     # when the run stops, so its effects are not in the report
     assert r["iterations_simulated"] == 9998
     assert r["violations_total"] > len(r["violations"]) == 100
-    code, out, _ = run_cli(capsys, "check", str(ROOT / "instances" / "self_preempt.sq"))
+    # `check` fails at the first stuck preemption when stuck is selected
+    code, out, _ = run_cli(capsys, "check", str(ROOT / "instances" / "self_preempt.sq"), "--check", "stuck")
     assert code == 12 and "FAIL: stuck" in out
+    # the instance checks livelock: the watchdog stops it, never a pass
+    code, out, _ = run_cli(capsys, "check", str(ROOT / "instances" / "self_preempt.sq"))
+    lines = out.splitlines()
+    assert code == 13 and lines[0].endswith(
+        "self_preempt.sq: no session ended or reached a turn for 10000 iterations and actions, up to 9998 "
+        "iterations, while sessions were preempted without progress: a livelock, most likely (`serq explore` "
+        "decides); not a pass")
+    assert "note: a session was stuck at 5 iterations (action 7): long#1 was preempted again" in lines[1]
 
 
 def test_progress_callback_reports_time_and_sessions():

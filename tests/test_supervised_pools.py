@@ -206,7 +206,7 @@ def test_worst_has_no_pool_and_refuses_workers(capsys):
     assert main(["explore", str(ROOT / "instances" / "decode_preempt.sq"), "--worst", "recomputed",
                  "--workers", "2"]) == 2
     err = capsys.readouterr().err
-    assert "E012" in err and "--worst builds the state graph in one process; drop --workers" in err
+    assert "E012" in err and "a worst case is computed in one process; drop --workers" in err
 
 
 # spawns: `--workers 2` explores on worker processes (the hash-partitioned engine)

@@ -40,12 +40,80 @@ class Agreement:
         return self.first is None
 
 
+TRACE_FORMAT, TRACE_VERSION = "vllm-trace", 1  # the driver's (serq/oracle/driver.py)
+_LISTS = ("scheduled", "admitted", "preempted", "finished")
+_COUNTS = ("free_blocks", "cached_blocks")
+
+
+class TraceError(ValueError):
+    """A trace of the wrong shape, at `line` (1-based) and `col`."""
+
+    def __init__(self, line: int, col: int, message: str) -> None:
+        super().__init__(message)
+        self.line, self.col = line, col
+
+
+def _count(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def _step_problem(rec) -> str | None:
+    if not isinstance(rec, dict):
+        return "a step must be a JSON object"
+    if not _count(rec.get("step")):
+        return "a step needs `step`, a number from 0"
+    for k in _LISTS:
+        if not isinstance(rec.get(k), list):
+            return f"step {rec['step']}: `{k}` must be a list"
+    if not all(isinstance(x, list) and len(x) == 2 and isinstance(x[0], str) and _count(x[1])
+               for x in rec["scheduled"]):
+        return f"step {rec['step']}: `scheduled` must list [request, tokens] pairs"
+    for k in _LISTS[1:]:
+        if not all(isinstance(x, str) for x in rec[k]):
+            return f"step {rec['step']}: `{k}` must list request ids"
+    hits = rec.get("prefix_hit_tokens")
+    if not isinstance(hits, dict) or not all(_count(v) for v in hits.values()):
+        return f"step {rec['step']}: `prefix_hit_tokens` must map request ids to token counts"
+    for k in _COUNTS:
+        if not _count(rec.get(k)):
+            return f"step {rec['step']}: `{k}` must be a count"
+    return None
+
+
 def read_trace(text: str) -> tuple[dict, list[dict]]:
-    """(header, steps) of a trace written by the driver."""
-    lines = [json.loads(x) for x in text.splitlines() if x.strip()]
-    if not lines or lines[0].get("format") != "vllm-trace":
-        raise ValueError("not a vLLM trace of `serq oracle trace`")
-    return lines[0], lines[1:]
+    """(header, steps) of a trace written by the driver, its shape checked:
+    the header's format and version, every step an object with the fields
+    compared, the steps in strictly increasing order (each once).
+    TraceError at the offending line otherwise."""
+    header, steps, last = None, [], None
+    for n, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise TraceError(n, e.colno, f"invalid JSON: {e.msg}") from None
+        except (ValueError, RecursionError) as e:
+            raise TraceError(n, 1, f"invalid JSON: {e}") from None
+        if header is None:
+            if not isinstance(rec, dict) or rec.get("format") != TRACE_FORMAT:
+                raise TraceError(n, 1, "not a vLLM trace of `serq oracle trace`")
+            if rec.get("version") != TRACE_VERSION:
+                raise TraceError(n, 1, f"trace version {json.dumps(rec.get('version'))}; this serq reads "
+                                       f"version {TRACE_VERSION}")
+            header = rec
+            continue
+        why = _step_problem(rec)
+        if why:
+            raise TraceError(n, 1, why)
+        if last is not None and rec["step"] <= last:
+            raise TraceError(n, 1, f"step {rec['step']} after step {last}: the steps must be listed once each, "
+                                   "in increasing order")
+        last = rec["step"]
+        steps.append(rec)
+    if header is None:
+        raise TraceError(1, 1, "not a vLLM trace of `serq oracle trace` (the file is empty)")
+    return header, steps
 
 
 def _vllm_view(rec: dict, labels: dict, bs: int) -> dict:

@@ -103,6 +103,8 @@ def check_scenario(sc, where: str = "scenario") -> dict:
     for i, r in enumerate(reqs):
         if not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]:
             bad(f"request {i}: needs an 'id' (a non-empty string)")
+        if not r["id"].isprintable():  # it is written into the converted instance and printed
+            bad(f"request {i}: its 'id' {r['id']!r} must be printable text (no control character)")
         rid = r["id"]
         rw = f"request {rid!r}"
         if rid in seen:

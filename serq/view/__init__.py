@@ -39,13 +39,15 @@ def environment():
 
 
 def write_page(path: str, text: str, command: str) -> None:
-    """Write a page, or fail with a clear message (a directory that does
-    not exist, no permission, a path that is a directory)."""
+    """Write a page whole (explorer.outfile), or fail with a clear message
+    (a directory that does not exist, no permission, a path that is a
+    directory, no space left)."""
+    from explorer.outfile import OutputError, write_output
+
     try:
-        Path(path).write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise SerqError([Diagnostic(0, 0, "E017", f"cannot write {path}: {e.strerror or e}",
-                                    file=command)]) from None
+        write_output(path, text)
+    except OutputError as e:
+        raise SerqError([Diagnostic(0, 0, "E017", str(e), file=command)]) from None
 
 
 def check_target(path: str, command: str) -> None:

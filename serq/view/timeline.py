@@ -64,7 +64,7 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
             marks = _marks(events)
         in_cycle = lasso is not None and k > lasso
         steps.append({"n": k, "action": step.action_text or "initial state", "diff": list(step.diff),
-                      "cycle": in_cycle, "action_index": step.action_index})
+                      "cycle": in_cycle, "action_index": step.action_index, "counted": None})
         for sid in range(n_sessions):
             lanes[sid]["cells"].append(_cell(sm, step.state, sid, marks.get(sid, [])))
         for p in range(len(m.pools)):
@@ -105,6 +105,7 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
         "diagnosis": list(result.diagnosis),
         "warnings": warnings(sm.program),
         "no_return": no_return_line(result) if nr is not None else None,
+        "counted": None,
     }
 
 
@@ -136,3 +137,25 @@ def render_timeline(data: dict) -> str:
 
 def timeline_page(sm: SerqModel, result, instance: str) -> str:
     return render_timeline(timeline(sm, result, instance))
+
+
+def worst_page(w, instance: str) -> str:
+    """`serq explore --worst METRIC --html`: the witness of a worst case as
+    a timeline, the steps where its count grew marked."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from serq.worst import counted_text, headline
+
+    # the witness's states carry the metric's phases: the model's state is the first half
+    trace = [replace(s, state=s.state[0]) for s in w.trace]
+    run = SimpleNamespace(trace=trace, lasso_start=w.lasso_start, verdict="worst", kind=None, message="",
+                          replay_path=w.replay_path, diagnosis=(), no_return=None)
+    data = timeline(w.model, run, instance)
+    data["verdict"] = "worst" if w.complete else "bound"
+    data["headline"] = headline(w)
+    counted = dict(w.counted)
+    for step in data["steps"]:
+        step["counted"] = counted.get(step["n"])
+    data["counted"] = counted_text(w) if counted else None
+    return render_timeline(data)

@@ -143,3 +143,58 @@ def test_longest_per_track_and_highest():
     best = longest(g)
     assert (best.value, best.track) == (4, 1)
     assert highest(g) == (30, g.index[g.fps[3]])
+
+
+class Restarting(Graph):
+    """A Graph whose edges carry weights w[(u, v)] (track 0) and restart
+    track 0 on the edges in `restart`."""
+
+    def __init__(self, succ, w, restart, **kw):
+        super().__init__(succ, **kw)
+        self.w, self.restart = w, restart
+
+    def info(self, state, action, nxt):
+        x = self.w.get((state, nxt), 0)
+        if (state, nxt) in self.restart:
+            return ((0, x, True),)
+        return ((0, x),) if x else ()
+
+
+def _since_restart(path, w, restart) -> int:
+    """The largest sum since the last restart along a path (weights >= 0)."""
+    best = run = 0
+    for a, b in itertools.pairwise(path):
+        run = (0 if (a, b) in restart else run) + w[(a, b)]
+        best = max(best, run)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_longest_with_restarts_matches_brute_force(seed):
+    rnd = random.Random(seed)
+    n = rnd.randint(2, 8)
+    succ = {u: tuple(sorted(rnd.sample(range(u + 1, n), rnd.randint(0, n - u - 1)))) if u < n - 1 else ()
+            for u in range(n)}
+    w = {(u, v): rnd.randint(0, 3) for u in succ for v in succ[u]}
+    restart = {e for e in w if rnd.random() < 0.3}
+    toy = Restarting(succ, w, restart)
+    g = build_graph(toy, edge_info=toy.info)
+    best = longest(g)
+    brute = max(_since_restart(p, w, restart) for p in _all_paths(succ, 0))
+    assert best.value == brute
+    # the witness's path counts that much since its last restart
+    trace = follow(toy, 0, [(g.fps[v], ai) for v, ai in best.path[1:]])
+    states = [s.state for s in trace]
+    assert _since_restart(states, w, restart) == brute
+
+
+def test_a_restart_on_a_cycle_bounds_it():
+    # 0 -> 1 -> 2 -> 1 (a cycle), 2 -> 3; weight 1 on 1 -> 2 and 2 -> 3,
+    # 2 -> 1 restarts: each time round counts 1 again, never more than 2
+    w = {(1, 2): 1, (2, 3): 1}
+    toy = Restarting({0: (1,), 1: (2,), 2: (1, 3), 3: ()}, w, {(2, 1)})
+    g = build_graph(toy, edge_info=toy.info)
+    assert longest(g).value == 2
+    # without the restart the cycle pumps
+    toy = Restarting({0: (1,), 1: (2,), 2: (1, 3), 3: ()}, w, set())
+    assert longest(build_graph(toy, edge_info=toy.info)).unbounded
