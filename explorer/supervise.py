@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Iterator
 from .interrupt import worker_signals
 from .outcome import WorkerFailed, exit_cause, poll_worker
 
-__all__ = ["Supervised", "reap", "await_answer", "lost", "GRACE"]
+__all__ = ["Supervised", "reap", "await_answer", "lost", "die_with_parent", "GRACE"]
 
 GRACE = 2.0  # seconds a worker may overrun the deadline before it counts as hung
 _POLL = 0.2  # seconds between two looks at the workers (and at the clock)
@@ -52,6 +52,24 @@ def reap(procs: Iterable[Any], wait: float = 1.0) -> None:
         if p.is_alive():
             p.kill()
             p.join()
+
+
+def die_with_parent() -> None:
+    """In a worker process: be killed (SIGKILL) when the process that
+    started it ends, even by SIGKILL (Linux's PR_SET_PDEATHSIG), so that a
+    coordinator killed leaves no worker behind; where there is no such
+    call, a worker ends when it next finds its pipe closed."""
+    import ctypes
+    import os
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # it ended before the call
+        os._exit(1)
 
 
 def lost(proc: Any, wid: int) -> WorkerFailed:

@@ -238,3 +238,33 @@ def test_theorem_exploration_worker_killed_is_failed(tmp_path):
     assert re.search(r"^failed: worker [01] died \(killed by SIGKILL\); stopped after \d+ distinct states, none of "
                      r"them a violation; exploration incomplete$", out, re.M), out
     assert re.search(r"^H1 ", out, re.M), out  # the hypotheses' table first
+
+
+@pytest.mark.parametrize("args", [["sweep", "{inst}", "--vary", "N=1..3", "--workers", "2"],
+                                  ["explore", "{inst}", "--swarm", "2", "--max-depth", "100000"]],
+                         ids=["sweep", "swarm"])
+def test_workers_die_with_a_coordinator_killed(tmp_path, args):
+    """The coordinator itself killed with SIGKILL (no chance to stop its
+    workers): they die with it rather than explore on, orphaned."""
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER_N.replace("const N = 1;", "const N = 2;"))
+    p = subprocess.Popen([sys.executable, "-m", "serq", *[a.format(inst=inst) for a in args], "--time-limit", "120"],
+                         cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kids = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(kids) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            kids = children(p.pid)
+        assert len(kids) == 2
+        time.sleep(0.5)
+        p.kill()
+        p.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(alive(k) for k in kids):
+            time.sleep(0.1)
+        assert not [k for k in kids if alive(k)], "workers left behind"
+    finally:
+        for k in kids:  # (before the fix: orphans to end here)
+            if alive(k):
+                os.kill(k, signal.SIGKILL)
