@@ -177,3 +177,44 @@ def test_simulator_reads_a_wrapped_interrupt_as_interrupted():
                 raise SystemError("returned a result with an exception set") from cause
     r = Simulator(prog, SimConfig(trace=trace)).run()
     assert r.stopped == INTERRUPTED and r.signal == "SIGTERM"
+
+
+def _catches_sigterm_before_numba(pid: int) -> bool:
+    """The process handles SIGTERM (Python's default leaves it alone) while
+    numba, the heaviest of its imports, is not loaded yet."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    caught = int(re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M)[1], 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1) and "numba" not in maps and "llvmlite" not in maps
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_loading_is_an_interrupt(tmp_path, sig):
+    """The handlers are in place before the heavy imports: a signal sent
+    while the program is still loading ends it with exit 16, no traceback."""
+    import time
+
+    p = _start(tmp_path, "explore")
+    try:
+        t0 = time.monotonic()
+        while not _catches_sigterm_before_numba(p.pid):
+            assert p.poll() is None and time.monotonic() - t0 < 30, "no handler before the heavy imports"
+            time.sleep(0.001)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 16, err
+    assert "Traceback" not in err and f"interrupted by {sig.name}" in err
+
+
+def test_the_early_exit_code_is_the_interrupted_one():
+    from serq.__main__ import EXIT_INTERRUPTED
+    from explorer.verdict import EXIT_INTERRUPTED as engine
+
+    assert EXIT_INTERRUPTED == engine
