@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from .arrays import CHECK, DONE
+from .interrupt import interrupt_of
 from .model import build_model
-from .outcome import deadlock, violation
+from .outcome import deadlock, interrupted, violation
 from .result import Result, Stats
 from .verdict import INCONCLUSIVE
 
@@ -171,16 +172,16 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
     t0 = time.perf_counter()
     deadline = None if time_limit is None else time.monotonic() + time_limit
     jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock) for i in range(n)]
-    if ray is not None:
-        results, winner = _on_ray(factory, jobs, ray, deadline)
-    else:
-        m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
-        results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline)
-    stats = Stats(strategy="swarm", workers=n)
-    stats.generated = sum(r.generated for r in results)
-    stats.distinct = sum(r.stored for r in results)
-    stats.max_depth = max((r.max_depth for r in results), default=0)
-    stats.elapsed = time.perf_counter() - t0
+    results: list[Found] = []  # filled as the searches end, kept when a signal stops them
+    try:
+        if ray is not None:
+            results, winner = _on_ray(factory, jobs, ray, deadline)
+        else:
+            m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
+            results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline, results)
+    except (KeyboardInterrupt, SystemError) as e:
+        return interrupted(_stats(results, n, t0), interrupt_of(e))
+    stats = _stats(results, n, t0)
     if winner is not None:
         return _found(m, winner, n, stats)
     ended = {}
@@ -191,6 +192,15 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
                   f"no violation or deadlock found by {n} randomized depth-first searches ({how}; "
                   f"{stats.distinct} states stored in all); this is not a proof: a swarm search is "
                   "incomplete and does not look for livelocks", stats=stats, bound_reason="swarm")
+
+
+def _stats(results: list[Found], n: int, t0: float) -> Stats:
+    stats = Stats(strategy="swarm", workers=n)
+    stats.generated = sum(r.generated for r in results)
+    stats.distinct = sum(r.stored for r in results)
+    stats.max_depth = max((r.max_depth for r in results), default=0)
+    stats.elapsed = time.perf_counter() - t0
+    return stats
 
 
 def _found(m, f: Found, n: int, stats: Stats) -> Result:
@@ -213,14 +223,13 @@ def _remaining(job, deadline):
     return job[:4] + (max(0.0, deadline - time.monotonic()),) + job[5:]
 
 
-def _local(factory, jobs, processes: int, deadline):
+def _local(factory, jobs, processes: int, deadline, results: list):
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     out = ctx.Queue()
     stop = ctx.Event()
     waiting = list(jobs)
     running: dict[int, Any] = {}
-    results: list[Found] = []
     winner = None
     try:
         while waiting or running:
@@ -246,6 +255,10 @@ def _local(factory, jobs, processes: int, deadline):
                 winner = got
                 stop.set()
                 waiting = []
+    except (KeyboardInterrupt, SystemError):  # a signal: the running searches stop and report their counts
+        stop.set()
+        _collect(out, running, results, time.monotonic() + 2.0)
+        raise
     finally:
         stop.set()
         for p in running.values():
@@ -254,6 +267,19 @@ def _local(factory, jobs, processes: int, deadline):
                 p.kill()
                 p.join()
     return results, winner
+
+
+def _collect(out, running: dict, results: list, until: float) -> None:
+    """The answers of the searches still running, asked to stop, until
+    `until` (a search checks for the stop every 256 states)."""
+    while running and time.monotonic() < until:
+        try:
+            status, got = out.get(timeout=max(0.01, until - time.monotonic()))
+        except queue_mod.Empty:
+            return
+        if status == "ok":
+            results.append(got)
+            running.pop(got.index).join()
 
 
 def _on_ray(factory, jobs, address: str, deadline):

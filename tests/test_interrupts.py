@@ -218,3 +218,33 @@ def test_the_early_exit_code_is_the_interrupted_one():
     from explorer.verdict import EXIT_INTERRUPTED as engine
 
     assert EXIT_INTERRUPTED == engine
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_swarm_interrupted_gives_its_statistics(tmp_path, sig):
+    """A signal stops the swarm's searches; their counts so far are reported
+    as in every other mode, and no search process is left behind."""
+    import time
+
+    p = _start(tmp_path, "explore", "--swarm", "2")
+    try:
+        t0 = time.monotonic()
+        while len(kids := children(p.pid)) < 2:  # both searches forked: the swarm is under way
+            assert p.poll() is None and time.monotonic() - t0 < 60, "the swarm never started"
+            time.sleep(0.01)
+        time.sleep(0.3)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 16, (out, err)
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    m = re.fullmatch(rf"interrupted: stopped by {sig.name} after (\d+) distinct states, none of them a "
+                     r"violation; exploration incomplete", lines[0])
+    assert m, out
+    st = re.match(r"stats: generated=(\d+) distinct=(\d+) .* workers=2", lines[-1])
+    assert st and int(st[2]) == int(m[1]) > 0, out
+    assert not [k for k in kids if alive(k)]
