@@ -298,6 +298,7 @@ class Simulator:
         self.signal = None
         self.limit = None
         self._limits = Limits(cfg.time_limit, MemoryGuard(cfg.memory_limit))
+        m.engine.limits = self._limits  # inside one step too: a spawn of many, a step of many draws
         stopped = None
         # `tick arrivals before turns` (default) or `tick turns before arrivals`
         self._arrive_prio = ENV if self.program.tick == "arrivals" else ENV + 1
@@ -338,6 +339,8 @@ class Simulator:
                     cfg.progress(self.now, stats.ended_total, len(self.state[0]))
         except _Stop as s:
             stopped = s.why
+        except LimitReached as e:  # inside a step: the step under way is not in the report
+            stopped = self._reached(e)
         except (KeyboardInterrupt, SystemError) as e:
             e = interrupt_of(e)
             # SIGINT/SIGTERM (explorer/interrupt.py): report the run so far. The
@@ -347,6 +350,8 @@ class Simulator:
             # the state or the statistics could not grow: the run so far, as
             # at the memory limit (the action under way is not in it)
             stopped, self.limit = MEMORY_LIMIT, "MemoryError"
+        finally:
+            m.engine.limits = None
         if stopped is None:
             stopped = DONE
         if stopped == HORIZON:
@@ -497,12 +502,15 @@ class Simulator:
         try:
             self._limits.check()
         except LimitReached as e:
-            if e.reason == "time_limit":
-                self.limit = f"{e.value:g} s"
-                return TIME_LIMIT
-            self.limit = e.value  # in MiB, as the explorer says it
-            return MEMORY_LIMIT
+            return self._reached(e)
         return None
+
+    def _reached(self, e: LimitReached) -> str:
+        if e.reason == "time_limit":
+            self.limit = f"{e.value:g} s"
+            return TIME_LIMIT
+        self.limit = e.value  # in MiB, as the explorer says it
+        return MEMORY_LIMIT
 
     def _violate(self, tick: int, kind: str, msg: str) -> None:
         self.violations_total += 1

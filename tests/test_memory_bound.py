@@ -196,3 +196,20 @@ def test_no_address_space_reserved_ahead_under_ulimit():
         r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, preexec_fn=pre,
                            timeout=120)
         assert r.stdout.split() == want.split(), r.stderr
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_a_spawn_of_many_keeps_the_time_limit(tmp_path, capsys, cmd):
+    """`spawn sub x 65536`: the step that spawns restarts once per drawn
+    prompt length, thousands of times (20 s here); the time limit holds
+    inside it."""
+    import time
+
+    inst = tmp_path / "spawn.sq"
+    inst.write_text((ROOT / "instances" / "agent_subagents.sq").read_text()
+                    .replace("spawn sub(task=1) x 2;", "spawn sub(task=1) x 65536;"))
+    t0 = time.perf_counter()
+    assert main([cmd, str(inst), "--time-limit", "1.5", "--no-progress"][: 5 if cmd == "run" else 4]) == 13
+    assert time.perf_counter() - t0 < 5
+    out, err = capsys.readouterr()
+    assert "time limit (1.5 s" in out + err and "Traceback" not in err
