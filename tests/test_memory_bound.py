@@ -213,3 +213,22 @@ def test_a_spawn_of_many_keeps_the_time_limit(tmp_path, capsys, cmd):
     assert time.perf_counter() - t0 < 5
     out, err = capsys.readouterr()
     assert "time limit (1.5 s" in out + err and "Traceback" not in err
+
+
+def test_a_workload_of_many_sessions_keeps_the_limits(tmp_path):
+    """100,000 sessions: each successor row is about 20 MiB, and one
+    expansion's first buffers were 64 of them. They now start small and
+    grow within the limits: the time limit and the memory both hold."""
+    import json
+
+    inst = tmp_path / "many.sq"
+    inst.write_text((ROOT / "instances" / "agent_subagents.sq").read_text()
+                    .replace("workload { 1 x agent; }", "workload { 100000 x agent; }"))
+    code = ("import resource, sys\nfrom serq.cli import main\nr = main(sys.argv[1:])\n"
+            "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(r)")
+    p = subprocess.run([sys.executable, "-c", code, "explore", str(inst), "--time-limit", "1", "--json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 13, p.stderr
+    d = json.loads(p.stdout)
+    assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 2.5, d["stats"]
+    assert int(p.stderr.split("maxrss ")[1].split()[0]) < 1200 * 1024  # KiB

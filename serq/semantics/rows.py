@@ -40,6 +40,9 @@ def explorer_flags(k, parent, acts, flags, stuck, plain, out_flags, out_action):
         out_flags[i] = r
 
 
+FIRST_BUFFERS = 64 << 20  # bytes of successor rows a model's buffers start with, at most
+
+
 class Rows:
     """The kernel's successors, canonical form and fingerprint for one
     model's engine."""
@@ -51,11 +54,21 @@ class Rows:
         self.canon = canon
         self.sym = 1 if symmetry else 0
         self.keep_pos = 1 if keep_pos else 0
-        self._out = 64
-        self._alloc()
+        # successors a buffer holds at first: 64, fewer for rows of many
+        # sessions (a row of a million sessions is about 200 MiB), grown as needed
+        self._out = max(1, min(64, FIRST_BUFFERS // (8 * max(engine.W, 1))))
         self.limits = None  # explorer.limits.Limits: checked each time an expansion outgrows its buffers
+        self._alloc()
         self._memo_key = None
         self._memo: list = []
+
+    def _grow(self, out: int) -> None:
+        """Buffers for `out` successors; a growth that would take the
+        process past the memory bound is not made (LimitReached)."""
+        if self.limits is not None:
+            self.limits.room(8 * (self.e.W * (out - self._out) + 30 * out))
+        self._out = out
+        self._alloc()
 
     def _alloc(self) -> None:
         W = self.e.W
@@ -126,8 +139,7 @@ class Rows:
             if k == -1:
                 if self.limits is not None:
                     self.limits.check()
-                self._out *= 4
-                self._alloc()
+                self._grow(self._out * 4)
                 continue
             if k == -2:
                 t = rs.tuple()
@@ -164,8 +176,7 @@ class Rows:
             if k == -1:  # grown by halves of what it holds: a chunk's buffers stay near its size
                 if self.limits is not None:
                     self.limits.check()
-                self._out = self._out * 3 // 2
-                self._alloc()
+                self._grow(max(self._out + 1, self._out * 3 // 2))
                 continue
             return k
 
