@@ -204,7 +204,7 @@ class SimConfig:
     warmup: int = 0  # ticks: sessions arriving before it are left out of latency stats
     coalesce: bool = True
     stop_on_violation: bool = False  # `serq check`: stop at the first violation
-    max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts 1)
+    max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts its iterations)
     time_limit: float | None = None  # seconds of wall-clock time from the start of run()
     memory_limit: int | None = None  # bytes of resident memory (explorer/memory.py)
     progress: Callable[[int, int, int], None] | None = None  # (now, ended, sessions)
@@ -395,7 +395,11 @@ class Simulator:
         m, cfg = self.m, self.cfg
         if cfg.coalesce and self.licence[si][0] and self._others_quiet(si):
             t_next = self.heap[0][0] if self.heap else None
-            blk = plan_block(m, self.state, si, tick, t_next, cfg.horizon, self._levels)
+            # a block counts its iterations against --max-steps, and leaves
+            # the last step to an action of its own (which stops the run)
+            left = cfg.max_steps - self.steps - 1
+            blk = None if left < 2 else plan_block(m, self.state, si, tick, t_next, cfg.horizon, self._levels,
+                                                    most=left)
             if blk is not None:
                 return self._apply_block(blk, tick)
         rng_state = self.rng.getstate() if cfg.horizon is not None else None
@@ -444,9 +448,7 @@ class Simulator:
         over = self._over()
         if over is not None:
             return over
-        self.steps += 1
-        if self.steps > self.cfg.max_steps:
-            return STEP_LIMIT
+        self.steps += blk.k  # within --max-steps: the block was planned for what is left
         si = blk.stage
         self._since_progress += blk.k
         t = tick
