@@ -30,8 +30,10 @@ import numpy as np
 
 from .arrays import CHECK, DONE
 from .interrupt import interrupt_of
+from .limits import LimitReached
+from .memory import MemoryGuard, mib
 from .model import build_model
-from .outcome import deadlock, interrupted, violation
+from .outcome import bounded, deadlock, interrupted, violation
 from .result import Result, Stats
 from .verdict import INCONCLUSIVE
 
@@ -162,7 +164,7 @@ def _child(factory, args, out, stop) -> None:
 
 def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = None,
                 max_states: int | None = None, time_limit: float | None = None, check_deadlock: bool = True,
-                processes: int | None = None, ray: str | None = None) -> Result:
+                processes: int | None = None, ray: str | None = None, memory_limit: int | None = None) -> Result:
     """Run n randomized searches; the first violation or deadlock found, or
     the verdict `inconclusive`."""
     if n < 1:
@@ -178,7 +180,10 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
             results, winner = _on_ray(factory, jobs, ray, deadline)
         else:
             m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
-            results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline, results)
+            results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline, results,
+                                     MemoryGuard(memory_limit))
+    except LimitReached as e:
+        return bounded(_stats(results, n, t0), e.reason, e.value)
     except (KeyboardInterrupt, SystemError) as e:
         return interrupted(_stats(results, n, t0), interrupt_of(e))
     stats = _stats(results, n, t0)
@@ -223,7 +228,7 @@ def _remaining(job, deadline):
     return job[:4] + (max(0.0, deadline - time.monotonic()),) + job[5:]
 
 
-def _local(factory, jobs, processes: int, deadline, results: list):
+def _local(factory, jobs, processes: int, deadline, results: list, memory=None):
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     out = ctx.Queue()
@@ -243,6 +248,8 @@ def _local(factory, jobs, processes: int, deadline, results: list):
             try:
                 status, got = out.get(timeout=0.5)
             except queue_mod.Empty:
+                if memory is not None and memory.over():  # this process and its searches
+                    raise LimitReached("memory", mib(memory.limit))
                 for i, p in list(running.items()):
                     if not p.is_alive() and p.exitcode not in (0, None):
                         raise RuntimeError(f"swarm search {i} died (exit code {p.exitcode})")
@@ -255,7 +262,7 @@ def _local(factory, jobs, processes: int, deadline, results: list):
                 winner = got
                 stop.set()
                 waiting = []
-    except (KeyboardInterrupt, SystemError):  # a signal: the running searches stop and report their counts
+    except (KeyboardInterrupt, SystemError, LimitReached):  # the running searches stop and report their counts
         stop.set()
         _collect(out, running, results, time.monotonic() + 2.0)
         raise

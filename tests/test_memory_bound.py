@@ -232,3 +232,12 @@ def test_a_workload_of_many_sessions_keeps_the_limits(tmp_path):
     d = json.loads(p.stdout)
     assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 2.5, d["stats"]
     assert int(p.stderr.split("maxrss ")[1].split()[0]) < 1200 * 1024  # KiB
+
+
+def test_swarm_keeps_the_memory_bound(tmp_path, capsys):
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)
+    assert main(["explore", str(inst), "--swarm", "2", "--memory", "1M", "--time-limit", "10"]) == 13
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "bound: no violation within the bound (memory=1MiB); exploration incomplete"
+    assert out[1].startswith("stats: generated=") and " workers=2 " in out[1]
