@@ -382,3 +382,19 @@ workload { 6 x s; }
     assert main(["explore", str(f), "--partitions", "2", "--time-limit", "1", "--json"]) == 13
     d = json.loads(capsys.readouterr().out)
     assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 1.6, d["stats"]
+
+
+@pytest.mark.parametrize("flags", [[], ["--strategy", "dfs"]], ids=["bfs", "dfs"])
+def test_one_expansion_of_a_million_successors_ends_at_the_time_limit(tmp_path, capsys, flags):
+    """One state with 2^20 successors: its buffers grow by attempts, and the
+    last attempt before the limit is sized to end near it (it overran the
+    limit by several seconds)."""
+    import json
+
+    from serq.cli import main
+
+    f = tmp_path / "wide20.sq"
+    f.write_text(WIDE.replace("repeat 16", "repeat 20"))
+    assert main(["explore", str(f), "--time-limit", "1.5", "--json", *flags]) == 13
+    d = json.loads(capsys.readouterr().out)
+    assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 2.2, d["stats"]

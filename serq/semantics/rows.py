@@ -8,6 +8,8 @@ trace, a property that needs words, a test).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit
 
@@ -61,6 +63,21 @@ class Rows:
         self._alloc()
         self._memo_key = None
         self._memo: list = []
+
+    def _within(self, out: int, took: float) -> int:
+        """The buffers' next size, `out`, or fewer when the last attempt
+        (which filled the buffers in `took` seconds) says that many would
+        not be filled before the time limit: the next attempt then fills
+        what it can until about the limit, where the limit is checked,
+        rather than overrunning it by a whole attempt (a state with 2^20
+        successors). Such an attempt cannot end the expansion (it has more
+        successors than the last one held); it keeps the search working
+        until its limit, as every other expansion does."""
+        deadline = None if self.limits is None else self.limits.deadline
+        if deadline is None or took <= 0:
+            return out
+        fit = int(self._out * (deadline - time.perf_counter()) / took) + 1
+        return max(1, min(out, fit))
 
     def _grow(self, out: int) -> None:
         """Buffers for `out` successors; a growth that would take the
@@ -134,12 +151,13 @@ class Rows:
             e = self.e
             self.row[:] = np.frombuffer(rs.row, np.int64)
             e._in_w = None  # expand steps in w
+            t = time.perf_counter()
             k = self.canon.expand(e.K, e.w, self.row, self.outs, self.acts, self.choices, self.fps, self.flags,
                                   self.tmp, self.sym, self.keep_pos)
             if k == -1:
                 if self.limits is not None:
                     self.limits.check()
-                self._grow(self._out * 4)
+                self._grow(self._within(self._out * 4, time.perf_counter() - t))
                 continue
             if k == -2:
                 t = rs.tuple()
@@ -171,12 +189,13 @@ class Rows:
             raise ValueError("rows of another capacity")
         while True:
             e._in_w = None
+            t = time.perf_counter()
             k = self.canon.expand_batch(e.K, e.w, rows, n, self.outs, self.parent, self.acts, self.choices,
                                         self.fps, self.flags, self.tmp, self.sym, self.keep_pos)
             if k == -1:  # grown by halves of what it holds: a chunk's buffers stay near its size
                 if self.limits is not None:
                     self.limits.check()
-                self._grow(max(self._out + 1, self._out * 3 // 2))
+                self._grow(self._within(max(self._out + 1, self._out * 3 // 2), time.perf_counter() - t))
                 continue
             return k
 
