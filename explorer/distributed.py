@@ -47,6 +47,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .arrays import CHECK, ArrayFallback, _acyclic_part, _cycle, _scc
+from .limits import LimitReached, Limits
 from .memory import MemoryGuard, mib
 from .model import build_model
 from .interrupt import interrupt_of
@@ -86,7 +87,19 @@ class _Local:
         if self.pool is None:
             return [f(*a) for f, a in calls]
         futures = [self.pool.submit(f, *a) for f, a in calls]
-        return [f.result() for f in futures]
+        out, reached = [], None
+        for f in futures:  # a limit reached by one is reached by all: each stops at its next check
+            try:
+                out.append(f.result())
+            except LimitReached as e:
+                reached = reached or e
+        if reached is not None:
+            raise reached
+        return out
+
+    def set_limits(self, limits) -> None:
+        for p in self.parts:
+            p.set_limits(limits)
 
     def call(self, method: str, args_of: Callable[[int], tuple]) -> list:
         return self._map([(getattr(p, method), args_of(i)) for i, p in enumerate(self.parts)])
@@ -322,10 +335,14 @@ class _Driver:
     def run(self) -> Result:
         b = self.b
         b.call("start", lambda i: (self.factory, i, self.k, self.check_livelock, self.check_deadlock))
+        if hasattr(b, "set_limits"):  # partitions in this process: the limits hold inside a level too
+            b.set_limits(Limits(self.time_limit, self.memory, self.t0))
         try:
             r = self._run()
             self._gather_notes()
             return r
+        except LimitReached as e:  # inside a level: the counts are those of the levels finished
+            return bounded(self.stats(self.queue), e.reason, e.value)
         except (KeyboardInterrupt, SystemError) as e:
             return interrupted(self.stats(self.queue), interrupt_of(e))
         except MemoryError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-from .memory import MemoryGuard, mib
+from .memory import MemoryGuard, mib, rss
 
 __all__ = ["Limits", "LimitReached", "limits_on"]
 
@@ -29,6 +29,15 @@ class Limits:
         self.time_limit = time_limit
         self.deadline = None if time_limit is None else t0 + time_limit
         self.memory = memory
+
+    def room(self, nbytes: int) -> None:
+        """Before allocating nbytes of buffers: LimitReached if they would
+        take the process past the memory bound (a buffer is written whole,
+        so it is resident at once), then `check`."""
+        limit = None if self.memory is None else self.memory.limit
+        if limit is not None and rss() + nbytes > limit:
+            raise LimitReached("memory", mib(limit))
+        self.check()
 
     def check(self) -> None:
         if self.deadline is not None and time.perf_counter() >= self.deadline:

@@ -118,6 +118,19 @@ class Partition:
         for the driver to gather from other processes."""
         return list(getattr(self.m, "notes", None) or ())
 
+    def set_limits(self, limits) -> None:
+        """The run's time and memory limits (`explorer.limits.Limits`),
+        checked between two chunks of a level and inside the model's
+        expansions; a partition in this process only (a Ray actor is
+        stopped between levels)."""
+        self.limits = limits
+        if hasattr(self.m, "set_limits"):
+            self.m.set_limits(limits)
+
+    def _check(self) -> None:
+        if getattr(self, "limits", None) is not None:
+            self.limits.check()
+
     # -- seeding and lookups ---------------------------------------------------
     def seed(self, rows, fps, flags, gids, actions) -> None:
         """Initial states owned here (already deduplicated, in id order);
@@ -180,6 +193,7 @@ class Partition:
         nsucc = 0
         dead = -1
         for rows, done, gids in self._chunks():
+            self._check()
             succ, parent, act, fps, flags = m.array_expand(rows)
             nk = len(fps)
             nrows = rows.shape[0]
@@ -231,6 +245,7 @@ class Partition:
         successors (walked in key order); returns (keys of the new states,
         first violation as (key, kind, message) or None, successors
         received, successors cut by the depth bound)."""
+        self._check()
         pieces = [p for b in bundles for p in b]
         if pieces:
             keys = np.concatenate([p[1] for p in pieces])

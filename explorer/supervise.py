@@ -116,14 +116,16 @@ def _main(conn, fn: Callable[[Any], Any]) -> None:
 
 class Supervised:
     """n worker processes running `fn`; `name(wid, job)` names a worker in
-    a failure (default `worker <wid>`)."""
+    a failure (default `worker <wid>`); `watch()`, called at every look at
+    the workers, may raise to stop the wait (a memory bound)."""
 
     def __init__(self, fn: Callable[[Any], Any], n: int, *, name: Callable[[int, Any], str] | None = None,
-                 deadline: float | None = None, time_limit: float | None = None) -> None:
+                 deadline: float | None = None, time_limit: float | None = None,
+                 watch: Callable[[], None] | None = None) -> None:
         methods = multiprocessing.get_all_start_methods()
         ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         self.name = name or (lambda wid, job: f"worker {wid}")
-        self.deadline, self.time_limit = deadline, time_limit
+        self.deadline, self.time_limit, self.watch = deadline, time_limit, watch
         self.conns, self.procs = [], []
         self.busy: list[tuple[Any, float] | None] = [None] * n  # per worker: (its job, since when)
         self.gone: set[int] = set()  # workers lost (dead, raised, hung)
@@ -164,6 +166,8 @@ class Supervised:
         by.update({p.sentinel: w for w, p in enumerate(self.procs) if w not in self.gone})
         while True:
             ready = wait_any(list(by), _POLL)
+            if self.watch is not None:
+                self.watch()
             for obj in ready:  # answers first: a worker that answered, then ended, is not lost
                 w = by[obj]
                 if obj is self.conns[w]:

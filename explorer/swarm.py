@@ -27,8 +27,11 @@ from typing import Any
 import numpy as np
 
 from .arrays import CHECK, DONE
+from .interrupt import interrupt_of
+from .limits import LimitReached
+from .memory import MemoryGuard, mib
 from .model import build_model
-from .outcome import WorkerFailed, deadlock, failed, violation
+from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
 from .result import Result, Stats
 from .verdict import INCONCLUSIVE
 
@@ -154,7 +157,7 @@ def _search_job(factory, stop, job) -> Found:
 
 def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = None,
                 max_states: int | None = None, time_limit: float | None = None, check_deadlock: bool = True,
-                processes: int | None = None, ray: str | None = None) -> Result:
+                processes: int | None = None, ray: str | None = None, memory_limit: int | None = None) -> Result:
     """Run n randomized searches; the first violation or deadlock found, or
     the verdict `inconclusive`."""
     if n < 1:
@@ -164,16 +167,21 @@ def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = No
     t0 = time.perf_counter()
     deadline = None if time_limit is None else time.monotonic() + time_limit
     jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock) for i in range(n)]
-    results: list[Found] = []  # filled as the searches end, kept when one is lost
+    results: list[Found] = []  # filled as the searches end, kept when one is lost or a signal stops them
     lost = None
     try:
         if ray is not None:
             results, winner = _on_ray(factory, jobs, ray, deadline, results)
         else:
             m.array_expand(m.array_initial()[0])  # compiled code loaded once, before the processes fork
-            results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline, results)
+            results, winner = _local(factory, jobs, processes or min(n, os.cpu_count() or 1), deadline, results,
+                                     MemoryGuard(memory_limit))
     except WorkerFailed as e:  # a search lost: the others stopped (their counts kept where they could be)
         winner, lost = None, e
+    except LimitReached as e:
+        return bounded(_stats(results, n, t0), e.reason, e.value)
+    except (KeyboardInterrupt, SystemError) as e:
+        return interrupted(_stats(results, n, t0), interrupt_of(e))
     stats = _stats(results, n, t0)
     if lost is not None:
         return failed(stats, lost)
@@ -218,12 +226,14 @@ def _remaining(job, deadline):
     return job[:4] + (max(0.0, deadline - time.monotonic()),) + job[5:]
 
 
-def _local(factory, jobs, processes: int, deadline, results: list):
+def _local(factory, jobs, processes: int, deadline, results: list, memory=None):
     """The searches on `processes` supervised worker processes
     (supervise.py), each one's Found appended to `results` as it ends. A
     search lost (killed, crashed, raised) is `WorkerFailed` naming it.
     However it ends (a finding, a loss, a signal), the searches still
-    running are asked to stop and their counts are added."""
+    running are asked to stop and their counts are added. `memory`: a
+    MemoryGuard over this process and its searches, looked at as the
+    workers are (LimitReached past it)."""
     import multiprocessing
     from functools import partial
 
@@ -233,9 +243,14 @@ def _local(factory, jobs, processes: int, deadline, results: list):
     stop = multiprocessing.get_context("fork" if "fork" in methods else "spawn").Event()
     winner = None
     left = None if deadline is None else max(0.0, deadline - time.monotonic())
+
+    def watch() -> None:
+        if memory is not None and memory.over():  # this process and its searches
+            raise LimitReached("memory", mib(memory.limit))
+
     pool = Supervised(partial(_search_job, factory, stop), processes,
                       name=lambda w, job: f"worker {w}" if job is None else f"search {job[0]}",
-                      deadline=None if left is None else time.perf_counter() + left, time_limit=left)
+                      deadline=None if left is None else time.perf_counter() + left, time_limit=left, watch=watch)
     try:
         for _, got in pool.imap_unordered(_remaining(job, deadline) for job in jobs):
             results.append(got)

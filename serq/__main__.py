@@ -1,5 +1,41 @@
+"""`python -m serq` and the `serq` command. SIGINT and SIGTERM are caught
+from the first instant, before the heavy imports (numpy, numba, the
+compiled kernel take most of a second): a signal that arrives while the
+program is still loading ends it with "interrupted" (exit 16), never a
+traceback. `serq.cli.main` then takes over the handlers for the command."""
+
+import signal
 import sys
 
-from serq.cli import main
+# explorer.verdict.EXIT_INTERRUPTED, written out here: importing it would
+# load the engine before the handlers are in place (tests/test_interrupts.py
+# checks the two agree).
+EXIT_INTERRUPTED = 16
 
-sys.exit(main())
+
+class EarlyInterrupt(KeyboardInterrupt):
+    """A signal that came while the program was loading; `signame` says which."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
+def _raise(signum, frame):
+    raise EarlyInterrupt(signal.Signals(signum).name)
+
+
+def main() -> int:
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, _raise)
+    try:
+        from serq.cli import main as cli_main
+
+        return cli_main()
+    except KeyboardInterrupt as e:
+        print(f"serq: interrupted by {getattr(e, 'signame', 'SIGINT')}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

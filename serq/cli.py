@@ -94,14 +94,15 @@ def _extra_commands():
 def main(argv: list[str] | None = None) -> int:
     from explorer.interrupt import interrupt_of, interrupts, signal_name
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     # SIGINT and SIGTERM raise Interrupted: the search and the simulator turn
     # it into their verdict "interrupted" with what they found so far; caught
-    # here, it came before they started (loading, compiling) or after them.
+    # here, it came before they started (loading the commands' modules,
+    # compiling) or after them.
+    args = None
     out = sys.stdout = Stdout(sys.stdout)  # a failed write to it is named (E017), not a traceback
     with interrupts():
         try:
+            args = build_parser().parse_args(argv)
             code = args.func(args)
             sys.stdout.flush()
             return code
@@ -119,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_PASS
         except (KeyboardInterrupt, SystemError) as e:
             e = interrupt_of(e)
-            print(f"serq {args.command}: interrupted by {signal_name(e)}", file=sys.stderr)
+            name = "serq" if args is None else f"serq {args.command}"
+            print(f"{name}: interrupted by {signal_name(e)}", file=sys.stderr)
             return EXIT_INTERRUPTED
         finally:
             if sys.stdout is out:

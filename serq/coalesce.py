@@ -170,21 +170,22 @@ BLOCK_MAX = 1 << 16  # iterations one block covers at most: the work of one plan
 
 
 def plan_block(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
-               levels0) -> Block | None:
+               levels0, most: int = BLOCK_MAX) -> Block | None:
     """The longest block of iterations of stage `si` from `now` (see
-    `_plan`), of at most BLOCK_MAX iterations. Planning costs time in the
+    `_plan`), of at most `most` and BLOCK_MAX iterations. Planning costs time in the
     iterations it covers, and a block usually ends early (at the next
     event), so it is planned for BLOCK_START iterations first, then for
     eight times more while it fills the room it was given: the work is
     that of the block found (within a factor 8/7), never that of all the
     iterations left. A longer run of iterations is several blocks, each
     exactly what the iterations would do one by one."""
-    limit = BLOCK_START
+    top = min(most, BLOCK_MAX)
+    limit = min(BLOCK_START, top)
     while True:
         blk = _plan(m, state, si, now, t_next, horizon, levels0, limit)
-        if blk is None or blk.k < limit or limit >= BLOCK_MAX:
+        if blk is None or blk.k < limit or limit >= top:
             return blk
-        limit = min(limit * 8, BLOCK_MAX)
+        limit = min(limit * 8, top)
 
 
 def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,

@@ -362,4 +362,5 @@ def run_swarm(args, prog):
     ch = Checks.of_program(prog, args.check)
     factory = ModelFactory(SerqModel, (prog,), {"ties": args.ties, "symmetry": not args.no_symmetry, "checks": ch})
     return swarm_check(factory, args.swarm, seed=args.seed, max_depth=args.max_depth, max_states=args.max_states,
-                       time_limit=args.time_limit, check_deadlock=ch.deadlock, ray=args.ray)
+                       time_limit=args.time_limit, check_deadlock=ch.deadlock, ray=args.ray,
+                       memory_limit=memory_limit(args))

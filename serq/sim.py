@@ -209,7 +209,7 @@ class SimConfig:
     stop_on_violation: bool = False  # `serq check`: stop at the first violation
     # the properties `serq check` fails on (None: the instance's `check` lines), as the explorer's
     checks: Checks | None = None
-    max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts 1)
+    max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts its iterations)
     time_limit: float | None = None  # seconds of wall-clock time from the start of run()
     memory_limit: int | None = None  # bytes of resident memory (explorer/memory.py)
     progress: Callable[[int, int, int], None] | None = None  # (now, ended, sessions)
@@ -308,6 +308,7 @@ class Simulator:
         self.signal = None
         self.limit = None
         self._limits = Limits(cfg.time_limit, MemoryGuard(cfg.memory_limit))
+        m.engine.limits = self._limits  # inside one step too: a spawn of many, a step of many draws
         stopped = None
         # `tick arrivals before turns` (default) or `tick turns before arrivals`
         self._arrive_prio = ENV if self.program.tick == "arrivals" else ENV + 1
@@ -348,6 +349,8 @@ class Simulator:
                     cfg.progress(self.now, stats.ended_total, len(self.state[0]))
         except _Stop as s:
             stopped = s.why
+        except LimitReached as e:  # inside a step: the step under way is not in the report
+            stopped = self._reached(e)
         except (KeyboardInterrupt, SystemError) as e:
             e = interrupt_of(e)
             # SIGINT/SIGTERM (explorer/interrupt.py): report the run so far. The
@@ -357,6 +360,8 @@ class Simulator:
             # the state or the statistics could not grow: the run so far, as
             # at the memory limit (the action under way is not in it)
             stopped, self.limit = MEMORY_LIMIT, "MemoryError"
+        finally:
+            m.engine.limits = None
         if stopped is None:
             stopped = DONE
         if stopped == HORIZON:
@@ -400,7 +405,11 @@ class Simulator:
         m, cfg = self.m, self.cfg
         if cfg.coalesce and self.licence[si][0] and self._others_quiet(si):
             t_next = self.heap[0][0] if self.heap else None
-            blk = plan_block(m, self.state, si, tick, t_next, cfg.horizon, self._levels)
+            # a block counts its iterations against --max-steps, and leaves
+            # the last step to an action of its own (which stops the run)
+            left = cfg.max_steps - self.steps - 1
+            blk = None if left < 2 else plan_block(m, self.state, si, tick, t_next, cfg.horizon, self._levels,
+                                                    most=left)
             if blk is not None:
                 return self._apply_block(blk, tick)
         rng_state = self.rng.getstate() if cfg.horizon is not None else None
@@ -449,9 +458,7 @@ class Simulator:
         over = self._over()
         if over is not None:
             return over
-        self.steps += 1
-        if self.steps > self.cfg.max_steps:
-            return STEP_LIMIT
+        self.steps += blk.k  # within --max-steps: the block was planned for what is left
         si = blk.stage
         self._since_progress += blk.k
         t = tick
@@ -507,12 +514,15 @@ class Simulator:
         try:
             self._limits.check()
         except LimitReached as e:
-            if e.reason == "time_limit":
-                self.limit = f"{e.value:g} s"
-                return TIME_LIMIT
-            self.limit = e.value  # in MiB, as the explorer says it
-            return MEMORY_LIMIT
+            return self._reached(e)
         return None
+
+    def _reached(self, e: LimitReached) -> str:
+        if e.reason == "time_limit":
+            self.limit = f"{e.value:g} s"
+            return TIME_LIMIT
+        self.limit = e.value  # in MiB, as the explorer says it
+        return MEMORY_LIMIT
 
     def _violate(self, tick: int, kind: str, msg: str) -> None:
         self.violations_total += 1

@@ -177,3 +177,74 @@ def test_simulator_reads_a_wrapped_interrupt_as_interrupted():
                 raise SystemError("returned a result with an exception set") from cause
     r = Simulator(prog, SimConfig(trace=trace)).run()
     assert r.stopped == INTERRUPTED and r.signal == "SIGTERM"
+
+
+def _catches_sigterm_before_numba(pid: int) -> bool:
+    """The process handles SIGTERM (Python's default leaves it alone) while
+    numba, the heaviest of its imports, is not loaded yet."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        maps = Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+    caught = int(re.search(r"^SigCgt:\s*([0-9a-f]+)", status, re.M)[1], 16)
+    return bool(caught >> (signal.SIGTERM - 1) & 1) and "numba" not in maps and "llvmlite" not in maps
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_while_loading_is_an_interrupt(tmp_path, sig):
+    """The handlers are in place before the heavy imports: a signal sent
+    while the program is still loading ends it with exit 16, no traceback."""
+    import time
+
+    p = _start(tmp_path, "explore")
+    try:
+        t0 = time.monotonic()
+        while not _catches_sigterm_before_numba(p.pid):
+            assert p.poll() is None and time.monotonic() - t0 < 30, "no handler before the heavy imports"
+            time.sleep(0.001)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 16, err
+    assert "Traceback" not in err and f"interrupted by {sig.name}" in err
+
+
+def test_the_early_exit_code_is_the_interrupted_one():
+    from serq.__main__ import EXIT_INTERRUPTED
+    from explorer.verdict import EXIT_INTERRUPTED as engine
+
+    assert EXIT_INTERRUPTED == engine
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_swarm_interrupted_gives_its_statistics(tmp_path, sig):
+    """A signal stops the swarm's searches; their counts so far are reported
+    as in every other mode, and no search process is left behind."""
+    import time
+
+    p = _start(tmp_path, "explore", "--swarm", "2")
+    try:
+        t0 = time.monotonic()
+        while len(kids := children(p.pid)) < 2:  # both searches forked: the swarm is under way
+            assert p.poll() is None and time.monotonic() - t0 < 60, "the swarm never started"
+            time.sleep(0.01)
+        time.sleep(0.3)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert p.returncode == 16, (out, err)
+    assert "Traceback" not in err
+    lines = out.splitlines()
+    m = re.fullmatch(rf"interrupted: stopped by {sig.name} after (\d+) distinct states, none of them a "
+                     r"violation; exploration incomplete", lines[0])
+    assert m, out
+    st = re.match(r"stats: generated=(\d+) distinct=(\d+) .* workers=2", lines[-1])
+    assert st and int(st[2]) == int(m[1]) > 0, out
+    assert not [k for k in kids if alive(k)]

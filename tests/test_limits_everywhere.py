@@ -342,3 +342,67 @@ def test_worst_keeps_the_time_limit_inside_one_expansion():
     w = find_worst(load_text(WIDE, "wide.sq").program, "iterations", time_limit=0.01)
     assert (w.complete, w.bound_reason, w.exit_code) == (False, "time_limit", 13)
     assert w.states < 2**16
+
+
+# ------------------------------------------------------------------ partitions
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_partitions_check_the_memory_bound_inside_a_level(tmp_path, capsys, monkeypatch, workers):
+    """The memory bound is exceeded while the level at depth 2 is being
+    expanded: the search stops inside that level (its states are not
+    counted), not at the level's end."""
+    import json
+
+    from explorer.memory import MemoryGuard
+    from explorer.partition import Partition
+    from serq.cli import main
+    from tests.fixtures import TWO_CHATS
+
+    over = [False]
+    real = Partition.expand
+
+    def expand(self, depth):
+        over[0] = over[0] or depth == 2
+        return real(self, depth)
+    monkeypatch.setattr(Partition, "expand", expand)
+    monkeypatch.setattr(MemoryGuard, "over", lambda self: over[0])
+    f = tmp_path / "two.sq"
+    f.write_text(TWO_CHATS)
+    assert main(["explore", str(f), "--partitions", "2", "--workers", workers, "--memory", "64G", "--json"]) == 13
+    d = json.loads(capsys.readouterr().out)
+    assert d["bound_reason"] == "memory" and d["stats"]["max_depth"] == 2
+
+
+def test_partitions_keep_the_time_limit_inside_a_level(tmp_path, capsys):
+    """Levels that grow ninefold: the search stops within a few tenths of a
+    second of its time limit, not at the end of the level under way."""
+    import json
+
+    from serq.cli import main
+
+    f = tmp_path / "grow.sq"
+    f.write_text("""
+pool kv { cap 64; block 2; admit via gpu; }
+stage gpu { budget 64; }
+session s { let g = 0; while true { draw y in 1..6; set g = g + y; turn; } }
+workload { 6 x s; }
+""")
+    assert main(["explore", str(f), "--partitions", "2", "--time-limit", "1", "--json"]) == 13
+    d = json.loads(capsys.readouterr().out)
+    assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 1.6, d["stats"]
+
+
+@pytest.mark.parametrize("flags", [[], ["--strategy", "dfs"]], ids=["bfs", "dfs"])
+def test_one_expansion_of_a_million_successors_ends_at_the_time_limit(tmp_path, capsys, flags):
+    """One state with 2^20 successors: its buffers grow by attempts, and the
+    last attempt before the limit is sized to end near it (it overran the
+    limit by several seconds)."""
+    import json
+
+    from serq.cli import main
+
+    f = tmp_path / "wide20.sq"
+    f.write_text(WIDE.replace("repeat 16", "repeat 20"))
+    assert main(["explore", str(f), "--time-limit", "1.5", "--json", *flags]) == 13
+    d = json.loads(capsys.readouterr().out)
+    assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 2.2, d["stats"]

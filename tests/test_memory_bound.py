@@ -196,3 +196,48 @@ def test_no_address_space_reserved_ahead_under_ulimit():
         r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, preexec_fn=pre,
                            timeout=120)
         assert r.stdout.split() == want.split(), r.stderr
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_a_spawn_of_many_keeps_the_time_limit(tmp_path, capsys, cmd):
+    """`spawn sub x 65536`: the step that spawns restarts once per drawn
+    prompt length, thousands of times (20 s here); the time limit holds
+    inside it."""
+    import time
+
+    inst = tmp_path / "spawn.sq"
+    inst.write_text((ROOT / "instances" / "agent_subagents.sq").read_text()
+                    .replace("spawn sub(task=1) x 2;", "spawn sub(task=1) x 65536;"))
+    t0 = time.perf_counter()
+    assert main([cmd, str(inst), "--time-limit", "1.5", "--no-progress"][: 5 if cmd == "run" else 4]) == 13
+    assert time.perf_counter() - t0 < 5
+    out, err = capsys.readouterr()
+    assert "time limit (1.5 s" in out + err and "Traceback" not in err
+
+
+def test_a_workload_of_many_sessions_keeps_the_limits(tmp_path):
+    """100,000 sessions: each successor row is about 20 MiB, and one
+    expansion's first buffers were 64 of them. They now start small and
+    grow within the limits: the time limit and the memory both hold."""
+    import json
+
+    inst = tmp_path / "many.sq"
+    inst.write_text((ROOT / "instances" / "agent_subagents.sq").read_text()
+                    .replace("workload { 1 x agent; }", "workload { 100000 x agent; }"))
+    code = ("import resource, sys\nfrom serq.cli import main\nr = main(sys.argv[1:])\n"
+            "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(r)")
+    p = subprocess.run([sys.executable, "-c", code, "explore", str(inst), "--time-limit", "1", "--json"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 13, p.stderr
+    d = json.loads(p.stdout)
+    assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 2.5, d["stats"]
+    assert int(p.stderr.split("maxrss ")[1].split()[0]) < 1200 * 1024  # KiB
+
+
+def test_swarm_keeps_the_memory_bound(tmp_path, capsys):
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)
+    assert main(["explore", str(inst), "--swarm", "2", "--memory", "1M", "--time-limit", "10"]) == 13
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "bound: no violation within the bound (memory=1MiB); exploration incomplete"
+    assert out[1].startswith("stats: generated=") and " workers=2 " in out[1]

@@ -341,9 +341,10 @@ def test_a_block_is_planned_for_at_most_block_max_iterations():
     # a billion decode iterations: planning them all in one block took minutes before the first step
     from serq.coalesce import BLOCK_MAX
 
-    r = Simulator(load_text(LONG_DECODE).program, SimConfig(max_steps=5)).run()
+    r = Simulator(load_text(LONG_DECODE).program, SimConfig(max_steps=3 * BLOCK_MAX + 10)).run()
     assert r.stopped == "step limit"
-    assert sum(r.stats.iters) == 1 + 3 * BLOCK_MAX  # the prefill, then three full blocks (the fifth step stops)
+    assert 3 * BLOCK_MAX <= sum(r.stats.iters) < 3 * BLOCK_MAX + 10  # --max-steps counts a block's iterations
+    assert 4 <= r.stats.evaluated <= 8  # in blocks of at most BLOCK_MAX
 
 
 @pytest.mark.parametrize("start, most", [(2, 8), (4, 64), (64, 256)])
@@ -356,3 +357,23 @@ def test_blocks_cut_at_their_maximum_are_exact(monkeypatch, start, most):
         a, b = run_both(load_text(text).program, seed=1)
         assert a.state == b.state and comparable(a) == comparable(b)
         assert a.blocks > 0
+
+
+DECODES = """
+pool kv { cap 100000; block 16; admit via gpu; }
+stage gpu { budget 64; cost 1ms; }
+session s { prefill 64; decode 100000; }
+workload { 1 x s; }
+"""
+
+
+@pytest.mark.parametrize("n", [10, 1000, 70000])
+def test_max_steps_counts_the_iterations_of_a_block(n):
+    """--max-steps bounds a run whose iterations are coalesced into blocks
+    as it bounds the same run taken one iteration at a time."""
+    prog = load_text(DECODES, "decodes.sq").program
+    got = [simulate(prog, max_steps=n, coalesce=c) for c in (True, False)]
+    assert [r.stopped for r in got] == ["step limit", "step limit"]
+    sim = [build_report(r)["iterations_simulated"] for r in got]
+    assert sim[0] == sim[1] < n
+    assert got[0].stats.evaluated < sim[0] // 2 or n < 100  # coalesced indeed

@@ -42,6 +42,7 @@ class Engine:
     def __init__(self, program: ir.Program, ties: str = "all"):
         self.low = Lowered(program, ties)
         self.program = program
+        self.limits = None  # explorer.limits.Limits: checked each time a step restarts
         n = sum(line.count for line in program.workload)
         spawns = any(st.kind == "spawn" for sp in program.sessions for st in sp.states)
         self._evmul = 1
@@ -172,6 +173,8 @@ class Engine:
         script: list[int] = list(oracle) if isinstance(oracle, (list, tuple)) else []
         ask = oracle is not None and not isinstance(oracle, (list, tuple))
         while True:
+            if self.limits is not None:  # a step restarted many times (draws, growth) keeps the limits
+                self.limits.check()
             self.load(state)
             self._in_w = None  # the step writes the row
             K, w, o = self.K, self.w, self.o

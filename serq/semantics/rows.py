@@ -8,6 +8,8 @@ trace, a property that needs words, a test).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit
 
@@ -40,6 +42,9 @@ def explorer_flags(k, parent, acts, flags, stuck, plain, out_flags, out_action):
         out_flags[i] = r
 
 
+FIRST_BUFFERS = 64 << 20  # bytes of successor rows a model's buffers start with, at most
+
+
 class Rows:
     """The kernel's successors, canonical form and fingerprint for one
     model's engine."""
@@ -51,11 +56,36 @@ class Rows:
         self.canon = canon
         self.sym = 1 if symmetry else 0
         self.keep_pos = 1 if keep_pos else 0
-        self._out = 64
-        self._alloc()
+        # successors a buffer holds at first: 64, fewer for rows of many
+        # sessions (a row of a million sessions is about 200 MiB), grown as needed
+        self._out = max(1, min(64, FIRST_BUFFERS // (8 * max(engine.W, 1))))
         self.limits = None  # explorer.limits.Limits: checked each time an expansion outgrows its buffers
+        self._alloc()
         self._memo_key = None
         self._memo: list = []
+
+    def _within(self, out: int, took: float) -> int:
+        """The buffers' next size, `out`, or fewer when the last attempt
+        (which filled the buffers in `took` seconds) says that many would
+        not be filled before the time limit: the next attempt then fills
+        what it can until about the limit, where the limit is checked,
+        rather than overrunning it by a whole attempt (a state with 2^20
+        successors). Such an attempt cannot end the expansion (it has more
+        successors than the last one held); it keeps the search working
+        until its limit, as every other expansion does."""
+        deadline = None if self.limits is None else self.limits.deadline
+        if deadline is None or took <= 0:
+            return out
+        fit = int(self._out * (deadline - time.perf_counter()) / took) + 1
+        return max(1, min(out, fit))
+
+    def _grow(self, out: int) -> None:
+        """Buffers for `out` successors; a growth that would take the
+        process past the memory bound is not made (LimitReached)."""
+        if self.limits is not None:
+            self.limits.room(8 * (self.e.W * (out - self._out) + 30 * out))
+        self._out = out
+        self._alloc()
 
     def _alloc(self) -> None:
         W = self.e.W
@@ -121,13 +151,13 @@ class Rows:
             e = self.e
             self.row[:] = np.frombuffer(rs.row, np.int64)
             e._in_w = None  # expand steps in w
+            t = time.perf_counter()
             k = self.canon.expand(e.K, e.w, self.row, self.outs, self.acts, self.choices, self.fps, self.flags,
                                   self.tmp, self.sym, self.keep_pos)
             if k == -1:
                 if self.limits is not None:
                     self.limits.check()
-                self._out *= 4
-                self._alloc()
+                self._grow(self._within(self._out * 4, time.perf_counter() - t))
                 continue
             if k == -2:
                 t = rs.tuple()
@@ -159,13 +189,13 @@ class Rows:
             raise ValueError("rows of another capacity")
         while True:
             e._in_w = None
+            t = time.perf_counter()
             k = self.canon.expand_batch(e.K, e.w, rows, n, self.outs, self.parent, self.acts, self.choices,
                                         self.fps, self.flags, self.tmp, self.sym, self.keep_pos)
             if k == -1:  # grown by halves of what it holds: a chunk's buffers stay near its size
                 if self.limits is not None:
                     self.limits.check()
-                self._out = self._out * 3 // 2
-                self._alloc()
+                self._grow(self._within(max(self._out + 1, self._out * 3 // 2), time.perf_counter() - t))
                 continue
             return k
 
