@@ -53,8 +53,6 @@ REFUSED = {
         "--progress": "a replay shows no progress line; drop --progress",
     },
     "--swarm": {
-        "--memory": "a swarm's searches are bounded by --max-states (each), --max-depth and --time-limit; "
-                    "drop --memory",
         "--exact": "a swarm keeps no table of states to make exact; drop --exact",
         "--progress": "a swarm shows no progress line; drop --progress",
     },
