@@ -231,7 +231,8 @@ def test_a_workload_of_many_sessions_keeps_the_limits(tmp_path):
     assert p.returncode == 13, p.stderr
     d = json.loads(p.stdout)
     assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 2.5, d["stats"]
-    assert int(p.stderr.split("maxrss ")[1].split()[0]) < 1200 * 1024  # KiB
+    # KiB: 2.6 GB before; about 0.5 GB warm, 1.3 GB when numba compiles in this process (a cold cache)
+    assert int(p.stderr.split("maxrss ")[1].split()[0]) < 1800 * 1024
 
 
 def test_swarm_keeps_the_memory_bound(tmp_path, capsys):
