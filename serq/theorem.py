@@ -38,8 +38,8 @@ from explorer.walk import walk
 from serq import ir
 from serq.irutil import enclosing_pools, same_expr
 from serq.exploration import explore
-from serq.expr import EvalError, compile_expr
-from serq.exprtext import expr_text
+from serq.expr import compile_expr
+from serq.admission import refusals
 from serq.model import Model
 from serq.words import blocks_over_cap
 
@@ -312,84 +312,6 @@ def table(hs: list[Hypothesis]) -> str:
     return "\n".join(f"{a:<{w0}}  {b:<{w1}}  {c:<{w2}}  {d}".rstrip() for a, b, c, d in rows) + "\n"
 
 
-class _PoolTotals:
-    """The context of an `admit if` read in a state where nothing moves:
-    the pool totals the state alone gives, as the kernel reads them
-    (`free`, -1 for an infinite pool; `allocated`; `holders`); anything
-    else has no value here (the words then claim nothing about the
-    condition)."""
-
-    def __init__(self, m: Model, state) -> None:
-        self.m, self.state = m, state
-
-    def ctx(self, name):
-        raise EvalError(f"`{name}` has no value here")
-
-    def pool(self, fn, pool):
-        p = self.m.pool_index[pool]
-        if fn == "free":
-            return self.state[1][p][0] if self.m.caps[p] is not None else -1
-        if fn == "allocated":
-            return sum(h[2] for s in self.state[0] for h in s[5] if h[1] == p)
-        if fn == "holders":
-            return sum(1 for s in self.state[0] if any(h[1] == p for h in s[5]))
-        raise EvalError(f"`{fn}({pool})` has no value here")
-
-
-def refusal(m: Model, state, sid: int) -> str:
-    """Why the waiting session `sid` is not admitted in `state` (a state
-    where nothing moves), in words: its gate's `admit if` when it is false
-    there, else a need beyond what the pool could give (free and cached
-    units), else its place in the queue. A hold with `at admission`
-    bindings is not evaluated (its attributes get their values only then)."""
-    s = state[0][sid]
-    cp = m.progs[s[0]]
-    st = cp.states[s[1]]
-    spec = st.ir.hold
-    line = f"line {st.at[0]}" if st.at else "?"
-    x = _PoolTotals(m, state)
-    if spec.admit_if is not None and not spec.bindings:
-        try:
-            ok = compile_expr(spec.admit_if, cp.slots)(s[2], x)
-        except EvalError:
-            ok = None
-        if ok is False:
-            read = ", ".join(f"{fn}({pool}) = {x.pool(fn, pool)}"
-                             for fn, pool in _pool_reads(spec.admit_if))
-            return f"({line}): the gate `admit if {expr_text(spec.admit_if)}` is false ({read})"
-    for it in spec.items if not spec.bindings else ():
-        p = m.pool_index[it.pool]
-        free, cache, _queue = state[1][p]
-        cached = sum(e[1] for e in cache)
-        try:
-            need = int(compile_expr(it.need, cp.slots)(s[2], x))
-        except EvalError:
-            continue
-        if m.caps[p] is not None and need > free + cached:
-            more = f", {cached} cached" if cached else ""
-            return f"({line}): the hold on `{it.pool}` needs {need} units, {free} are free{more} (cap {m.caps[p]})"
-    gate = st.f["gate"]
-    queue = state[1][gate][2]
-    if sid in queue and queue.index(sid) > 0:
-        return f"({line}): behind {m.session_label(state, queue[0])} in `{m.pools[gate].name}`'s queue"
-    return f"({line}): the hold on {', '.join(f'`{i.pool}`' for i in spec.items)} is never granted"
-
-
-def _pool_reads(e) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-
-    def go(x):
-        if isinstance(x, ir.PoolRef) and (x.fn, x.pool) not in out:
-            out.append((x.fn, x.pool))
-        for v in vars(x).values():
-            for c in (v if isinstance(v, tuple) else (v,)):
-                if isinstance(c, ir.Node):
-                    go(c)
-
-    go(e)
-    return out
-
-
 def never_admitted(prog: ir.Program, result) -> list[str] | None:
     """When `result` is a deadlock whose unfinished sessions all wait for an
     admission they never had: why each waiting session is refused."""
@@ -402,11 +324,8 @@ def never_admitted(prog: ir.Program, result) -> list[str] | None:
     state = state.tuple() if hasattr(state, "tuple") else state
     if not sm.unadmitted(state):
         return None
-    why: dict[str, list[str]] = {}
-    for sid, s in enumerate(state[0]):
-        if sm.m.progs[s[0]].states[s[1]].kind == "acquire":
-            why.setdefault(refusal(sm.m, state, sid), []).append(sm.m.session_label(state, sid))
-    return [f"{', '.join(labels)} {text}" for text, labels in why.items()]
+    # the deadlock diagnosis's own words: the kernel's admission, evaluated in this state
+    return [line for r in refusals(sm.m, state).values() for line in r.lines]
 
 
 def theorem_verdict(hs: list[Hypothesis], result, refused: list[str] | None = None) -> tuple[str, int]:

@@ -48,6 +48,13 @@ def test_explore_interrupted(tmp_path, sig, flags):
         if p.poll() is None:
             p.kill()
             p.wait()
+    _interrupted(p, out, err, sig, workers=2 if "--workers" in flags else 1)
+    assert not [k for k in kids if alive(k)]  # workers stopped and joined
+
+
+def _interrupted(p, out: str, err: str, sig, workers: int) -> None:
+    """An exploration stopped by `sig`: exit 16, no traceback, the verdict
+    line and statistics that agree on the distinct states."""
     assert p.returncode == 16, (out, err)
     assert "Traceback" not in err
     lines = out.splitlines()
@@ -56,9 +63,8 @@ def test_explore_interrupted(tmp_path, sig, flags):
     assert m, out
     st = re.match(r"stats: generated=(\d+) distinct=(\d+) queue=(\d+) max_depth=(\d+) .* workers=(\d+)", lines[-1])
     assert st, out
-    assert int(st[2]) == int(m[1]) > 0 and int(st[1]) >= int(st[2]) and int(st[4]) > 0
-    assert int(st[5]) == (2 if "--workers" in flags else 1)
-    assert not [k for k in kids if alive(k)]  # workers stopped and joined
+    assert int(st[2]) == int(m[1]) > 0 and int(st[1]) >= int(st[2]) and int(st[4]) > 0, out
+    assert int(st[5]) == workers, out
 
 
 def test_explore_interrupted_json(tmp_path):
@@ -239,12 +245,5 @@ def test_swarm_interrupted_gives_its_statistics(tmp_path, sig):
         if p.poll() is None:
             p.kill()
             p.wait()
-    assert p.returncode == 16, (out, err)
-    assert "Traceback" not in err
-    lines = out.splitlines()
-    m = re.fullmatch(rf"interrupted: stopped by {sig.name} after (\d+) distinct states, none of them a "
-                     r"violation; exploration incomplete", lines[0])
-    assert m, out
-    st = re.match(r"stats: generated=(\d+) distinct=(\d+) .* workers=2", lines[-1])
-    assert st and int(st[2]) == int(m[1]) > 0, out
+    _interrupted(p, out, err, sig, workers=2)
     assert not [k for k in kids if alive(k)]

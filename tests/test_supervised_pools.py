@@ -13,25 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures import alive, children
+from tests.fixtures import FOREVER, alive, children
 
 ROOT = Path(__file__).resolve().parent.parent
 
 # Unbounded (g grows at every turn): a value, a search, never ends by itself.
-FOREVER_N = """
-const N = 1;
-pool kv { cap 6; block 2; admit via gpu; }
-stage gpu { budget 2; }
-session s {
-  let g = 0;
-  while true {
-    draw y in {1, 2};
-    set g = g + y;
-    turn;
-  }
-}
-workload { N x s; }
-"""
+FOREVER_N = "const N = 1;\n" + FOREVER.replace("workload { 2 x s; }", "workload { N x s; }")
 
 
 def _kill_one_of(p: subprocess.Popen, n: int, timeout: float = 60) -> list[int]:

@@ -68,9 +68,12 @@ def test_never_admitted_is_its_own_finding(tmp_path, capsys):
     out = capsys.readouterr().out
     first = out.splitlines()[0]
     assert code == EXIT_CODES["deadlock"] != EXIT_CODES["theorem"], first
-    assert first == ("never admitted: chat#1, chat#2 (line 9): the gate `admit if free(kv) >= 10` is false "
-                     "(free(kv) = 8); every admitted session completes: the theorem's conclusion holds; "
-                     "the deadlock below is the witness")
+    gate = "its `admit if free(kv) >= 10` (line 9) is false (its pools would fit: `kv` 1 block of 4 obtainable)"
+    assert first == (f"never admitted: chat#1 is not admitted: {gate}; chat#2 is behind chat#1, the head of "
+                     f"`kv`'s queue (`hol block`); at the head it would be refused too: {gate}; every admitted "
+                     "session completes: the theorem's conclusion holds; the deadlock below is the witness")
+    # the deadlock diagnosis's own words, from the kernel's admission: the finding and the trace agree
+    assert "\n  chat#1 is not admitted: " + gate + "\n" in out
     assert "THEOREM VIOLATED" not in out
     assert "\ndeadlock: no action is applicable" in out and "\nreplay: " in out
 
@@ -117,8 +120,9 @@ def test_a_need_beyond_the_pool_is_named(tmp_path, capsys):
     code = main(["explore", "--theorem", str(f), "--no-timing", "-q"])
     first = capsys.readouterr().out.splitlines()[0]
     assert code == 10
-    assert first.startswith("never admitted: chat#1, chat#2 (line 9): the hold on `kv` needs 10 units, 8 are "
-                            "free (cap 8); hypothesis H3 (fits) fails, yet every admitted session completes")
+    assert first.startswith("never admitted: chat#1 is not admitted: `kv` is short: it needs 5 blocks (10 units) "
+                            "and can obtain 4 blocks (free 8 + evictable 0 units)")
+    assert "; hypothesis H3 (fits) fails, yet every admitted session completes" in first
 
 
 def test_theorem_doc_exit_codes():
@@ -144,8 +148,9 @@ def test_refusal_words_per_waiting_session():
 
     prog = program(MIXED)
     assert never_admitted(prog, explore(prog)) == [
-        "big#1 (line 6): behind never#2 in `kv`'s queue",
-        "never#2 (line 10): the gate `admit if free(kv) >= 100` is false (free(kv) = 4)"]
+        "big#1 is behind never#2, the head of `kv`'s queue (`hol block`)",
+        "never#2 is not admitted: its `admit if free(kv) >= 100` (line 10) is false (its pools would fit: "
+        "`kv` 1 block of 4 obtainable)"]
     # a deadlock of an admitted session is no such finding
     hol = ROOT / "instances" / "join_in_hold.sq"
     from serq.load import load_path
