@@ -124,11 +124,8 @@ def check_flags(args) -> None:
     if args.exact and cluster_kwargs(args):
         raise flag_error("--exact", "--exact", "E012", "--exact explores in one process; drop --ray, "
                          "--partitions, --checkpoint and --resume, or --exact")
-    if args.theorem and args.check:
-        raise flag_error("--check", args.check[0], "E012", "--theorem checks the theorem's own conclusion "
-                         "(every admitted session completes); drop --check")
-    if args.worst is not None and (args.theorem or args.replay or args.exact):
-        other = "--theorem" if args.theorem else "--replay" if args.replay else "--exact"
+    if args.worst is not None and (args.theorem or args.replay):
+        other = "--theorem" if args.theorem else "--replay"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
     from serq.explore_flags import refuse_unhonoured
 

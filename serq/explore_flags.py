@@ -15,16 +15,13 @@ from serq.exploration import GRAPH_LIMIT
 # flag -> (attribute, is it given: a value other than the one that changes nothing)
 GIVEN = {
     "--strategy dfs": ("strategy", lambda v: v == "dfs"),
-    "--max-states": ("max_states", lambda v: v is not None),
     "--max-depth": ("max_depth", lambda v: v is not None),
-    "--time-limit": ("time_limit", lambda v: v is not None),
     "--memory": ("memory", lambda v: v is not None),
     "--check": ("check", lambda v: v is not None),
     "--workers": ("workers", lambda v: v != 1),
     "--exact": ("exact", bool),
     "--graph-limit": ("graph_limit", lambda v: v != GRAPH_LIMIT),
     "--progress": ("progress", bool),
-    "--seed": ("seed", lambda v: v != 0),
     "--replay": ("replay", lambda v: v is not None),
 }
 
@@ -37,11 +34,13 @@ REFUSED = {
         "--check": "a worst case checks no property (violations do not end a behaviour there); drop --check, "
                    "or check the properties without --worst",
         "--workers": "a worst case is computed in one process; drop --workers",
+        "--exact": "a worst case stores its graph by fingerprint in one process; drop --exact",
         "--graph-limit": "a worst case has no point of no return; its graph is cut by --max-states; "
                          "drop --graph-limit",
         "--progress": "a worst case shows no progress line; drop --progress",
     },
     "--theorem": {
+        "--check": "the theorem checks its own conclusion (every admitted session completes); drop --check",
         "--replay": "the theorem explores every behaviour; drop --replay, or replay the path without --theorem",
     },
     "--replay": {
