@@ -108,7 +108,7 @@ def no_return(g: StateGraph, trace_fps: Sequence[int], good: list[bool] | None =
 
 
 def point_of_no_return(model: Any, result: Any, *, max_states: int | None = None,
-                       time_limit: float | None = None) -> NoReturn | None:
+                       time_limit: float | None = None, memory_limit: int | None = None) -> NoReturn | None:
     """Build the graph of ``model`` and locate the point of no return of
     ``result.trace`` (None when the result has no trace). Sets and returns
     ``result.no_return``."""
@@ -116,7 +116,7 @@ def point_of_no_return(model: Any, result: Any, *, max_states: int | None = None
         return None
     from .stored import build_graph  # noqa: PLC0415 - keeps the import graph one-way
 
-    g = build_graph(model, max_states=max_states, time_limit=time_limit)
+    g = build_graph(model, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit)
     result.no_return = no_return(g, [s.fingerprint for s in result.trace])
     return result.no_return
 

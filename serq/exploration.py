@@ -65,7 +65,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
         result.stats.exact = exact
     note_stuck(result, ch, notes)
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
-                   time_limit=time_limit, graph_limit=graph_limit,
+                   time_limit=time_limit, memory_limit=memory_limit, graph_limit=graph_limit,
                    model=model if exact else None)  # exact identities are the search's own numbers
     return result
 
@@ -99,7 +99,8 @@ def model_identity(program: ir.Program, ties: str, symmetry: bool, checks: Check
 
 def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: bool = True,
                    checks: list[str] | None = None, max_states: int | None = None,
-                   time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT, model=None) -> None:
+                   time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT, model=None,
+                   memory_limit: int | None = None) -> None:
     """Set `result.no_return` when the result has a trace (and the limit is not 0).
     `model`: the one the search used, when its state identities are its
     own (an `Exact` model). When the whole graph is past its bound, forward
@@ -117,12 +118,14 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
         if st is not None and st.strategy != "swarm" and st.distinct > limit:
             nr = NoReturn("unknown", reason="max_states")  # the graph would be cut: straight on forward
         else:
-            nr = point_of_no_return(model, result, max_states=limit, time_limit=time_limit)
+            nr = point_of_no_return(model, result, max_states=limit, time_limit=time_limit,
+                                    memory_limit=memory_limit)
         if nr.status == "unknown" and nr.reason in CUT_FLAGS:
             flags = {"max_states": f"--graph-limit {graph_limit}" if limit == graph_limit else f"--max-states {limit}",
                      "time_limit": f"--time-limit {time_limit:g}" if time_limit is not None else "--time-limit",
                      "memory": "the memory bound"}
-            fwd = forward_no_return(model, [s.state for s in result.trace], max_states=limit, time_limit=time_limit)
+            fwd = forward_no_return(model, [s.state for s in result.trace], max_states=limit, time_limit=time_limit,
+                                    memory_limit=memory_limit)
             fwd.cut_by = flags.get(fwd.reason if fwd.status == "unknown" else nr.reason, fwd.reason)
             result.no_return = fwd
     except KeyboardInterrupt:  # the counterexample is found: keep it, without its point of no return

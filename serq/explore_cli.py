@@ -164,7 +164,8 @@ def cmd_explore(args) -> int:
         if args.swarm is not None:
             result = run_swarm(args, prog)
             mark_no_return(prog, result, ties=args.ties, symmetry=not args.no_symmetry, checks=args.check,
-                           max_states=args.max_states, time_limit=args.time_limit, graph_limit=args.graph_limit)
+                           max_states=args.max_states, time_limit=args.time_limit, graph_limit=args.graph_limit,
+                           memory_limit=memory_limit(args))
         else:
             result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                              time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
@@ -232,7 +233,7 @@ def _replay(args, prog) -> int:
         raise SerqError([Diagnostic(0, 0, "E013", f"bad replay path `{args.replay}`: {e}", file="serq explore")]) from None
     if r.verdict != "pass":  # a counterexample: its point of no return, as the search's has
         mark_no_return(prog, r, max_states=args.max_states, time_limit=args.time_limit,
-                       graph_limit=args.graph_limit, model=model)
+                       graph_limit=args.graph_limit, model=model, memory_limit=memory_limit(args))
     write_timeline(args, model, r)
     if args.json:
         print(json.dumps(render_json(r, with_timing=False, with_stats=False), indent=1))

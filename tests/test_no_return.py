@@ -13,7 +13,7 @@ import pytest
 from explorer.forward import forward_no_return
 from serq.cli import main
 from serq.explore import SerqModel
-from serq.exploration import explore
+from serq.exploration import Completion, explore, mark_no_return
 from serq.load import load_path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,7 +84,7 @@ def test_no_return_json_and_skip(capsys):
 def test_forward_search_agrees_with_the_whole_graph(name):
     prog = load_path(ROOT / "instances" / f"{name}.sq", explorer=True).program
     r = explore(prog)
-    nr = forward_no_return(SerqModel(prog), [s.state for s in r.trace])
+    nr = forward_no_return(Completion(SerqModel(prog)), [s.state for s in r.trace])  # as mark_no_return runs it
     assert (nr.status, nr.step) == EXPECTED[name][:2]
     assert nr.searched <= EXPECTED[name][3]
 
@@ -110,3 +110,14 @@ def test_no_graph_when_the_search_alone_stored_more_than_the_limit(monkeypatch):
     assert (nr.status, nr.step, nr.method, nr.cut_by) == ("step", 1, "forward", "--graph-limit 100")
     with pytest.raises(AssertionError, match="the graph was built"):
         explore(prog, graph_limit=200)  # within the limit: the whole graph, for its counts
+
+
+def test_the_memory_bound_holds_for_the_point_of_no_return():
+    """The graph and the forward searches are cut by the run's memory bound
+    (here one byte: the first reading is past it), named in the answer."""
+    prog = load_path(ROOT / "instances" / "theorem_no_fit.sq", explorer=True).program
+    r = explore(prog, graph_limit=0)
+    assert r.no_return is None and r.trace
+    mark_no_return(prog, r, memory_limit=1)
+    nr = r.no_return
+    assert (nr.status, nr.method, nr.cut_by) == ("unknown", "forward", "the memory bound"), nr
