@@ -280,6 +280,8 @@ def test_ui_state_pages_follow_the_replay(client):
     assert client.get("/state/0/0/0/0?action=0").headers["Location"] == "/state/0/0/0/0/0"
     assert client.get("/state/0/0/0/0?step=1").headers["Location"] == "/state/0/0"
     assert client.get("/state/0/0/0/0?step=0").headers["Location"] == "/state/0"
+    r = client.get("/state/0/0/0/0?step=1&action=0")  # two links in one: refused, not one of them followed
+    assert r.status_code == 400 and b"not both" in r.data
     r = client.get("/state/0/0?step=2")
     assert r.status_code == 400 and "no step `2` of the path `0/0`, which has 1 step(s)" in r.get_data(as_text=True)
     for bad in ("-1", "\u00b2", "1" * 5000, ""):
@@ -513,7 +515,8 @@ def test_ui_answers_while_a_long_request_runs(tmp_path):
         get("short", "state/0/0")
         long.join()
         # the short one is answered meanwhile, not after the long one's work
-        assert ends["short"] - t1 < (ends["long"] - t0) / 10  # 0.01 s vs 3 s; behind a lock, 2.3 s vs 5 s
+        # 0.01 s vs 3 s; behind a lock it ended after the long one (2.3 s vs 5 s): a margin for a loaded machine
+        assert ends["short"] < ends["long"] and ends["short"] - t1 < (ends["long"] - t0) / 3
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         conn.request("GET", "/api/state/0", headers={"Host": f"rebind.example:{port}"})
         r = conn.getresponse()

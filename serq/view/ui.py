@@ -254,6 +254,8 @@ def make_app(ex: Explorer, port: int):
         """The links of a state page, relative to its path (given once, so
         the page is linear in the path): `?step=K`, the state after step K
         of the path; `?action=I`, the state after action I of its last."""
+        if "step" in args and "action" in args:  # a second value is refused, never ignored
+            return message(400, "bad link", "give ?step=K or ?action=I, not both")
         check_steps(path, ex.max_steps)
         try:
             idx = parse_path(path)
