@@ -169,7 +169,7 @@ MAX_TRACE = 1 << 30  # bytes of a trace to compare
 
 def cmd_compare(args) -> int:
     from explorer.infile import NotReadable, read_regular
-    from serq.oracle.compare import TraceError, agree, read_trace
+    from serq.oracle.compare import TraceError, agree
 
     sc = load_scenario(args.scenario)
     try:
@@ -178,13 +178,11 @@ def cmd_compare(args) -> int:
         raise _err(args.trace, "E011", f"cannot read {args.trace}: {e.reason}") from None
     except UnicodeDecodeError as e:
         raise _err(args.trace, "E011", f"cannot read {args.trace}: {e}") from None
-    try:
-        read_trace(text)
-    except TraceError as e:
+    try:  # the trace is read once, its shape checked as it is (agree reads it with read_trace)
+        a = agree(sc, text, coalesce=not args.no_coalesce, name=Path(args.scenario).stem)
+    except TraceError as e:  # before ValueError: a TraceError is one
         raise SerqError([Diagnostic(e.line, e.col, "E025", f"malformed trace: {e}",
                                     file=args.trace)], text) from None
-    try:
-        a = agree(sc, text, coalesce=not args.no_coalesce, name=Path(args.scenario).stem)
     except (ValueError, KeyError) as e:
         raise _err(args.trace, "E025", f"not a trace of this scenario: {e}") from None
     for n in a.needs:

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 
 from serq.oracle.convert import convert
+from serq.oracle.driver import TRACE_FORMAT, TRACE_VERSION  # what the driver writes
 
 FIELDS = ("served", "admitted", "preempted", "hits", "finished", "free_blocks")
 # compared and reported, not required: which free blocks still hold a cached
@@ -40,7 +41,6 @@ class Agreement:
         return self.first is None
 
 
-TRACE_FORMAT, TRACE_VERSION = "vllm-trace", 1  # the driver's (serq/oracle/driver.py)
 _LISTS = ("scheduled", "admitted", "preempted", "finished")
 _COUNTS = ("free_blocks", "cached_blocks")
 
