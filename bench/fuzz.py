@@ -413,7 +413,7 @@ def _count(tally: Tally, kind: str, seed: int, index: int, status: str, value) -
             tally.found.append((index, crash[0], crash[1]))
     tally.outcomes[outcome] += 1
     if outcome == "CRASH":
-        tally.crashes[":".join(tally.found[-1][1].split(":")[0:2])] += 1
+        tally.crashes[finding_key(tally.found[-1][1])] += 1
 
 
 def campaign(kind: str, n: int, *, seed: int = 0, workers: int = 2, run: bool = True, time_limit: float = 0.5,
@@ -456,13 +456,19 @@ def parser() -> argparse.ArgumentParser:
                     help="worker processes (default 2); the mutants and the counts are the same for any N")
     ap.add_argument("--only", metavar="KIND:INDEX",
                     help="run one mutant in this process, print it and its outcome or traceback")
-    ap.add_argument("--show", type=int, default=5, help="reproducers printed per kind")
+    ap.add_argument("--show", type=int, default=5, help="reproducers printed per kind, the first of each distinct finding")
     ap.add_argument("--save", metavar="DIR", help="write every crashing or hanging mutant to DIR/KIND-INDEX.txt, whole")
     ap.add_argument("--every", type=int, default=1000, help="print the counts so far every N mutants")
     ap.add_argument("--address-space", type=float, default=4, metavar="GIB",
                     help="cap each worker's address space (default 4 GiB; 0: none), so that a mutant "
                          "that allocates without bound ends in a MemoryError, not a machine swapping")
     return ap
+
+
+def finding_key(what: str) -> str:
+    """What makes two findings the same: the first two fields of their text
+    (the exception's type and place, "hang", "worker")."""
+    return ":".join(what.split(":")[:2])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -474,6 +480,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown kind {kind!r}: the kinds are {', '.join(GENERATORS)}")
     if args.only:
         kind, _, index = args.only.partition(":")
+        if not index.isdigit():
+            ap.error(f"--only {args.only}: give KIND:INDEX, e.g. numeric:79")
         text = mutant(kind, args.seed, int(index))
         print(text)
         _limit_address_space(args.address_space)  # as in a worker
@@ -492,12 +500,15 @@ def main(argv: list[str] | None = None) -> int:
         print(tally.line(args.jobs), flush=True)
         for k, v in tally.crashes.most_common():
             print(f"  crash {k}: {v}", flush=True)
-        for shown, (index, what, tb) in enumerate(tally.found):
+        shown: set[str] = set()  # the first reproducer of each distinct finding, as the counts above group them
+        for index, what, tb in tally.found:
             text = mutant(kind, args.seed, index)
             if args.save:
                 Path(args.save).mkdir(parents=True, exist_ok=True)
                 (Path(args.save) / f"{kind}-{index}.txt").write_text(text)
-            if shown < args.show:
+            key = finding_key(what)
+            if key not in shown and len(shown) < args.show:
+                shown.add(key)
                 print(f"--- {kind} #{index} (python bench/fuzz.py --seed {args.seed} --only {kind}:{index}): "
                       f"{what}\n{tb}\n{_excerpt(kind, args.seed, index, text)}\n", file=sys.stderr, flush=True)
         found += len(tally.found)

@@ -309,9 +309,7 @@ class Partition:
             self.frontier.append((Packed(rows), (flags[newpos[sel]] & DONE).astype(np.int8), gids[sel]))
 
     def edges_all(self):
-        if not self.edges:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        return np.concatenate([e[0] for e in self.edges]), np.concatenate([e[1] for e in self.edges])
+        return self._edges_of(self.edges)
 
     # -- checkpoints -----------------------------------------------------------
     def save(self, directory: str, tag: int, stamp: dict) -> dict[str, str]:

@@ -115,6 +115,24 @@ def test_a_crash_is_saved_whole_with_its_reproducer(monkeypatch, tmp_path, capsy
     assert "--only deep:0" in capsys.readouterr().err
 
 
+def test_each_distinct_crash_is_shown_once(monkeypatch, capsys):
+    # mutants 0 and 1 crash alike, mutant 2 otherwise: with --show 2 both kinds are shown, not #0 and #1
+    def pipeline(kind, text, **kw):
+        if text == fuzz.TEXTS["theorem.sq"]:  # the warm-up
+            return "pass"
+        if text == fuzz.mutant("deep", 0, 2):
+            raise fuzz.Crash("run", KeyError("other"))
+        raise fuzz.Crash("run", ValueError("boom"))
+
+    monkeypatch.setattr(fuzz, "pipeline", pipeline)
+    assert fuzz.main(["-n", "3", "--kinds", "deep", "--jobs", "1", "--show", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "--only deep:0" in err and "--only deep:2" in err and "--only deep:1" not in err
+    with pytest.raises(SystemExit):
+        fuzz.main(["--only", "deep"])  # an index is required: a usage error, not a traceback
+    assert "give KIND:INDEX" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("kind", ["numeric", "deep", "ir"])
 def test_a_few_real_mutants_run_clean(kind):
     tally = fuzz.campaign(kind, 6, seed=1, workers=2, hang=60)
