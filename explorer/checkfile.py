@@ -88,13 +88,18 @@ def write_arrays(path: str, stamp: dict, arrays: dict[str, np.ndarray]) -> str:
     return sha
 
 
+def unresumable(path: str, why: str) -> CheckpointError:
+    """What is wrong with a checkpoint's file `path`, as the error resuming it gives."""
+    return CheckpointError(f"{path}: {why}; the checkpoint cannot be resumed")
+
+
 def read_arrays(path: str, stamp: dict, sha: str | None) -> dict[str, np.ndarray]:
     """The arrays of the file `path`, after checking its header against
     `stamp` and its checksum against its header and `sha` (the manifest's);
     CheckpointError otherwise."""
 
     def bad(why: str) -> CheckpointError:
-        return CheckpointError(f"{path}: {why}; the checkpoint cannot be resumed")
+        return unresumable(path, why)
 
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a pipe put in its place does not block

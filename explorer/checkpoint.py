@@ -27,7 +27,7 @@ import json
 import os
 import re
 
-from .checkfile import FORMAT, VERSION, CheckpointError
+from .checkfile import FORMAT, VERSION, CheckpointError, unresumable
 from .infile import NotReadable, read_regular
 from .outfile import write_output
 
@@ -149,7 +149,7 @@ class Checkpoint:
         want += [file_name("frontier", p, doc["tags"][-1]) for p in range(doc["partitions"])]
         for f in want:
             if f not in doc["files"]:
-                raise CheckpointError(f"{path}: it does not name the file {f}; the checkpoint cannot be resumed")
+                raise unresumable(path, f"it does not name the file {f}")
             if not os.path.exists(os.path.join(directory, f)):
                 raise CheckpointError(f"the checkpoint in {directory} is incomplete: {f} is missing")
         doc["dir"] = os.path.abspath(directory)
@@ -165,7 +165,7 @@ def _manifest(directory: str) -> dict:
     path = os.path.join(directory, MANIFEST)
 
     def bad(why: str) -> CheckpointError:
-        return CheckpointError(f"{path}: {why}; the checkpoint cannot be resumed")
+        return unresumable(path, why)
 
     try:
         text = read_regular(path, MAX_MANIFEST)

@@ -50,7 +50,7 @@ from .interrupt import interrupt_of, worker_signals
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
 from .store import chain_from
-from .supervise import await_answer, lost, reap
+from .supervise import last_line, await_answer, lost, reap
 
 __all__ = ["check_parallel", "WorkerError", "WorkerFailed"]
 
@@ -228,7 +228,7 @@ class _Pool:
         except (EOFError, OSError):
             raise lost(self.procs[w], w) from None
         if status == "error":
-            raise WorkerFailed(w, "raised " + _last_line(payload), detail=payload)
+            raise WorkerFailed(w, "raised " + last_line(payload), detail=payload)
         return payload
 
     def _send(self, w: int, msg: tuple) -> None:
@@ -260,12 +260,6 @@ class _Pool:
         reap(self.procs, wait * len(self.procs))
         for conn in self.conns:
             conn.close()
-
-
-def _last_line(tb: str) -> str:
-    """`ValueError: ...` from a formatted traceback."""
-    lines = [x for x in tb.strip().splitlines() if x.strip()]
-    return lines[-1].strip() if lines else "an error"
 
 
 def check_parallel(model: Any, workers: int, *, max_states: int | None, max_depth: int | None,

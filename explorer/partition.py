@@ -15,6 +15,7 @@ from numba import njit
 from .arrays import CHECK, DONE, PROGRESS
 from .flat_store import _find, _Store
 from .arrays_narrow import Packed
+from .checkfile import unresumable
 
 __all__ = ["Partition", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of", "SH", "CHUNK"]
 
@@ -365,8 +366,8 @@ class Partition:
                 edges.append((s["edge_keys"], s["edge_ids"]))
         ids = np.concatenate([p["ids"] for p in parts]) if parts else np.zeros(0, np.int64)
         if ids.size > 1 and not (np.diff(ids) > 0).all():
-            raise _bad(os.path.join(directory, file_name("states", self.index, tags[-1])),
-                       "its state ids are not in increasing order")
+            raise unresumable(os.path.join(directory, file_name("states", self.index, tags[-1])),
+                              "its state ids are not in increasing order")
         n = len(ids)
         self._reserve(n)
         st = self.st
@@ -380,17 +381,13 @@ class Partition:
         self.edges_saved = len(edges) if saved else 0
         path, fr = read("frontier", tags[-1])
         width = np.asarray(self.m.array_initial()[0]).shape[1]
-        self.frontier = frontier_of(fr, width, lambda why: _bad(path, why))
+        self.frontier = frontier_of(fr, width, lambda why: unresumable(path, why))
         for _, _, g in self.frontier:
             if g.size and (g.min() < 0 or g.max() >= distinct):
-                raise _bad(path, "a frontier state's id is out of range")
+                raise unresumable(path, "a frontier state's id is out of range")
         return n
 
 
-def _bad(path: str, why: str):
-    from .checkfile import CheckpointError
-
-    return CheckpointError(f"{path}: {why}; the checkpoint cannot be resumed")
 
 
 _STATES = {"fp": np.uint64, "parent": np.int32, "action": np.int32, "ids": np.int64, "edge_keys": np.int64,
@@ -401,12 +398,12 @@ def _check_states(path: str, s: dict, distinct: int) -> None:
     """The arrays of a states file: their names, types and lengths, ids and
     parents within the run's count."""
     if set(s) != set(_STATES) or any(s[k].dtype != np.dtype(t) or s[k].ndim != 1 for k, t in _STATES.items()):
-        raise _bad(path, "its arrays are not those of a states file")
+        raise unresumable(path, "its arrays are not those of a states file")
     n, e = s["fp"].shape[0], s["edge_keys"].shape[0]
     if any(s[k].shape[0] != n for k in ("parent", "action", "ids")) or s["edge_ids"].shape[0] != e:
-        raise _bad(path, "its arrays have different lengths")
+        raise unresumable(path, "its arrays have different lengths")
     for k, lo in (("ids", 0), ("parent", -1), ("edge_ids", 0)):
         if s[k].size and (s[k].min() < lo or s[k].max() >= distinct):
-            raise _bad(path, f"a value of `{k}` is out of range")
+            raise unresumable(path, f"a value of `{k}` is out of range")
     if (s["edge_keys"] < 0).any() or (s["action"] < 0).any():
-        raise _bad(path, "a negative key or action")
+        raise unresumable(path, "a negative key or action")

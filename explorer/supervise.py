@@ -94,7 +94,7 @@ def await_answer(conn: Any, proc: Any, wid: int, deadline: float | None = None,
                                     f"({time_limit} s) came", hung=("time_limit", time_limit))
 
 
-def _last_line(tb: str) -> str:
+def last_line(tb: str) -> str:
     lines = [x.strip() for x in tb.strip().splitlines() if x.strip()]
     return lines[-1] if lines else "an error"
 
@@ -176,7 +176,7 @@ class Supervised:
                     except (EOFError, OSError):
                         raise self._lost(w) from None
                     if status == "error":
-                        raise self._fail(w, "raised " + _last_line(payload), detail=payload)
+                        raise self._fail(w, "raised " + last_line(payload), detail=payload)
                     job, self.busy[w] = self.busy[w][0], None
                     return job, payload
             for obj in ready:

@@ -138,11 +138,14 @@ def grower_text(m, state, sid: int) -> str | None:
             f"(`preempt none`); {_holders(m, state, p, -1, ev)}")
 
 
-def stuck_why(m, before, sid: int, p: int, self_preempted: bool) -> str | None:
-    """Why a session was preempted again at the same position, from the
-    state before the step: how much of pool p it held, and who holds the
-    rest; a session that preempted itself holding the whole pool never
-    fits it alone. None if it held nothing of p before the step."""
+def stuck_why(m, before, stuck, events) -> str | None:
+    """Why a session was preempted again at the same position (the step's
+    `stuck` event, among its `events`), from the state before the step:
+    how much of the pool it held, and who holds the rest; a session that
+    preempted itself holding the whole pool never fits it alone. None if
+    it held nothing of the pool before the step."""
+    sid, p = stuck[1], stuck[2]
+    self_preempted = any(x[0] == "preempt" and x[1] == sid and x[3] == "self" for x in events)
     hold = next((h for h in before[0][sid][5] if h[1] == p), None) if sid < len(before[0]) else None
     pool = m.pools[p]
     if hold is None or pool.cap is None:

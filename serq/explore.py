@@ -344,8 +344,7 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
                 why += ", self-preemption"
             parts.append(f"preempt {lab(e[1])} ({why})")
         elif t == "stuck" and sm.checks.positions:  # known only when the positions are kept
-            selfp = any(x[0] == "preempt" and x[1] == e[1] and x[3] == "self" for x in events)
-            parts.append(stuck_text(lab(e[1]), why=stuck_why(m, state, e[1], e[2], selfp)))
+            parts.append(stuck_text(lab(e[1]), why=stuck_why(m, state, e, events)))
         elif t == "evict":
             if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
                 owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"

@@ -449,8 +449,7 @@ class Simulator:
                     self.turn_gen[sid] = gen
                     self._push(tick + think, self._turn_prio, TURN, (sid, gen))
             elif k == "stuck":
-                selfp = any(x[0] == "preempt" and x[1] == e[1] and x[3] == "self" for x in events)
-                why = stuck_why(self.m, before, e[1], e[2], selfp) if before is not None else None
+                why = stuck_why(self.m, before, e, events) if before is not None else None
                 words = stuck_text(self.m.session_label(self.state, e[1]), self.m.pools[e[2]].name, why)
                 if self.cfg.stop_on_violation and not self.checks.stuck:
                     # `serq check` when stuck is not selected: the first one is a note
