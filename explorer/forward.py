@@ -34,12 +34,6 @@ from .memory import MemoryGuard
 __all__ = ["forward_no_return"]
 
 
-class _Cut(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 def forward_no_return(model: Any, states: Sequence[Any], *, max_states: int | None = None,
                       time_limit: float | None = None, memory_limit: int | None = None) -> NoReturn:
     """The point of no return of the trace whose states are ``states``
@@ -56,9 +50,9 @@ def forward_no_return(model: Any, states: Sequence[Any], *, max_states: int | No
             first_doomed = k
         else:
             return NoReturn("initial", 0, method="forward", searched=count[0])
-    except _Cut as e:
-        return NoReturn("unknown", None, reason=e.reason, method="forward", searched=count[0],
-                        doomed_from=first_doomed)
+    except (LimitReached, MemoryError) as e:
+        return NoReturn("unknown", None, reason=getattr(e, "reason", "memory"), method="forward",
+                        searched=count[0], doomed_from=first_doomed)
     if first_doomed is None:
         return NoReturn("none", None, method="forward", searched=count[0])
     return NoReturn("step", first_doomed, method="forward", searched=count[0])
@@ -76,7 +70,8 @@ def _good_end(m: Any, state: Any) -> bool:
 def _completes(m: Any, start: Any, doomed: set[int], count: list[int], max_states: int | None,
                limits: Limits) -> bool:
     """Whether some continuation of ``start`` completes; when none does,
-    every state visited joins ``doomed``. Raises _Cut at a bound."""
+    every state visited joins ``doomed``. Raises LimitReached (or
+    MemoryError) at a bound."""
     fp0 = state_fingerprint(m, start)
     if fp0 in doomed:
         return False
@@ -84,29 +79,24 @@ def _completes(m: Any, start: Any, doomed: set[int], count: list[int], max_state
         return True
     seen = {fp0}
     stack = [start]
-    try:
-        while stack:
-            limits.check()
-            state = stack.pop()
-            if _violates(m, state):
-                continue  # a violation ends the behaviour: nothing completes through it
-            for action in m.actions(state):
-                nxt = m.step(state, action)
-                if nxt is None:
-                    continue
-                fp = state_fingerprint(m, nxt)
-                if fp in seen or fp in doomed:
-                    continue
-                if max_states is not None and count[0] >= max_states:
-                    raise _Cut("max_states")
-                count[0] += 1
-                if _good_end(m, nxt):
-                    return True
-                seen.add(fp)
-                stack.append(nxt)
-    except LimitReached as e:
-        raise _Cut(e.reason) from None
-    except MemoryError:
-        raise _Cut("memory") from None
+    while stack:
+        limits.check()
+        state = stack.pop()
+        if _violates(m, state):
+            continue  # a violation ends the behaviour: nothing completes through it
+        for action in m.actions(state):
+            nxt = m.step(state, action)
+            if nxt is None:
+                continue
+            fp = state_fingerprint(m, nxt)
+            if fp in seen or fp in doomed:
+                continue
+            if max_states is not None and count[0] >= max_states:
+                raise LimitReached("max_states", max_states)
+            count[0] += 1
+            if _good_end(m, nxt):
+                return True
+            seen.add(fp)
+            stack.append(nxt)
     doomed.update(seen)
     return False
