@@ -66,7 +66,7 @@ def checked(ch: Checks) -> str:
 
 
 def _verdict(result, *, label: str, seed: int, max_steps: int) -> Judgement:
-    ch = result.checks or Checks.of_program(result.program)
+    ch = result.checks  # the simulator's selection (SimConfig.checks or the instance's lines)
     unit = time_unit(result.program)
     when = lambda t: span_text(t, unit)  # noqa: E731  (iterations when no stage has a cost)
     if result.stopped == FAULT:

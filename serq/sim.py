@@ -49,7 +49,7 @@ from serq.explore import Checks
 from serq.model import ARRIVE, ITERATE, TURN, Model
 from serq.semantics.rowstate import F_FAULT, RowState
 from serq.report import Stats
-from serq.arrivals import NS, arrival_times, parse_duration  # noqa: F401 (the simulator's names)
+from serq.arrivals import arrival_times
 
 END, ENV = 0, 1  # heap priorities within one tick (ENV: the first of arrivals and turn returns)
 DEFAULT_MAX_STEPS = 20_000_000

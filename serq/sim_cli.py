@@ -14,8 +14,8 @@ from serq.flags import check_limits, memory_limit
 from explorer.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
 from serq.durations import span_text, time_unit
 from serq.explore import ALL_CHECKS, Checks
-from serq.sim import (DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT, SimConfig, Simulator,
-                      parse_duration)
+from serq.arrivals import parse_duration
+from serq.sim import DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT, SimConfig, Simulator
 
 
 

@@ -871,7 +871,7 @@ def test_constants_short_circuit_and_or_as_sessions_do():
 
 def test_a_short_arrival_trace_is_a_located_error(tmp_path):
     from serq.load import load_path
-    from serq.sim import arrival_times
+    from serq.arrivals import arrival_times
 
     (tmp_path / "arrivals.csv").write_text("0.25\n0.5\n")
     f = tmp_path / "bad.sq"

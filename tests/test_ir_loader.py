@@ -189,7 +189,7 @@ def test_source_resolved_against_the_ir_file_not_the_cwd(tmp_path, capsys, monke
     assert json.loads((ir_dir / "x.ir.json").read_text())["source"] == os.path.join("..", "src", "x.sq")
     monkeypatch.chdir(elsewhere)
     from serq.load import load_path
-    from serq.sim import arrival_times
+    from serq.arrivals import arrival_times
 
     loaded = load_path("../out/x.ir.json")
     assert loaded.program.source == os.path.join("..", "src", "x.sq")

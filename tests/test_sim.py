@@ -14,7 +14,8 @@ from serq.cli import main
 from serq.diagnostics import SerqError
 from serq.load import load_text
 from serq.report import build_report, quantile
-from serq.sim import RngOracle, arrival_times, parse_duration, simulate
+from serq.arrivals import arrival_times, parse_duration
+from serq.sim import RngOracle, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 MS = 1_000_000
