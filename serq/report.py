@@ -288,10 +288,6 @@ def to_json(report: dict) -> str:
     return json.dumps(report, indent=2) + "\n"
 
 
-def _ms(v, unit: str = "ns") -> str:
-    return cell_text(v, unit)
-
-
 def _num(v) -> str:
     return "∞" if v is None else str(v)
 
@@ -302,8 +298,8 @@ def render(report: dict, console) -> None:
 
     T = report["simulated_ns"]
     unit = report["time_unit"]
-    ms = lambda v: _ms(v, unit)  # noqa: E731
-    at = lambda v: span_text(v, unit) if unit == ITERATION else f"{_ms(v)} ms"  # noqa: E731
+    ms = lambda v: cell_text(v, unit)  # noqa: E731
+    at = lambda v: span_text(v, unit) if unit == ITERATION else f"{cell_text(v, 'ns')} ms"  # noqa: E731
     head = (f"[bold]serq run[/bold] {report['instance']}  seed {report['seed']}  "
             f"simulated {span_text(T, unit)}  stopped: {report['stopped']}")
     console.print(head, highlight=False)
