@@ -401,6 +401,9 @@ def check_theorem(prog: ir.Program, **explore_kw):
             explore_kw = dict(explore_kw, time_limit=max(tl - (time.perf_counter() - t0), 1e-3))
         admitted = explore(prog, checks=replace(Checks.of_program(prog, ["completes"]), admitted=True),
                            **explore_kw)
+        if admitted.verdict in ("bound", "interrupted", "failed"):  # the finding stands; the conclusion is unknown
+            line, code = theorem_verdict(hs, admitted)
+            return hs, admitted, f"never admitted: {'; '.join(refused)}; {line}", code
         if admitted.verdict != "pass":
             result, refused = admitted, None
     line, code = theorem_verdict(hs, result, refused)

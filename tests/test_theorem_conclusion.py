@@ -84,6 +84,21 @@ def test_never_admitted_library_call():
     assert result.verdict == "deadlock" and code == 10 and line.startswith("never admitted: ")
 
 
+def test_a_cut_second_search_keeps_the_finding(monkeypatch):
+    # the search with never-admitted states counted as done cut by a bound:
+    # the sessions never admitted are still reported, the conclusion as unknown
+    import serq.theorem as theorem
+
+    def explore_cut(prog, checks=None, **kw):
+        return explore(prog, checks=checks, **(dict(kw, max_states=1) if isinstance(checks, Checks) else kw))
+
+    monkeypatch.setattr(theorem, "explore", explore_cut)
+    hs, result, line, code = check_theorem(program(GATED))
+    assert result.verdict == "bound" and code == EXIT_CODES["bound"]
+    assert line.startswith("never admitted: chat#1 is not admitted: ")
+    assert line.endswith("; no violation within the bound: the theorem's conclusion could not be checked fully")
+
+
 def test_admitted_sessions_complete_on_the_engine():
     # a state whose sessions left all wait for an admission they never had
     # counts as done: the gated instance then passes, on every engine
