@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.connection import wait
 from typing import Any
 
+from explorer.outcome import exit_cause
+from explorer.supervise import die_with_parent
+
 # statuses of a job
 DONE = "done"  # work(job) returned: the value
 ERROR = "error"  # work(job) raised: "Type: message" and the traceback
@@ -28,21 +31,8 @@ HANG = "hang"  # killed after `hang` seconds of CPU or 4 x `hang` of wall clock:
 DIED = "died"  # the worker ended during the job: how (signal or exit code)
 
 
-def _die_with(parent: int) -> None:
-    """SIGKILL this process when `parent` ends, even by SIGKILL (Linux's
-    PR_SET_PDEATHSIG; elsewhere a worker notices only between jobs)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != parent:  # it ended before that
-        os._exit(1)
-
-
-def _serve(conn, work: Callable[[Any], Any], init: Callable[[], None] | None, parent: int) -> None:
-    _die_with(parent)
+def _serve(conn, work: Callable[[Any], Any], init: Callable[[], None] | None) -> None:
+    die_with_parent()
     os.setpgrp()  # a Ctrl-C on the terminal reaches the parent only, which stops the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if init is not None:
@@ -66,7 +56,7 @@ def _serve(conn, work: Callable[[Any], Any], init: Callable[[], None] | None, pa
 class _Worker:
     def __init__(self, ctx, work, init) -> None:
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_serve, args=(child, work, init, os.getpid()), daemon=True)
+        self.proc = ctx.Process(target=_serve, args=(child, work, init), daemon=True)
         self.proc.start()
         child.close()
         self.job: Any = None
@@ -109,15 +99,6 @@ def _cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def _how(exitcode: int | None) -> str:
-    if exitcode is not None and exitcode < 0:
-        try:
-            return f"killed by {signal.Signals(-exitcode).name}"
-        except ValueError:
-            return f"killed by signal {-exitcode}"
-    return f"exited with code {exitcode}"
-
-
 def supervise(jobs: Iterable, work: Callable[[Any], Any], *, workers: int = 2, hang: float = 10.0,
               init: Callable[[], None] | None = None, recycle: int = 2000) -> Iterator[tuple[Any, str, Any]]:
     """Run work(job) for every job in `workers` forked processes; yields
@@ -146,7 +127,7 @@ def supervise(jobs: Iterable, work: Callable[[Any], Any], *, workers: int = 2, h
                         w.give(job)
                     except OSError:  # the worker died idle (in `init`)
                         w.proc.join()
-                        how = _how(w.proc.exitcode)
+                        how = exit_cause(w.proc.exitcode)
                         w.stop()
                         pool[i] = _Worker(ctx, work, init)
                         yield job, DIED, how
@@ -165,7 +146,7 @@ def supervise(jobs: Iterable, work: Callable[[Any], Any], *, workers: int = 2, h
                     status, value = conn.recv()
                 except (EOFError, OSError):
                     w.proc.join()
-                    status, value = DIED, _how(w.proc.exitcode)
+                    status, value = DIED, exit_cause(w.proc.exitcode)
                     w.stop()
                     pool[pool.index(w)] = _Worker(ctx, work, init)
                 yield job, status, value

@@ -36,8 +36,8 @@ def test_every_job_is_reported_once_hangs_and_deaths_included():
     assert time.monotonic() - t0 < 20
     assert sorted(got) == list(range(12))
     assert got[3][0] == HANG and got[3][1][0] >= 2.0 and got[3][1][1] < 0.5  # 4 x hang of wall clock, no CPU
-    assert got[5] == (DIED, "killed by SIGKILL")
-    assert got[8] == (DIED, "exited with code 3")
+    assert got[5] == (DIED, "died (killed by SIGKILL)")
+    assert got[8] == (DIED, "died (exit code 3)")
     assert got[7][0] == ERROR and got[7][1][0] == "ValueError: seven" and "Traceback" in got[7][1][1]
     assert all(got[j] == (DONE, j * j) for j in (0, 1, 2, 4, 6, 9, 10, 11))
     assert multiprocessing.active_children() == []
@@ -83,7 +83,7 @@ def test_the_campaign_counts_hangs_and_dead_workers_as_findings(monkeypatch):
     assert tally.n == 8
     assert tally.outcomes == {"rejected": 6, "HANG": 1, "CRASH": 1}
     assert [i for i, _, _ in tally.found] == [2, 4]
-    assert tally.found[1][1] == "worker: killed by SIGTERM"
+    assert tally.found[1][1] == "worker: died (killed by SIGTERM)"
     assert "crashes 1, hangs 1" in tally.line(2)
 
 
