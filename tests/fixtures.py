@@ -1,6 +1,11 @@
-"""Instance texts shared by several test files."""
+"""Instance texts and helpers shared by several test files."""
 
 import os
+import re
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 # Two chats on a 2-block pool: chunked prefill, lifo preemption, a prefix
 # cache. Small enough to count by hand-checked runs; pinned exactly so any
@@ -56,3 +61,26 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     except OSError:
         return False
+
+
+@contextmanager
+def serq_ui(inst, *args):
+    """`serq ui INST --port 0 ARGS` running as a real server: yields
+    (proc, url, port). Then stopped by SIGINT, as a user stops it: it must
+    exit 0 (its output kept in proc.out and proc.err)."""
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(inst), "--port", "0", *args], cwd=root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
+        assert m, "serq ui printed no address"
+        yield proc, m.group(0), int(m.group(1))
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.out, proc.err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert proc.returncode == 0 and "Traceback" not in proc.err, proc.err

@@ -16,12 +16,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.fixtures import serq_ui
 
 ROOT = Path(__file__).resolve().parent.parent
 INST = ROOT / "instances"
@@ -207,10 +208,7 @@ def test_clicking_in_serq_ui_reaches_the_replayed_state(page):
     from playwright.sync_api import expect
 
     inst = str(INST / "multiturn_chat.sq")
-    proc = subprocess.Popen([sys.executable, "-m", "serq", "ui", inst, "--port", "0"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        url = re.search(r"http://127\.0\.0\.1:\d+/", proc.stdout.readline()).group(0)
+    with serq_ui(inst) as (_proc, url, _port):
         page.goto(url)
         assert page.inner_text("#path") == "0"
         # click a path through the graph: arrivals, turns with their draws, iterations
@@ -239,23 +237,12 @@ def test_clicking_in_serq_ui_reaches_the_replayed_state(page):
         page.click("#search")
         expect(page.locator("#message")).to_have_text(re.compile("^pass: no violation in"), timeout=60_000)
         shot(page, "ui_violation")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    assert proc.returncode == 0
 
 
 def test_serq_ui_links_to_the_violation_timeline(page):
     from playwright.sync_api import expect
 
-    proc = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(INST / "self_preempt.sq"), "--port", "0"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        url = re.search(r"http://127\.0\.0\.1:\d+/", proc.stdout.readline()).group(0)
+    with serq_ui(INST / "self_preempt.sq") as (_proc, url, _port):
         page.goto(url)
         page.click("#violation-link")
         expect(page.locator("#message")).to_have_text(re.compile("^livelock:"), timeout=60_000)
@@ -265,13 +252,6 @@ def test_serq_ui_links_to_the_violation_timeline(page):
         page.click("#violation-timeline")
         assert page.get_attribute("[data-returns-to]", "data-returns-to") == "2"
         shot(page, "ui_violation_timeline")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
 
 
 # a page of another site that tries to use the explorer on 127.0.0.1:PORT
@@ -285,11 +265,7 @@ setTimeout(() => document.getElementById("f").submit(), 300);
 
 
 def test_serq_ui_is_not_for_another_sites_page(page):
-    proc = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(INST / "self_preempt.sq"), "--port", "0"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        url = re.search(r"http://127\.0\.0\.1:(\d+)/", proc.stdout.readline())
-        port = url.group(1)
+    with serq_ui(INST / "self_preempt.sq") as (_proc, url, port):
         # DNS rebinding: the browser reaches 127.0.0.1 under another site's name, and is refused
         page.route(re.compile(r"^http://rebind\.test:"), lambda route: route.continue_())
         r = page.goto(f"http://rebind.test:{port}/api/state/0")
@@ -297,16 +273,8 @@ def test_serq_ui_is_not_for_another_sites_page(page):
         assert "self_preempt" not in page.content()
         # another site's page: an image, a fetch and a form posted to the search get nothing started
         page.route("http://attacker.test/", lambda route: route.fulfill(
-            body=ATTACK.replace("PORT", port), content_type="text/html"))
+            body=ATTACK.replace("PORT", str(port)), content_type="text/html"))
         with page.expect_navigation(url=re.compile(r"/violation$")):
             page.goto("http://attacker.test/")
-        page.goto(url.group(0) + "violation")
+        page.goto(url + "violation")
         assert page.is_visible("#search") and "it starts with this button" in page.inner_text("#message")
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-    assert proc.returncode == 0

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from serq.sim import SimConfig, Simulator
 from serq.view.simplots import attach, binned, busy_binned, sim_page
 from serq.view.timeline import timeline, timeline_page
 from serq.view.ui import Explorer, make_app
+from tests.fixtures import serq_ui
 
 ROOT = Path(__file__).resolve().parent.parent
 INST = ROOT / "instances"
@@ -493,15 +493,11 @@ def test_ui_answers_while_a_long_request_runs(tmp_path):
 
     inst = tmp_path / "long.sq"
     inst.write_text(LONG)
-    p = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(inst), "--port", "0"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        url = re.search(r"http://127\.0\.0\.1:(\d+)/", p.stdout.readline())
-        port = int(url.group(1))
+    with serq_ui(inst) as (_proc, url, port):
         ends = {}
 
         def get(name, path):
-            with urllib.request.urlopen(url.group(0) + path, timeout=120) as r:
+            with urllib.request.urlopen(url + path, timeout=120) as r:
                 assert r.status == 200
                 r.read()
             ends[name] = time.monotonic()
@@ -522,14 +518,6 @@ def test_ui_answers_while_a_long_request_runs(tmp_path):
         r = conn.getresponse()
         assert r.status == 403 and b"long.sq" not in r.read()
         conn.close()
-    finally:
-        p.send_signal(signal.SIGINT)
-        try:
-            p.communicate(timeout=60)
-        finally:
-            if p.poll() is None:
-                p.kill()
-    assert p.returncode == 0
 
 
 # ---------------------------------------------------------------- serq ui (command)
@@ -554,17 +542,9 @@ def test_ui_rejects_a_bad_replay_path_and_a_busy_port(capsys):
 
 
 def test_ui_serves_until_ctrl_c():
-    p = subprocess.Popen([sys.executable, "-m", "serq", "ui", str(INST / "self_preempt.sq"), "--port", "0"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = p.stdout.readline()
-        assert "at http://127.0.0.1:" in line
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-    assert p.returncode == 0 and out == "serq ui: stopped\n" and "Traceback" not in err
+    with serq_ui(INST / "self_preempt.sq") as (p, url, _port):
+        assert url.startswith("http://127.0.0.1:")
+    assert p.out == "serq ui: stopped\n"  # serq_ui stopped it by SIGINT: exit 0, no traceback
 
 
 def test_timeline_page_escapes_names():
