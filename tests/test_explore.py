@@ -181,7 +181,6 @@ def test_check_engine_directly_on_model():
 
 
 def test_explorer_rejects_what_it_cannot_treat_finitely(capsys):
-    from serq.cli import main
     from serq.diagnostics import SerqError
 
     clock = "stage gpu { budget 4; }\nsession a { let t = now; prefill 1; }\nworkload { 1 x a; }\n"
