@@ -12,6 +12,7 @@ reports the same bytes. docs/simulator.md defines each field.
 from __future__ import annotations
 
 from serq.durations import ITERATION, cell_text, cell_unit, span_text, time_unit
+from serq.semantics.words import first_token
 from serq.words import stuck_text
 
 import json
@@ -119,14 +120,10 @@ class Stats:
         names the program of sessions spawned since the start."""
         for e in events:
             k = e[0]
+            if first_token(e):
+                self._first_token(e[1], tick)
             if k == "serve":
-                sid, n, kind = e[1], e[2], e[3]
-                self.prog_tokens[self.prog_of[sid]] += n
-                if kind == "decode":
-                    self._first_token(sid, tick)
-            elif k == "run_done":
-                if e[2] == "prefill":
-                    self._first_token(e[1], tick)
+                self.prog_tokens[self.prog_of[e[1]]] += e[2]
             elif k == "iterate":
                 si, shape = e[1], e[2]
                 self.iters[si] += 1

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serq import ir
+from serq.semantics.words import first_token as is_first_token
 from serq.expr import EvalError, compile_expr
 from serq.model import ITERATE
 
@@ -122,11 +123,6 @@ class _Shape:
         raise EvalError(f"`{fn}({pool})` has no value in a cost")
 
 
-def _first_token(e) -> bool:
-    """A request's first token: the end of a prefill run, or a decode token."""
-    return (e[0] == "run_done" and e[2] == "prefill") or (e[0] == "serve" and e[3] == "decode")
-
-
 def request_starts(events) -> list[int]:
     """The sessions whose request starts in a step: one that arrives or
     leaves a `turn` (its user's reply), and one spawned in it."""
@@ -174,7 +170,7 @@ class Counter:
                 ph[e[1]] = 1
             elif t == "spawn":
                 ph[e[2]] = 1
-            elif t in ("at_turn", "end") or (first_token and _first_token(e)):
+            elif t in ("at_turn", "end") or (first_token and is_first_token(e)):
                 ph[e[1]] = 0  # the request ended (or had its first token): no later step counts for it
         return tuple(ph)
 

@@ -17,6 +17,13 @@ from serq.semantics.lower import MAXQ, bits2f
 _RUN = ("prefill", "decode")
 
 
+def first_token(e) -> bool:
+    """Whether event `e` is a request's first token (for its session
+    e[1]): the end of a prefill run, or a decode token. What ttft ends at,
+    in the simulator's report and in `--worst ttft`."""
+    return (e[0] == "run_done" and e[2] == "prefill") or (e[0] == "serve" and e[3] == "decode")
+
+
 def value(t: int, raw: int):
     """An attribute's raw row value as the language's value."""
     if t == T_REAL:
