@@ -143,14 +143,13 @@ def worst_page(w, instance: str) -> str:
     """`serq explore --worst METRIC --html`: the witness of a worst case as
     a timeline, the steps where its count grew marked."""
     from dataclasses import replace
-    from types import SimpleNamespace
 
+    from explorer.result import Result
     from serq.worst import counted_text, headline
 
     # the witness's states carry the metric's phases: the model's state is the first half
     trace = [replace(s, state=s.state[0]) for s in w.trace]
-    run = SimpleNamespace(trace=trace, lasso_start=w.lasso_start, verdict="worst", kind=None, message="",
-                          replay_path=w.replay_path, diagnosis=(), no_return=None)
+    run = Result("worst", "", trace=trace, lasso_start=w.lasso_start, replay_path=w.replay_path)
     data = timeline(w.model, run, instance)
     data["verdict"] = "worst" if w.complete else "bound"
     data["headline"] = headline(w)
