@@ -196,8 +196,8 @@ def test_worst_has_no_pool_and_refuses_workers(capsys):
     assert "E012" in err and "a worst case is computed in one process; drop --workers" in err
 
 
-# spawns: `--workers 2` explores on worker processes (the hash-partitioned engine)
-SPAWNS = """
+# spawns, bounded (i reaches 4): `--workers 2` explores on worker processes (the hash-partitioned engine)
+SPAWNS_BOUNDED = """
 pool kv { cap 64; block 2; admit via gpu; }
 stage gpu { budget 2; }
 session c { turn; }
@@ -218,7 +218,7 @@ def test_theorem_exploration_worker_killed_is_failed(tmp_path):
     """The theorem's solo runs are walks in this process; its exploration
     runs on the engine's supervised workers."""
     inst = tmp_path / "spawns.sq"
-    inst.write_text(SPAWNS)
+    inst.write_text(SPAWNS_BOUNDED)
     code, out, err = _run_and_kill(["explore", str(inst), "--theorem", "--workers", "2", "--time-limit", "120",
                                     "--no-timing"], 2)
     assert code == 18, (out, err)
