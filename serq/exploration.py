@@ -175,9 +175,11 @@ def judged(model, trace, path: str):
         msg += (f" (at step {end} of the {last} replayed: a behaviour ends at its first failure, as in the "
                 f"search; the {last - end} step(s) after it are not shown)")
         trace, path = trace[:end + 1], format_path(trace[:end + 1])
-    return Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=path,
-                  diagnosis=model.describe_deadlock(trace[-1].state) if verdict == "deadlock" else [],
-                  lasso_start=start)
+    r = Result(verdict=verdict, kind=kind, message=msg, trace=trace, replay_path=path,
+               diagnosis=model.describe_deadlock(trace[-1].state) if verdict == "deadlock" else [],
+               lasso_start=start)
+    note_stuck(r, model.checks, model.notes)  # a stuck session on the path, not checked: noted as the search does
+    return r
 
 
 def judge_path(model, trace) -> tuple[int, str, str | None, str, int | None]:

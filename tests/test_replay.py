@@ -112,3 +112,13 @@ def test_swarm_counterexamples_have_a_point_of_no_return(capsys):
     assert code == 12 and d["verdict"] == "violation"
     nr = d["point_of_no_return"]
     assert nr["status"] == "step" and nr["states"] == 179 and "draws prompt=3" in nr["action"]
+
+
+def test_a_replay_through_a_stuck_step_not_checked_notes_it(capsys):
+    # as the search's verdict line does under `completes`: a note, not a failure
+    inst = str(ROOT / "instances" / "stuck_completes.sq")
+    assert main(["explore", inst, "--check", "stuck", "-q", "--no-timing"]) == 12
+    path = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("replay: ")).split()[1]
+    assert main(["explore", inst, "--replay", path, "-q", "--no-timing"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith(f"pass: replayed {path.count('/')} step(s); note: a session can be stuck (chat#3 ")
