@@ -63,6 +63,21 @@ def alive(pid: int) -> bool:
         return False
 
 
+# the two requests of each chat start with `turn`: a chat waits for its user
+# while the other is served
+TURN_FIRST = """
+pool kv { cap 12; block 2; admit via gpu; }
+stage gpu { budget 4; }
+session chat {
+  repeat 2 {
+    turn;
+    hold kv need 2 take 0 { prefill 2 growing kv; }
+  }
+}
+workload { 2 x chat; }
+"""
+
+
 @contextmanager
 def serq_ui(inst, *args):
     """`serq ui INST --port 0 ARGS` running as a real server: yields

@@ -12,17 +12,9 @@ from serq.load import load_text
 from serq.report import build_report
 from serq.schedule import ScheduleWriter
 from serq.sim import SimConfig, Simulator
+from tests.fixtures import TURN_FIRST
 
-NO_COST = """pool kv { cap 12; block 2; admit via gpu; }
-stage gpu { budget 4; }
-session chat {
-  repeat 2 {
-    turn;
-    hold kv need 2 take 0 { prefill 2 growing kv; }
-  }
-}
-workload { 2 x chat; }
-"""
+NO_COST = TURN_FIRST.lstrip("\n")  # no stage has a cost
 
 
 def codes(src: str, **kw) -> list[tuple[int, int, str]]:

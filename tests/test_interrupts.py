@@ -21,6 +21,32 @@ from tests.fixtures import FOREVER, alive, children  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
+def _interrupt(p, sig, ready=lambda: None, timeout: float = 120):
+    """ready() (it waits until p is under way; what it returns is kept),
+    then `sig` to p: (ready's value, p's stdout, p's stderr). p is killed
+    if it outlives the test."""
+    try:
+        got = ready()
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=timeout)
+        return got, out, err
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def _progress_lines(p, n: int) -> None:
+    """Wait for the n-th progress line: the search is under way."""
+    seen = 0
+    for line in p.stderr:
+        if line.startswith("exploring:"):
+            seen += 1
+            if seen == n:
+                return
+    raise AssertionError(f"{seen} progress lines, not {n}")
+
+
 def _start(tmp_path, *argv):
     inst = tmp_path / "forever.sq"
     inst.write_text(FOREVER)
@@ -33,21 +59,12 @@ def _start(tmp_path, *argv):
 @pytest.mark.parametrize("flags", [[], ["--workers", "2"], ["--strategy", "dfs"]], ids=["bfs", "workers2", "dfs"])
 def test_explore_interrupted(tmp_path, sig, flags):
     p = _start(tmp_path, "explore", "--progress", *flags)
-    try:
-        seen = 0
-        for line in p.stderr:  # wait for the second progress line: the search is under way
-            if line.startswith("exploring:"):
-                seen += 1
-                if seen == 2:
-                    break
-        assert seen == 2
-        kids = children(p.pid)  # worker processes, if any (serq models expand on threads)
-        p.send_signal(sig)
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+
+    def ready():
+        _progress_lines(p, 2)
+        return children(p.pid)  # worker processes, if any (serq models expand on threads)
+
+    kids, out, err = _interrupt(p, sig, ready)
     _interrupted(p, out, err, sig, workers=2 if "--workers" in flags else 1)
     assert not [k for k in kids if alive(k)]  # workers stopped and joined
 
@@ -71,16 +88,7 @@ def test_explore_interrupted_json(tmp_path):
     import json
 
     p = _start(tmp_path, "explore", "--progress", "--json")
-    try:
-        for line in p.stderr:
-            if line.startswith("exploring:"):
-                break
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    _, out, err = _interrupt(p, signal.SIGINT, lambda: _progress_lines(p, 1))
     assert out.strip(), f"no JSON on stdout (exit {p.returncode}); stderr:\n{err}"
     d = json.loads(out)
     assert p.returncode == 16 and d["verdict"] == "interrupted" and d["exit_code"] == 16
@@ -90,16 +98,13 @@ def test_explore_interrupted_json(tmp_path):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_run_interrupted(tmp_path, sig):
     p = _start(tmp_path, "run", "--trace")
-    try:
-        for n, line in enumerate(p.stdout):  # trace lines: the run is under way
+
+    def ready():  # 100 trace lines: the run is under way
+        for n, _line in enumerate(p.stdout):
             if n == 100:
-                break
-        p.send_signal(sig)
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+                return
+
+    _, out, err = _interrupt(p, sig, ready)
     assert p.returncode == 16, err
     assert "Traceback" not in err
     assert "stopped: interrupted" in out
@@ -204,17 +209,14 @@ def test_a_signal_while_loading_is_an_interrupt(tmp_path, sig):
     import time
 
     p = _start(tmp_path, "explore")
-    try:
+
+    def ready():
         t0 = time.monotonic()
         while not _catches_sigterm_before_numba(p.pid):
             assert p.poll() is None and time.monotonic() - t0 < 30, "no handler before the heavy imports"
             time.sleep(0.001)
-        p.send_signal(sig)
-        out, err = p.communicate(timeout=120)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+
+    _, out, err = _interrupt(p, sig, ready)
     assert p.returncode == 16, err
     assert "Traceback" not in err and f"interrupted by {sig.name}" in err
 
@@ -233,17 +235,15 @@ def test_swarm_interrupted_gives_its_statistics(tmp_path, sig):
     import time
 
     p = _start(tmp_path, "explore", "--swarm", "2")
-    try:
+
+    def ready():
         t0 = time.monotonic()
         while len(kids := children(p.pid)) < 2:  # both searches forked: the swarm is under way
             assert p.poll() is None and time.monotonic() - t0 < 60, "the swarm never started"
             time.sleep(0.01)
         time.sleep(0.3)
-        p.send_signal(sig)
-        out, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+        return kids
+
+    kids, out, err = _interrupt(p, sig, ready, timeout=60)
     _interrupted(p, out, err, sig, workers=2)
     assert not [k for k in kids if alive(k)]

@@ -16,22 +16,10 @@ from worst_brute import METRIC_NAMES, along, brute_force
 from serq.diagnostics import SerqError
 from serq.load import load_path, load_text
 from serq.worst import find_worst
+from tests.fixtures import TURN_FIRST
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# the two requests of each chat start with `turn`: a chat waits for its user
-# while the other is served
-TURN_FIRST = """
-pool kv { cap 12; block 2; admit via gpu; }
-stage gpu { budget 4; }
-session chat {
-  repeat 2 {
-    turn;
-    hold kv need 2 take 0 { prefill 2 growing kv; }
-  }
-}
-workload { 2 x chat; }
-"""
 
 # an agent's request spawns subagents and joins them; its second request
 # reuses its cached conversation; the pool is small enough to preempt
