@@ -18,7 +18,7 @@ The step itself runs in the compiled kernel (`serq.semantics`); this module
 keeps the instance's compiled metadata the simulator and the trace words
 read, and turns the kernel's rows into the state tuples below.
 
-State (plain tuples; the kernel's row holds the same facts):
+State (NamedTuples, `serq.semantics.state`; the kernel's row holds the same facts):
   (sessions, pools, seq, fault)
   session = (prog, pc, attrs, run_done, run_total, holds, parent, live,
              arrived, admitted, last_pos, stuck)
@@ -40,6 +40,7 @@ from serq import ir
 from serq.vocab import MAX_INT
 from serq.expr import EvalError, compile_expr
 from serq.semantics.engine import Engine
+from serq.semantics.state import Pool, Session, State
 
 # action kinds
 ARRIVE, TURN, ITERATE = "arrive", "turn", "iterate"
@@ -250,9 +251,9 @@ class Model:
     def initial_state(self):
         sessions = []
         for prog, attrs in self.workload:
-            sessions.append((prog, self.progs[prog].entry, tuple(attrs), 0, 0, (), -1, 0, 0, 0, -1, 0))
-        pools = tuple((p.cap, (), ()) for p in self.pools)
-        return (tuple(sessions), pools, 0, None)
+            sessions.append(Session(prog, self.progs[prog].entry, tuple(attrs), 0, 0, (), -1, 0, 0, 0, -1, 0))
+        pools = tuple(Pool(p.cap, (), ()) for p in self.pools)
+        return State(tuple(sessions), pools, 0, None)
 
     def is_done(self, state) -> bool:
         sessions, _, _, fault = state

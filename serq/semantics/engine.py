@@ -22,8 +22,10 @@ from serq.semantics.kernel.abi import (
 )
 from serq.semantics.lower import DIST, MAXQ, Lowered, bits2f, f2bits, initial_attrs, weights
 from serq.semantics.rowstate import RowState
+from serq.semantics.state import CacheEntry, Hold, Pool, Session, State
 
 KIND = {"arrive": A_ARRIVE, "turn": A_TURN, "iterate": A_ITERATE}
+_new = tuple.__new__  # a NamedTuple made without its Python-level constructor
 
 
 _ENTRY = None
@@ -141,25 +143,25 @@ class Engine:
         t = self.low.types[prog]
         attrs = tuple(words.value(t[i], w[b + F_ATTR + i]) for i in range(len(t)))
         hb = b + F_ATTR + self.low.NA
-        holds = tuple(tuple(w[hb + HW * j: hb + HW * (j + 1)]) for j in range(w[b + F_NH]))
+        holds = tuple(_new(Hold, w[hb + HW * j: hb + HW * (j + 1)]) for j in range(w[b + F_NH]))
         lp = -1 if w[b + F_LP0] == -1 else (w[b + F_LP0], w[b + F_LP1])
-        return (prog, w[b + F_PC], attrs, w[b + F_RD], w[b + F_RT], holds, w[b + F_PARENT],
-                w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM], lp, w[b + F_STUCK])
+        return _new(Session, (prog, w[b + F_PC], attrs, w[b + F_RD], w[b + F_RT], holds, w[b + F_PARENT],
+                              w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM], lp, w[b + F_STUCK]))
 
     def dec_pool(self, w, p: int, base: int | None = None):
         """A pool tuple from row w (a list); `base`: where the pools start in w."""
         b = (self.PB if base is None else base) + p * self.PW
         c = b + P_Q + self.cap
-        cache = tuple(tuple(w[c + CW * k: c + CW * (k + 1)]) for k in range(w[b + P_CN]))
+        cache = tuple(_new(CacheEntry, w[c + CW * k: c + CW * (k + 1)]) for k in range(w[b + P_CN]))
         free = None if self.program.pools[p].cap is None else w[b + P_FREE]
-        return (free, cache, tuple(w[b + P_Q: b + P_Q + w[b + P_QN]]))
+        return _new(Pool, (free, cache, tuple(w[b + P_Q: b + P_Q + w[b + P_QN]])))
 
     def state(self, fault=None):
         """The working row as a state tuple."""
         w = self.w[: self.W].tolist()
         sessions = [self.dec_session(w, sid) for sid in range(w[R_NSESS])]
         pools = [self.dec_pool(w, p) for p in range(len(self.program.pools))]
-        return (tuple(sessions), tuple(pools), w[R_SEQ], fault)
+        return _new(State, (tuple(sessions), tuple(pools), w[R_SEQ], fault))
 
     # ------------------------------------------------------------ a step
     def run(self, state, base, oracle, now: int = 0, want_events: bool = True, packed: bool = False):

@@ -1,15 +1,17 @@
 """A state as a packed row: the kernel's row (bytes) with its capacity,
-fingerprint (0 when not computed) and flags; the state tuple of
-`serq.model` is decoded by its source (`rows.decode`) only when read."""
+fingerprint (0 when not computed) and flags; the State
+(`serq.semantics.state`) is decoded by its source (`rows.decode`) only when read."""
 
 from __future__ import annotations
+
+from serq.semantics.state import State
 
 F_FAULT, F_STUCK, F_DONE = 1, 2, 4  # the kernel's row flags (kernel/entry.py: row_flags)
 
 
 class RowState:
     """A state as a row. Reads like the state tuple (decoded on first use);
-    pickles as the tuple (a worker process re-packs it)."""
+    pickles as the State (a worker process re-packs it)."""
 
     __slots__ = ("rows", "row", "cap", "fp", "flags", "_t", "levels", "works")
 
@@ -25,6 +27,12 @@ class RowState:
 
     def __getitem__(self, i):
         return self.tuple()[i]
+
+    # the State's fields, read through the decoded tuple
+    sessions = property(lambda self: self.tuple().sessions)
+    pools = property(lambda self: self.tuple().pools)
+    seq = property(lambda self: self.tuple().seq)
+    fault = property(lambda self: self.tuple().fault)
 
     def __iter__(self):
         return iter(self.tuple())
@@ -44,4 +52,4 @@ class RowState:
         return repr(self.tuple())
 
     def __reduce__(self):
-        return (tuple, (self.tuple(),))
+        return (State._make, (tuple(self.tuple()),))

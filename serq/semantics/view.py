@@ -8,6 +8,7 @@ import numpy as np
 
 from serq.semantics.kernel.abi import F_PC, F_PROG, F_RD, F_RT, R_NSESS, R_SEQ, RHDR
 from serq.semantics.rowstate import F_FAULT, RowState
+from serq.semantics.state import State, pool_of, session_of
 
 
 class StateView:
@@ -18,20 +19,20 @@ class StateView:
         if self.packed:
             self.arr = np.frombuffer(state.row, np.int64)
             self.w = None  # the row as a list, made when a session is read
-            self.fault = state[3] if state.flags & F_FAULT else None
+            self.fault = state.fault if state.flags & F_FAULT else None
             self.n = int(self.arr[R_NSESS])
             self.seq = int(self.arr[R_SEQ])
             lst = self.arr[engine.PB: engine.W].tolist()
             self.pools = tuple(engine.dec_pool(lst, p, 0) for p in range(len(engine.program.pools)))
         else:
-            self.fault = state[3]
-            self.n = len(state[0])
-            self.seq = state[2]
-            self.pools = state[1]
+            self.fault = state.fault
+            self.n = len(state.sessions)
+            self.seq = state.seq
+            self.pools = state.pools
 
     def session(self, sid: int):
         if not self.packed:
-            return self.state[0][sid]
+            return self.state.sessions[sid]
         e = self.e
         b = RHDR + sid * e.SF
         return e.dec_session(self.arr[b: b + e.SF].tolist(), sid, 0)
@@ -40,7 +41,7 @@ class StateView:
         """Sessions in a run of stage si with work left, in id order."""
         stage = self.e.run_stage_table
         if not self.packed:
-            return [sid for sid, s in enumerate(self.state[0]) if stage[s[0], s[1]] == si and s[3] < s[4]]
+            return [sid for sid, s in enumerate(self.state.sessions) if stage[s.prog, s.pc] == si and s.run_done < s.run_total]
         e = self.e
         m = self.arr[RHDR: RHDR + self.n * e.SF].reshape(self.n, e.SF)
         mask = (stage[m[:, F_PROG], m[:, F_PC]] == si) & (m[:, F_RD] < m[:, F_RT])
@@ -49,13 +50,13 @@ class StateView:
     def patched(self, sessions: dict, pools: dict):
         """The state with these sessions and pools replaced."""
         if not self.packed:
-            ss = list(self.state[0])
+            ss = list(self.state.sessions)
             for sid, s in sessions.items():
-                ss[sid] = s
-            ps = list(self.state[1])
+                ss[sid] = session_of(s)
+            ps = list(self.state.pools)
             for p, pool in pools.items():
-                ps[p] = pool
-            return (tuple(ss), tuple(ps), self.state[2], self.state[3])
+                ps[p] = pool_of(pool)
+            return State(tuple(ss), tuple(ps), self.state.seq, self.state.fault)
         e = self.e
         row = self.arr.copy()
         for sid, s in sessions.items():
