@@ -26,13 +26,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 STATE_NAMES = {
     # states
-    "state", "states", "st", "nxt", "succ", "prev", "before", "after", "start", "init", "initial", "final", "last",
+    "state", "st", "nxt", "succ", "prev", "before", "after", "start", "init", "initial", "final", "last",
     # sessions
     "s", "s2", "ss", "sess", "session", "sessions", "parent_s", "child",
     # holds
     "h", "h2", "hold", "holds", "held",
     # pools and cache entries
-    "pool", "pools", "pl", "cache", "entry", "ent", "c", "queue",
+    "pool", "pools", "pl", "cache", "entry", "ent", "c",
 }
 
 

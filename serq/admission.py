@@ -36,9 +36,9 @@ def _n(n: int, word: str) -> str:
 def _holders(m, state, p: int, sid: int, evictable: int) -> str:
     """Who holds what pool p cannot give: the holds of the sessions other
     than sid and the cached units a hold uses (pinned)."""
-    parts = [f"{m.session_label(state, o)} holds {_n(h[2], 'unit')}" for o, s in enumerate(state[0]) if o != sid
-             for h in s[5] if h[1] == p and h[2]]
-    pinned = sum(e[1] for e in state[1][p][1]) - evictable
+    parts = [f"{m.session_label(state, o)} holds {_n(h.own, 'unit')}" for o, s in enumerate(state.sessions)
+             if o != sid for h in s.holds if h.pool == p and h.own]
+    pinned = sum(e.units for e in state.pools[p].cache) - evictable
     if pinned:
         parts.append(f"{_n(pinned, 'unit')} {'are' if pinned != 1 else 'is'} pinned in the cache")
     return ", ".join(parts) if parts else "no other session holds a unit"
@@ -47,7 +47,7 @@ def _holders(m, state, p: int, sid: int, evictable: int) -> str:
 def _short_text(m, state, sid: int, p: int, need: int, take: int, obt: int, evictable: int) -> str:
     pool = m.pools[p]
     bs = pool.block
-    free = state[1][p][0]
+    free = state.pools[p].free
     reused = free + evictable - obt  # the evictable part of the hit: taken, not obtained again
     want = max(need, take)
     verb = "needs" if need >= take else "takes"
@@ -63,11 +63,11 @@ def _short_text(m, state, sid: int, p: int, need: int, take: int, obt: int, evic
 def refusal(m, state, sid: int, now: int = 0) -> Refusal:
     """Why the waiting hold of session sid (in an acquire state) is not
     admitted now."""
-    s = state[0][sid]
-    st = m.progs[s[0]].states[s[1]]
+    s = state.sessions[sid]
+    st = m.progs[s.prog].states[s.pc]
     gate = st.f["gate"]
     r = Refusal(sid)
-    queue = state[1][gate][2]
+    queue = state.pools[gate].queue
     pool = m.pools[gate]
     si = m.stage_index[pool.admit_via] if pool.admit_via is not None else -1
     admit_if, items, fault = m.engine.explain_admission(state, sid, si, now)
@@ -111,8 +111,8 @@ def _fits_yet_waits(si: int, pool) -> str:
 def refusals(m, state, now: int = 0) -> dict[int, Refusal]:
     """Every waiting hold's refusal, by session."""
     out = {}
-    for sid, s in enumerate(state[0]):
-        if m.progs[s[0]].states[s[1]].kind == "acquire":
+    for sid, s in enumerate(state.sessions):
+        if m.progs[s.prog].states[s.pc].kind == "acquire":
             out[sid] = refusal(m, state, sid, now)
     return out
 
@@ -121,16 +121,16 @@ def grower_text(m, state, sid: int) -> str | None:
     """The words for a resident that cannot take one more token: its run
     grows a finite pool that preempts no one, its hold has no unit to
     spare, and less than a block is free or evictable. None otherwise."""
-    s = state[0][sid]
-    st = m.progs[s[0]].states[s[1]]
-    if st.kind != "run" or s[3] >= s[4] or st.f["growing"] is None:
+    s = state.sessions[sid]
+    st = m.progs[s.prog].states[s.pc]
+    if st.kind != "run" or s.run_done >= s.run_total or st.f["growing"] is None:
         return None
     p = st.f["growing"]
     pool = m.pools[p]
-    hold = next((h for h in s[5] if h[1] == p), None)
-    if pool.cap is None or pool.victim is not None or hold is None or hold[2] > hold[3]:
+    hold = next((h for h in s.holds if h.pool == p), None)
+    if pool.cap is None or pool.victim is not None or hold is None or hold.own > hold.use:
         return None
-    free, ev = state[1][p][0], m.engine.evictable(state)[p]
+    free, ev = state.pools[p].free, m.engine.evictable(state)[p]
     if free + ev >= pool.block:
         return None
     return (f"{m.session_label(state, sid)} cannot grow its hold on `{pool.name}` by a block: free {free} + "
@@ -146,12 +146,12 @@ def stuck_why(m, before, stuck, events) -> str | None:
     it held nothing of the pool before the step."""
     sid, p = stuck[1], stuck[2]
     self_preempted = any(x[0] == "preempt" and x[1] == sid and x[3] == "self" for x in events)
-    hold = next((h for h in before[0][sid][5] if h[1] == p), None) if sid < len(before[0]) else None
+    hold = next((h for h in before.sessions[sid].holds if h.pool == p), None) if sid < len(before.sessions) else None
     pool = m.pools[p]
     if hold is None or pool.cap is None:
         return None
     bs = pool.block
-    held, cap = -(-hold[2] // bs), pool.cap // bs
+    held, cap = -(-hold.own // bs), pool.cap // bs
     if self_preempted and held >= cap:
         return (f"it held all {_n(cap, 'block')} of `{pool.name}` and needed another: "
                 f"it never fits `{pool.name}` alone")

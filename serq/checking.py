@@ -99,6 +99,6 @@ def _verdict(result, *, label: str, seed: int, max_steps: int) -> Judgement:
         return Judgement(PASS, [f"{label}: ok: no {checked(ch)}; the simulation ended at {now} with "
                                 f"{len(result.stalled)} session(s) that can never move, and deadlock is not "
                                 f"checked (seed {seed}):"] + stalled)
-    n = len(result.state[0])
+    n = len(result.state.sessions)
     where = f"up to the horizon ({now})" if result.stopped == "horizon" else f"all {n} sessions ended at {now}"
     return Judgement(PASS, [f"{label}: ok: no {checked(ch)}; {where} (seed {seed})"])

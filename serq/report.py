@@ -201,8 +201,8 @@ class Stats:
         self.level(now, self._lv)
         self.now = now
         self.final_sessions = [0] * len(self.ended)
-        for s in state[0]:
-            self.final_sessions[s[0]] += 1
+        for s in state.sessions:
+            self.final_sessions[s.prog] += 1
 
 
 # ---------------------------------------------------------------- the report

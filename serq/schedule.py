@@ -94,8 +94,8 @@ class ScheduleWriter:
         evict = m.engine.evictable(state)
         out = {}
         for p, pool in enumerate(m.pools):
-            free, cache, _ = view.pools[p]
-            out[pool.name] = {"free": free, "cached": sum(e[1] for e in cache), "evictable": evict[p],
+            held = view.pools[p]
+            out[pool.name] = {"free": held.free, "cached": sum(e.units for e in held.cache), "evictable": evict[p],
                               "allocated": int(alloc[p])}
         return out
 
@@ -146,8 +146,8 @@ class ScheduleWriter:
         for j, (cost, lv) in enumerate(zip(blk.costs, blk.levels)):
             pools = {}
             for p, pool in enumerate(m.pools):
-                free0, cache0, _ = v0.pools[p]
-                cached0 = sum(e[1] for e in cache0)
+                free0 = v0.pools[p].free
+                cached0 = sum(e.units for e in v0.pools[p].cache)
                 grown = lv[p] - a0[p]
                 if free0 is None:
                     free, cached, evict = None, cached0, e0[p]

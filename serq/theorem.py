@@ -158,8 +158,8 @@ def _taken(prog: ir.Program, cp, session, pool: str, scope: int | None):
     item = next(i for i in acqs[0].hold.items if i.pool == pool)
     bs = prog.pool(pool).block
     try:
-        take = compile_expr(item.take, cp.slots)(session[2], None)
-        reuse = compile_expr(item.reuse, cp.slots)(session[2], None) if item.reuse is not None else 0
+        take = compile_expr(item.take, cp.slots)(session.attrs, None)
+        reuse = compile_expr(item.reuse, cp.slots)(session.attrs, None) if item.reuse is not None else 0
     except Exception:  # noqa: BLE001 - a clause reading the context: not decided here
         return None
     return -(-int(take) // bs) * bs + int(reuse)
@@ -172,20 +172,21 @@ def _prefill_growth(prog, m, st, nxt, e, grown) -> str | None:
     pool = m.pools[p].name if p is not None else None
     if e[3] != "prefill" or pool not in grown:
         return None
-    cp = m.progs[nxt[0][sid][0]]
-    held = [h for h in st[0][sid][5] if h[1] == p] if sid < len(st[0]) else []
+    cp = m.progs[nxt.sessions[sid].prog]
+    held = [h for h in st.sessions[sid].holds if h.pool == p] if sid < len(st.sessions) else []
     if held:
-        before = held[0][2]
+        before = held[0].own
     else:  # admitted in this very step: what the hold's clauses took
-        scope = next((h[0] for h in nxt[0][sid][5] if h[1] == p), None)
-        before = _taken(prog, cp, nxt[0][sid], pool, scope)
+        scope = next((h.scope for h in nxt.sessions[sid].holds if h.pool == p), None)
+        before = _taken(prog, cp, nxt.sessions[sid], pool, scope)
         if before is None:
             return None
     bs = m.blocks[p]
     b0, b1 = -(-before // bs), -(-after // bs)
     if b1 <= b0:
         return None
-    vals = ", ".join(f"{a.name}={v}" for a, v in zip(cp.attrs, nxt[0][sid][2]) if a.origin in ("draw", "choose", "param"))
+    vals = ", ".join(f"{a.name}={v}" for a, v in zip(cp.attrs, nxt.sessions[sid].attrs)
+                     if a.origin in ("draw", "choose", "param"))
     return (f"{cp.name}({vals})" if vals else cp.name) + \
         f": its prefill grows its hold on `{pool}` from {b0} to {b1} blocks, past what the hold took at admission"
 
@@ -215,24 +216,24 @@ def measure(prog: ir.Program, *, deadline: float | None = None, time_limit: floa
                                 for a in sp.attrs if a.hidden and a.origin == "draw"]
 
         def peak(state, sid, p, own):
-            s = state[0][sid]
-            cp = m.progs[s[0]]
+            s = state.sessions[sid]
+            cp = m.progs[s.prog]
             blocks = -(-own // m.blocks[p])
             key = (cp.name, m.pools[p].name)
             if blocks > peaks.get(key, (-1, ""))[0]:
-                vals = ", ".join(f"{a.name}={v}" for a, v in zip(cp.attrs, s[2])
+                vals = ", ".join(f"{a.name}={v}" for a, v in zip(cp.attrs, s.attrs)
                                  if a.origin in ("draw", "choose", "param"))
                 peaks[key] = (blocks, f"{cp.name}({vals})" if vals else cp.name)
 
         def on_state(st):
-            for sid, s in enumerate(st[0]):
-                cp = m.progs[s[0]]
-                if cp.states[s[1]].kind == "arrive":
+            for sid, s in enumerate(st.sessions):
+                cp = m.progs[s.prog]
+                if cp.states[s.pc].kind == "arrive":
                     continue
-                attrs = s[2]
-                for h in s[5]:
-                    peak(st, sid, h[1], h[2])
-                for slot, name, bound in hidden[s[0]]:
+                attrs = s.attrs
+                for h in s.holds:
+                    peak(st, sid, h.pool, h.own)
+                for slot, name, bound in hidden[s.prog]:
                     if bound is None:
                         msg = f"`{cp.name}`: hidden `{name}` has no declared bound (declare `max_{name}` or `max_out`)"
                     elif attrs[slot] > attrs[cp.slots[bound]]:

@@ -22,6 +22,7 @@ state's layout.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from serq import ir
 from serq.semantics.words import first_token as is_first_token
@@ -35,16 +36,16 @@ WHOLE_RUN = -1  # the track of a metric counted for the whole run
 
 
 def n_sessions(state) -> int:
-    return len(state[0])
+    return len(state.sessions)
 
 
 def queue_len(state, p: int) -> int:
-    return len(state[1][p][2])
+    return len(state.pools[p].queue)
 
 
 def allocated(state, p: int, cap: int) -> int:
-    free, cache, _queue = state[1][p]
-    return cap - free - sum(e[1] for e in cache)
+    pool = state.pools[p]
+    return cap - pool.free - sum(e.units for e in pool.cache)
 
 
 # ---------------------------------------------------------------- metrics
@@ -259,59 +260,66 @@ class Counter:
         return best
 
 
+class MetricState(NamedTuple):
+    """A state of the metric search: the serq state and the counter's phases."""
+
+    state: Any
+    phases: Any
+
+
 class MetricModel:
     """The explorer's model protocol over a SerqModel and a Counter: a state
-    is (serq state, phases), an action the serq model's action."""
+    is a MetricState, an action the serq model's action."""
 
     def __init__(self, sm, counter: Counter):
         self.sm = sm
         self.counter = counter
 
     def initial_states(self):
-        return [(s, self.counter.initial(s)) for s in self.sm.initial_states()]
+        return [MetricState(s, self.counter.initial(s)) for s in self.sm.initial_states()]
 
     def actions(self, state):
-        return self.sm.actions(state[0])
+        return self.sm.actions(state.state)
 
     def step(self, state, action):
-        nxt, events = self.sm.m.step_events(state[0], action)
+        nxt, events = self.sm.m.step_events(state.state, action)
         if nxt is None:
             return None
-        return (nxt, self.counter.advance(state[1], action, nxt, events))
+        return MetricState(nxt, self.counter.advance(state.phases, action, nxt, events))
 
     def edge_info(self, state, action, nxt):
-        _, events = self.sm.m.step_events(state[0], action)
-        return self.counter.weights(state, action, nxt[0], events)
+        _, events = self.sm.m.step_events(state.state, action)
+        return self.counter.weights(state, action, nxt.state, events)
 
     def node_info(self, state):
-        return self.counter.value(state[0])
+        return self.counter.value(state.state)
 
     def canonical(self, state):
-        return (self.sm.canonical(state[0]), state[1])
+        return (self.sm.canonical(state.state), state.phases)
 
     def canonical_bytes(self, state) -> bytes:
         return repr(self.canonical(state)).encode()
 
     def is_done(self, state):
-        return self.sm.is_done(state[0])
+        return self.sm.is_done(state.state)
 
     def is_progress(self, state, action, nxt):
-        return self.sm.is_progress(state[0], action, nxt[0])
+        return self.sm.is_progress(state.state, action, nxt.state)
 
     def invariants(self, state):
-        return self.sm.invariants(state[0])
+        return self.sm.invariants(state.state)
 
     def format_action(self, state, action):
-        return self.sm.format_action(state[0], action)
+        return self.sm.format_action(state.state, action)
 
     def format_diff(self, state, nxt):
-        return self.sm.format_diff(state[0], nxt[0])
+        return self.sm.format_diff(state.state, nxt.state)
 
     def format_state(self, state):
-        return self.sm.format_state(state[0])
+        return self.sm.format_state(state.state)
 
     def describe_deadlock(self, state):
-        return self.sm.describe_deadlock(state[0])
+        return self.sm.describe_deadlock(state.state)
 
 
 # ---------------------------------------------------------------- the search
@@ -396,7 +404,7 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
                     counted, since = [], k
                 if n:
                     counted.append((k, n))
-    last = trace[-1].state[0]
+    last = trace[-1].state.state
     if track is None and metric.per_session:
         subject = "no request" if metric.per_request else "no session"  # no edge adds to it
     elif track == WHOLE_RUN or track is None:

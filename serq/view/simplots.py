@@ -44,9 +44,9 @@ class Recorder(Stats):
         self._cost[si] = cost  # the iteration whose effects come next ended now
 
     def _sample(self, tick, state) -> None:
-        pools = state[1]
-        cached = tuple(sum(e[1] for e in p[1]) for p in pools)
-        queued = tuple(len(p[2]) for p in pools)
+        pools = state.pools
+        cached = tuple(sum(e.units for e in p.cache) for p in pools)
+        queued = tuple(len(p.queue) for p in pools)
         if not self.pool_pts or self.pool_pts[-1][1:] != (cached, queued):
             self.pool_pts.append((tick, cached, queued))
 

@@ -26,11 +26,11 @@ PHASE_WORDS = {"not-arrived": "not arrived", "queued": "queued", "preempted": "q
 
 
 def _cell(sm: SerqModel, state, sid: int, marks: list[str]) -> dict:
-    if sid >= len(state[0]):
+    if sid >= len(state.sessions):
         return {"phase": "absent", "text": "", "title": "not spawned yet", "marks": []}
     phase = session_phase(sm, state, sid)
-    s = state[0][sid]
-    text = f"{s[3]}/{s[4]}" if phase in ("prefill", "decode") else _SHORT.get(phase, "")
+    s = state.sessions[sid]
+    text = f"{s.run_done}/{s.run_total}" if phase in ("prefill", "decode") else _SHORT.get(phase, "")
     return {"phase": phase, "text": text, "title": session_text(sm, state, sid), "marks": marks}
 
 
@@ -49,7 +49,7 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
     trace = result.trace
     m = sm.m
     last = trace[-1].state if trace else None
-    n_sessions = len(last[0]) if trace else 0
+    n_sessions = len(last.sessions) if trace else 0
     steps = []
     lanes = [{"label": sm.label(last, sid), "cells": [], "in_cycle": False} for sid in range(n_sessions)]
     pools = []
@@ -69,7 +69,7 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
             lanes[sid]["cells"].append(_cell(sm, step.state, sid, marks.get(sid, [])))
         for p in range(len(m.pools)):
             alloc, cached, free = pool_levels(sm, step.state, p)
-            queue = len(step.state[1][p][2])
+            queue = len(step.state.pools[p].queue)
             pools[p]["cells"].append({"alloc": alloc, "cached": cached, "free": free, "queue": queue})
     for p, pool in enumerate(pools):
         # an infinite pool's bars are scaled to the most it ever held
@@ -148,7 +148,7 @@ def worst_page(w, instance: str) -> str:
     from serq.worst import counted_text, headline
 
     # the witness's states carry the metric's phases: the model's state is the first half
-    trace = [replace(s, state=s.state[0]) for s in w.trace]
+    trace = [replace(s, state=s.state.state) for s in w.trace]
     run = Result("worst", "", trace=trace, lasso_start=w.lasso_start, replay_path=w.replay_path)
     data = timeline(w.model, run, instance)
     data["verdict"] = "worst" if w.complete else "bound"

@@ -95,12 +95,12 @@ class Explorer:
             done = m.is_done(state)
             sessions = [{"label": m.label(state, sid), "phase": session_phase(m, state, sid),
                          "where": PHASE_WORDS[session_phase(m, state, sid)], "text": session_text(m, state, sid)}
-                        for sid in range(len(state[0]))]
+                        for sid in range(len(state.sessions))]
             pools = []
             for p, pool in enumerate(m.m.pools):
                 alloc, cached, free = pool_levels(m, state, p)
                 pools.append({"name": pool.name, "cap": m.m.caps[p], "allocated": alloc, "cached": cached,
-                              "free": free, "queue": [m.label(state, q) for q in state[1][p][2]],
+                              "free": free, "queue": [m.label(state, q) for q in state.pools[p].queue],
                               "text": pool_text(m, state, p)})
         # step k's path is the first k + 1 indices of `path`: given once, the page stays linear in the path
         steps = [{"n": s.index, "action": s.action_text or "initial state"} for s in trace]
