@@ -230,7 +230,7 @@ def _agrees_with_admission(prog, limit: int = 3000) -> tuple[int, int]:
 
     def on_state(st):
         for p, pool in enumerate(m.pools):
-            q = st[1][p][2]
+            q = st.pools[p].queue
             if not q:
                 continue
             head = q[0]
@@ -241,7 +241,7 @@ def _agrees_with_admission(prog, limit: int = 3000) -> tuple[int, int]:
                 assert refused, (st, r.lines)
                 continue
             si = m.stage_index[pool.admit_via]
-            if any(m.progs[s[0]].states[s[1]].kind == "run" and s[3] < s[4] for s in st[0]):
+            if any(m.progs[s.prog].states[s.pc].kind == "run" and s.run_done < s.run_total for s in st.sessions):
                 continue  # residents are served first: the admission sees other levels
             for action, _nxt, events in m.transitions(st):
                 if action[0] == ITERATE and action[1] == si:

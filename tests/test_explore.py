@@ -14,6 +14,7 @@ from explorer.trace import replay
 from serq.explore import Checks, SerqModel
 from serq.exploration import explore
 from serq.load import load_text
+from serq.semantics.state import State
 from tests.fixtures import TWO_CHATS
 
 SELF_PREEMPT = """
@@ -133,12 +134,11 @@ def _permute(state, perm):
     n = len(sessions)
     out = [None] * n
     for old, s in enumerate(sessions):
-        s = list(s)
-        s[6] = perm[s[6]] if s[6] >= 0 else -1
-        out[perm[old]] = tuple(s)
-    new_pools = tuple((free, tuple((perm[o], u, r, t) for o, u, r, t in cache), tuple(perm[q] for q in queue))
-                      for free, cache, queue in pools)
-    return (tuple(out), new_pools, seq, fault)
+        out[perm[old]] = s._replace(parent=perm[s.parent] if s.parent >= 0 else -1)
+    new_pools = tuple(pool._replace(cache=tuple(e._replace(owner=perm[e.owner]) for e in pool.cache),
+                                    queue=tuple(perm[q] for q in pool.queue))
+                      for pool in pools)
+    return State(tuple(out), new_pools, seq, fault)
 
 
 @settings(max_examples=60, deadline=None)
@@ -153,7 +153,7 @@ def test_permuting_identical_sessions_keeps_the_fingerprint(seed, steps):
         if not acts:
             break
         state = sm.step(state, acts[rng.randrange(len(acts))])
-    perm = list(range(len(state[0])))
+    perm = list(range(len(state.sessions)))
     rng.shuffle(perm)
     assert state_fingerprint(sm, _permute(state, perm)) == state_fingerprint(sm, state)
     # and the permuted state behaves the same: same successor fingerprints

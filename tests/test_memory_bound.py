@@ -119,7 +119,7 @@ def test_a_memory_error_in_a_run_is_a_clean_stop(tmp_path, monkeypatch):
     monkeypatch.setattr(Stats, "events", events)
     r = Simulator(load_text(GROW, "grow.sq").program, SimConfig()).run()
     assert (r.stopped, r.limit) == (MEMORY_LIMIT, "MemoryError")
-    assert r.now > 0 and len(r.state[0]) > 1000  # the run so far: spawned sessions, simulated time
+    assert r.now > 0 and len(r.state.sessions) > 1000  # the run so far: spawned sessions, simulated time
 
 
 def test_run_under_ulimit_is_a_clean_stop(tmp_path):

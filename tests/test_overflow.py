@@ -145,11 +145,9 @@ def kernel_eval(exprs: tuple[str, ...], env: dict[str, int]) -> list:
     and by the Python evaluator; faults as the words of `outcome`."""
     m, codes, py, na = _built(exprs)
     s0 = m.initial_state()
-    sess = list(s0[0][0])
     attrs = [0] * na
     attrs[:3] = [env["a"], env["b"], env["c"]]
-    sess[2] = tuple(attrs)
-    state = ((tuple(sess),), s0[1], s0[2], s0[3])
+    state = s0._replace(sessions=(s0.sessions[0]._replace(attrs=tuple(attrs)),))
     out = []
     for code, f in zip(codes, py):
         with warnings.catch_warnings():

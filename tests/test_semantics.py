@@ -64,7 +64,7 @@ def drive(m: Model, script, state=None):
                     break
                 s = nxt
                 words.append(iteration_words(m, s, ev))
-                assert s[3] is None, s[3]
+                assert s.fault is None, s.fault
                 assert len(words) < 1000
             continue
         nxt, ev = m.run_with(s, a, o)
@@ -234,7 +234,7 @@ workload { 2 x long; 1 x late; }
         # victim and goes to the queue front; late#3 is not admitted
         "!long#2(kv full), rel long#2 4/0, long#1 D1",
     ]
-    assert s[1][0][2] == (1, 2)  # kv's queue: long#2 in front of late#3
+    assert s.pools[0].queue == (1, 2)  # kv's queue: long#2 in front of late#3
 
 
 # ---------------------------------------------------------------- preemption
@@ -314,7 +314,7 @@ def test_preemption_during_decode_resumes_it_does_not_restart():
     assert sum(w.count("chat#2 D1") for w in words) == 7
     assert sum(w.count("chat#1 D1") for w in words) == 7
     g = m.progs[0].slots["g"]
-    assert [x[2][g] for x in s[0]] == [7, 7]
+    assert [x.attrs[g] for x in s.sessions] == [7, 7]
 
 
 def test_resumed_session_rehits_its_own_cached_blocks():
@@ -410,7 +410,7 @@ workload { 1 x s; }
         "hit s#1 4, +s#1, s#1 P4, s#1 prefill done, rel s#1 8/8, end s#1",
     ]
     slots = m.progs[0].slots
-    assert (s[0][0][2][slots["c1"]], s[0][0][2][slots["c2"]]) == (0, 4)
+    assert (s.sessions[0].attrs[slots["c1"]], s.sessions[0].attrs[slots["c2"]]) == (0, 4)
 
 
 def test_reuse_beyond_the_cache_is_a_fault():
@@ -422,7 +422,7 @@ workload { 1 x s; }
 """)
     s = drive(m, [("arrive", 0)])[0]
     nxt, ev = m.run_with(s, ("iterate", 0), FirstOracle())
-    assert nxt[3][0] == "error" and "exceeds the session's cached units 0" in nxt[3][1]
+    assert nxt.fault[0] == "error" and "exceeds the session's cached units 0" in nxt.fault[1]
 
 
 LRU = """
@@ -457,7 +457,7 @@ def test_lru_eviction_ties_in_release_order():
         assert words[2] == (f"evict {first} 4, evict {first} 4, evict {second} 4, +c#3, c#3 P4, "
                             "c#3 prefill done, rel c#3 20/0, end c#3"), serve
         owner = 0 if second == "a#1" else 1
-        assert [e[:2] for e in s[1][0][1]] == [(owner, 4)]  # 4 units of the later release remain
+        assert [(e.owner, e.units) for e in s.pools[0].cache] == [(owner, 4)]  # 4 units of the later release remain
 
 
 def test_lru_prefers_the_least_recently_released():
@@ -538,7 +538,7 @@ workload { 2 x chat; }
         "chat#2 D1, chat#2 decode done, rel chat#2 12/8, end chat#2",
     ]
     g = m.progs[0].slots["g"]
-    assert [x[2][g] for x in s[0]] == [8, 8]  # o outputs each
+    assert [x.attrs[g] for x in s.sessions] == [8, 8]  # o outputs each
 
 
 # ---------------------------------------------------------------- tie events of serve and victim orders

@@ -122,13 +122,13 @@ def conserved(m: Model, state) -> None:
     for p, cap in enumerate(m.caps):
         if cap is None:
             continue
-        free, cache, _queue = pools[p]
-        alloc = sum(h[2] for s in sessions for h in s[5] if h[1] == p)
-        cached = sum(e[1] for e in cache)
+        free, cache = pools[p].free, pools[p].cache
+        alloc = sum(h.own for s in sessions for h in s.holds if h.pool == p)
+        cached = sum(e.units for e in cache)
         assert free >= 0
         assert alloc + cached + free == cap, (m.pools[p].name, alloc, cached, free, cap)
         for e in cache:
-            assert e[1] > 0 and e[1] % m.blocks[p] == 0, e
+            assert e.units > 0 and e.units % m.blocks[p] == 0, e
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -148,7 +148,7 @@ def test_conservation_after_every_action_on_random_instances(text, data):
                 break
         else:
             break  # nothing applicable: done or deadlocked
-        assert nxt[3] is None, (text, nxt[3])
+        assert nxt.fault is None, (text, nxt.fault)
         assert not any(e[0] == "fault" for e in events)
         conserved(m, nxt)
         s = nxt

@@ -131,7 +131,7 @@ class CheckedSimulator(Simulator):
         evicted = [0] * len(m.pools)
         for j in range(blk.k):
             nxt, ev = m.run_with(s, ("iterate", blk.stage), FirstOracle(), now=t)
-            assert nxt is not None and nxt[3] is None
+            assert nxt is not None and nxt.fault is None
             shape = next(e[2] for e in ev if e[0] == "iterate")
             assert m.cost(blk.stage, shape, t) == blk.costs[j]
             assert shape["ntok"] == blk.ntok

@@ -108,9 +108,8 @@ def test_shared_blocks_are_owned_by_the_cache_and_pinned_while_used():
     levels = []
 
     def tr(tick, what, events, m, state):
-        st = state.tuple() if hasattr(state, "tuple") else state
-        free, cache, _ = st[1][0]
-        levels.append((free, sorted(e[:2] for e in cache)))
+        kv = state.pools[0]
+        levels.append((kv.free, sorted((e.owner, e.units) for e in kv.cache)))
 
     r = simulate(load_text(text, "t.sq").program, trace=tr)
     assert r.violations == [] and r.stopped == "done"
@@ -146,8 +145,8 @@ def test_a_request_admitted_in_the_same_iteration_hits_the_blocks_scheduled_befo
 
     def tr(tick, what, events, m, state):
         if what.startswith("iterate"):
-            free, cache, _ = state.tuple()[1][0] if hasattr(state, "tuple") else state[1][0]
-            levels.append((free, tuple(e[:2] for e in cache)))
+            kv = state.pools[0]
+            levels.append((kv.free, tuple((e.owner, e.units) for e in kv.cache)))
 
     simulate(load_text(MERGE, "t.sq").program, trace=tr)
     assert levels == [(28, ((-3, 12),)), (24, ((-3, 16),)), (16, ((-3, 16),)), (24, ((-3, 16),))]
@@ -441,8 +440,8 @@ def test_two_holds_computing_one_shared_block_in_the_same_iteration_keep_one_cop
 
     def tr(tick, what, events, m, state):
         if what.startswith("iterate"):
-            free, cache, _ = state.tuple()[1][0] if hasattr(state, "tuple") else state[1][0]
-            levels.append((free, tuple(e[:2] for e in cache)))
+            kv = state.pools[0]
+            levels.append((kv.free, tuple((e.owner, e.units) for e in kv.cache)))
 
     simulate(load_text(SAME_ITERATION, "t.sq").program, trace=tr)
     assert iterations(SAME_ITERATION)[0].endswith("chat#1 prefill 4 (4/10); chat#2 prefill 4 (4/10)")

@@ -110,10 +110,10 @@ class Run:
         return r
 
     def see(self, state, caps) -> None:
-        for (free, cache, queue), cap in zip(state[1], caps):
-            self.up("queue", len(queue))
+        for pool, cap in zip(state.pools, caps):
+            self.up("queue", len(pool.queue))
             if cap is not None:
-                self.up("peak", cap - free - sum(c[1] for c in cache))
+                self.up("peak", cap - pool.free - sum(c.units for c in pool.cache))
 
 
 def brute_force(prog, visits: int = 1, max_depth: int | None = None,
