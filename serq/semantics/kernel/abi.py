@@ -42,12 +42,52 @@ CW = 4  # a cache entry: owner, units, released, tick
 CE_OWNER, CE_UNITS, CE_REL, CE_TICK = range(4)
 
 # ---------------------------------------------------------------- program tables
+# (a field's offset inside its record: K[r + ST_NEXT] is state row r's next state)
 PROG_W = 8  # entry, states, scopes, nprogress, progress, nscopes, types, nstates
+PG_ENTRY, PG_STATES, PG_SCOPES, PG_NPROGRESS, PG_PROGRESS, PG_NSCOPES, PG_TYPES, PG_NSTATES = range(8)
 SW = 10  # state row: kind next scope a b c d e f at
+ST_KIND, ST_NEXT, ST_SCOPE, ST_A, ST_B, ST_C, ST_D, ST_E, ST_F, ST_AT = range(10)
+# the fields a..f by the state's kind
+SET_SLOT, SET_EXPR = ST_A, ST_B
+BR_COND, BR_ALT = ST_A, ST_B  # the state when the condition is false
+# draw and choose: listed values (DC_NVALS of them, their expressions at DC_VALS) or a range (DC_NVALS
+# -1, DC_LO..DC_HI); a choose's key (-1: none) or a draw's distribution spec; whether the slot is real
+DC_SLOT, DC_NVALS, DC_VALS, DC_LO, DC_HI, DC_KEY, DC_DIST, DC_REAL = ST_A, ST_B, ST_C, ST_C, ST_D, ST_E, ST_E, ST_F
+TURN_THINK = ST_A
+ACQ_OPENS, ACQ_GATE, ACQ_SPEC = ST_A, ST_B, ST_C  # the scope it opens, its first item's pool, the hold spec
+RUN_AMOUNT, RUN_STAGE, RUN_GROWING, RUN_PROGRESS, RUN_DECODE, RUN_REAL = ST_A, ST_B, ST_C, ST_D, ST_E, ST_F
+SPAWN_SPEC = ST_A
+DROP_POOL = ST_A
+ASSERT_EXPR = ST_A
+EXIT_CLOSES = ST_A
+# a draw's distribution spec: kind, number of parameters, then (expr, real) per parameter
+DS_KIND, DS_NPARAMS, DS_PARAMS = range(3)
+# a hold spec: bindings (AQ_NBIND, then BDW per binding), then its items' part
+AQ_NBIND, AQ_BIND = range(2)
+BD_SLOT, BD_EXPR = range(2)
+BDW = 2
+AI_ADMIT_IF, AI_NITEMS, AI_ITEMS = range(3)  # offsets from the end of the bindings
+IW = 8  # a hold item: pool, reuse need take (expressions), whether each is real, prefix (-1: none)
+IT_POOL, IT_REUSE, IT_NEED, IT_TAKE, IT_REUSE_REAL, IT_NEED_REAL, IT_TAKE_REAL, IT_PREFIX = range(8)
+# a spawn spec: the child's program, the count (expr, real), the number of attributes, then per attribute
+# whether the parent evaluates it (SA_GIVEN) and its expression or value (SA_VALUE)
+SPN_PROG, SPN_COUNT, SPN_COUNT_REAL, SPN_NATTR, SPN_ATTRS = range(5)
+SA_GIVEN, SA_VALUE = range(2)
+SAW = 2
 SCW_BASE = 4  # scope row: parent reentry exit acquire, then (mode, expr, prefix) per pool
+SC_PARENT, SC_REENTRY, SC_EXIT, SC_ACQUIRE = range(4)
 SCP = 3  # scope row entries per pool
+SCK_MODE, SCK_EXPR, SCK_PREFIX = range(3)
 POOL_W = 9  # cap block via queue victim evict requeue hol name
+PL_CAP, PL_BLOCK, PL_VIA, PL_QUEUE, PL_VICTIM, PL_EVICT, PL_REQUEUE, PL_HOL, PL_NAME = range(9)
 STAGE_W = 8  # budget chunk serve nvia via cost self_preempt(1: continue) reads_pools
+SG_BUDGET, SG_CHUNK, SG_SERVE, SG_NVIA, SG_VIA, SG_COST, SG_CONTINUE, SG_READS_POOLS = range(8)
+# an order record: nkeys, tie event, tie desc, implicit, real; then per key (OR_KEYS on): desc, then
+# (code, real) per program (OK_CODE + 2 * prog), then the global (code, real)
+OR_NKEYS, OR_TIE, OR_TIE_DESC, OR_IMPLICIT, OR_REAL, OR_KEYS = range(6)
+OK_DESC, OK_CODE, OK_REAL = range(3)
+SEGW = 2  # a shared prefix: length, parent
+SEG_LEN, SEG_PARENT = range(2)
 
 K_ARRIVE, K_SET, K_BRANCH, K_DRAW, K_CHOOSE, K_TURN, K_ACQUIRE, K_RUN, K_SPAWN, K_JOIN, K_DROP, \
     K_ASSERT, K_EXIT, K_END = range(14)
@@ -65,6 +105,7 @@ T_INT, T_REAL, T_BOOL = 0, 1, 2
  OP_FEQ, OP_FNE, OP_FLT, OP_FLE, OP_FGT, OP_FGE,
  OP_INEG, OP_FNEG, OP_NOT, OP_BOOL, OP_IMIN, OP_IMAX, OP_FMIN, OP_FMAX, OP_IABS, OP_FABS,
  OP_FLOOR, OP_CEIL, OP_JF, OP_JT, OP_JMP) = range(46)
+OP_ARG1, OP_ARG2 = 1, 2  # an op's operands follow it: K[pc + OP_ARG1]
 # operands per op (ops not listed take none)
 OP_ARGS = {OP_ICONST: 1, OP_FCONST: 1, OP_IATTR: 1, OP_FATTR: 1, OP_CTX: 1, OP_POOL: 2,
            OP_JF: 1, OP_JT: 1, OP_JMP: 1}

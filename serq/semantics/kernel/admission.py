@@ -14,6 +14,11 @@ from serq.semantics.kernel.abi import (
     FT_UNITS_OVERFLOW, H_NA, H_NP, HS_OWN, OV_HOLD, OV_ROUND, P_CN, P_FREE, P_Q, P_QN, R_FA3,
     R_FAULT, S_ADMITS, S_CTX, S_CTXOK, S_PLAN, S_SEGCUR, S_TRIAL,
 )
+from serq.semantics.kernel.abi import (  # the tables' field offsets
+    ACQ_GATE, ACQ_OPENS, ACQ_SPEC, AI_ADMIT_IF, AI_ITEMS, AI_NITEMS, AQ_BIND, AQ_NBIND, BDW, BD_EXPR,
+    BD_SLOT, IT_NEED, IT_NEED_REAL, IT_POOL, IT_PREFIX, IT_REUSE, IT_REUSE_REAL, IT_TAKE, IT_TAKE_REAL,
+    IW, PL_BLOCK, PL_CAP, PL_HOL, ST_NEXT,
+)
 from serq.semantics.kernel.core import (
     add, add_over, cached_for, cbase, ceil_over, event, evictable_sum, fault, halted, next_seq,
     pbase, pool_row, put, reuse_evictable, sbase, seg_end, st_row, to_int,
@@ -44,11 +49,11 @@ def segments(K, w, sid, on):
         return
     sb = sbase(K, sid)
     r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-    hs = K[r + 5]
-    ai = hs + 1 + 2 * K[hs]
-    for i in range(K[ai + 1]):
-        it = ai + 2 + 8 * i
-        w[SC + K[it]] = K[it + 7]
+    hs = K[r + ACQ_SPEC]
+    ai = hs + AQ_BIND + BDW * K[hs + AQ_NBIND]
+    for i in range(K[ai + AI_NITEMS]):
+        it = ai + AI_ITEMS + IW * i
+        w[SC + K[it + IT_POOL]] = K[it + IT_PREFIX]
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -82,26 +87,26 @@ def admit_plan(K, w, sid, budget_left, explain, out):
     sb = sbase(K, sid)
     prog = w[sb + F_PROG]
     r = st_row(K, prog, w[sb + F_PC])
-    hs = K[r + 5]
+    hs = K[r + ACQ_SPEC]
     TR = K[S_TRIAL]
     NA = K[H_NA]
     for i in range(NA):
         w[TR + i] = w[sb + F_ATTR + i]
-    nb = K[hs]
+    nb = K[hs + AQ_NBIND]
     for i in range(nb):
         admit_ctx(K, w, budget_left)
-        v = ev(K, K[hs + 2 + 2 * i], w, TR, sid)
+        v = ev(K, K[hs + AQ_BIND + BDW * i + BD_EXPR], w, TR, sid)
         if halted(K, w):
             return False
-        w[TR + K[hs + 1 + 2 * i]] = v
-    ai = hs + 1 + 2 * nb
+        w[TR + K[hs + AQ_BIND + BDW * i + BD_SLOT]] = v
+    ai = hs + AQ_BIND + BDW * nb
     fits = True
     if explain:
         out[0] = 0
         out[1] = -1
-    if K[ai] >= 0:
+    if K[ai + AI_ADMIT_IF] >= 0:
         admit_ctx(K, w, budget_left)
-        ok = ev(K, K[ai], w, TR, sid)
+        ok = ev(K, K[ai + AI_ADMIT_IF], w, TR, sid)
         if halted(K, w):
             return False
         if explain:
@@ -110,17 +115,17 @@ def admit_plan(K, w, sid, budget_left, explain, out):
             if not explain:
                 return False
             fits = False
-    ni = K[ai + 1]
+    ni = K[ai + AI_NITEMS]
     PL = K[S_PLAN]
     for i in range(ni):
-        it = ai + 2 + 8 * i
-        p = K[it]
+        it = ai + AI_ITEMS + IW * i
+        p = K[it + IT_POOL]
         pr = pool_row(K, p)
-        bs = K[pr + 1]
+        bs = K[pr + PL_BLOCK]
         reuse = 0
-        if K[it + 1] >= 0:
+        if K[it + IT_REUSE] >= 0:
             admit_ctx(K, w, budget_left)
-            reuse = to_int(K, w, ev(K, K[it + 1], w, TR, sid), K[it + 4] == 1, 0, K[it + 1])
+            reuse = to_int(K, w, ev(K, K[it + IT_REUSE], w, TR, sid), K[it + IT_REUSE_REAL] == 1, 0, K[it + IT_REUSE])
             if halted(K, w):
                 return False
         have = cached_for(K, w, sid, p)
@@ -131,11 +136,11 @@ def admit_plan(K, w, sid, budget_left, explain, out):
             fault(K, w, code, sid, p, reuse)
             return False
         admit_ctx(K, w, budget_left)
-        need = to_int(K, w, ev(K, K[it + 2], w, TR, sid), K[it + 5] == 1, 1, K[it + 2])
+        need = to_int(K, w, ev(K, K[it + IT_NEED], w, TR, sid), K[it + IT_NEED_REAL] == 1, 1, K[it + IT_NEED])
         if halted(K, w):
             return False
         admit_ctx(K, w, budget_left)
-        take = to_int(K, w, ev(K, K[it + 3], w, TR, sid), K[it + 6] == 1, 1, K[it + 3])
+        take = to_int(K, w, ev(K, K[it + IT_TAKE], w, TR, sid), K[it + IT_TAKE_REAL] == 1, 1, K[it + IT_TAKE])
         if halted(K, w):
             return False
         need = max(need, 0)
@@ -146,8 +151,8 @@ def admit_plan(K, w, sid, budget_left, explain, out):
         need = -(-need // bs) * bs
         take = -(-take // bs) * bs
         obt = -1
-        if K[pr] >= 0:
-            obt = w[pbase(K, p) + P_FREE] + evictable_sum(K, w, p) - reuse_evictable(K, w, p, K[it + 7], reuse)
+        if K[pr + PL_CAP] >= 0:
+            obt = w[pbase(K, p) + P_FREE] + evictable_sum(K, w, p) - reuse_evictable(K, w, p, K[it + IT_PREFIX], reuse)
             if need > obt or take > obt:
                 if not explain:
                     return False
@@ -173,11 +178,11 @@ def admit_hold(K, w, sid, budget_left):
     sb = sbase(K, sid)
     prog = w[sb + F_PROG]
     r = st_row(K, prog, w[sb + F_PC])
-    hs = K[r + 5]
+    hs = K[r + ACQ_SPEC]
     TR = K[S_TRIAL]
     NA = K[H_NA]
-    ai = hs + 1 + 2 * K[hs]
-    ni = K[ai + 1]
+    ai = hs + AQ_BIND + BDW * K[hs + AQ_NBIND]
+    ni = K[ai + AI_NITEMS]
     PL = K[S_PLAN]
     w[K[S_ADMITS]] += 1
     if w[K[S_ADMITS]] > ADMIT_LIMIT:
@@ -188,16 +193,16 @@ def admit_hold(K, w, sid, budget_left):
     seq = next_seq(K, w)
     put(K, w, sb + F_ADM, seq)
     for i in range(ni):
-        it = ai + 2 + 8 * i
-        p = K[it]
+        it = ai + AI_ITEMS + IW * i
+        p = K[it + IT_POOL]
         pr = pool_row(K, p)
         reuse = w[PL + 2 * i]
         take = w[PL + 2 * i + 1]
         b = pbase(K, p)
-        q = K[it + 7]
+        q = K[it + IT_PREFIX]
         priv = reuse  # the hit's private part moves into the hold; a shared part is used in place
         if q >= 0:
-            priv = max(reuse - seg_end(K, q, K[pr + 1]), 0)
+            priv = max(reuse - seg_end(K, q, K[pr + PL_BLOCK]), 0)
         if priv:
             c = cbase(K, p)
             for k in range(w[b + P_CN]):
@@ -209,8 +214,8 @@ def admit_hold(K, w, sid, budget_left):
                     break
         if reuse:
             event(K, w, EV_HIT, sid, p, reuse, 0, 0, 0, 0)
-        h = hold_append(K, w, sid, K[r + 3], p, priv, reuse, seq)  # its shared part is pinned from now
-        if K[pr] >= 0:
+        h = hold_append(K, w, sid, K[r + ACQ_OPENS], p, priv, reuse, seq)  # its shared part is pinned from now
+        if K[pr + PL_CAP] >= 0:
             while w[b + P_FREE] < take:
                 if not free_block(K, w, p, sid):
                     if halted(K, w):
@@ -226,9 +231,9 @@ def admit_hold(K, w, sid, budget_left):
             fault(K, w, FT_UNITS_OVERFLOW, sid, OV_HOLD, p)
             return False
         add(K, w, h + HS_OWN, take)
-    q_remove(K, w, K[r + 4], sid)
+    q_remove(K, w, K[r + ACQ_GATE], sid)
     event(K, w, EV_ADMIT, sid, prog, w[sb + F_PC], 0, 0, 0, 0)
-    put(K, w, sb + F_PC, K[r + 1])
+    put(K, w, sb + F_PC, K[r + ST_NEXT])
     return True
 
 
@@ -237,7 +242,7 @@ def admit_pool(K, w, p, budget_left, skip, nskip):
     """One admission from p's queue (head-of-line rules), or -1. Sessions
     at w[skip..skip+nskip] are passed over."""
     b = pbase(K, p)
-    hol_skip = K[pool_row(K, p) + 7] == 1
+    hol_skip = K[pool_row(K, p) + PL_HOL] == 1
     j = 0
     while j < w[b + P_QN]:
         sid = w[b + P_Q + j]

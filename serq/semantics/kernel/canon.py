@@ -22,6 +22,9 @@ from serq.semantics.kernel.abi import (
     K_TURN, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2, R_FA3, R_FAULT, R_NSESS, S_ARITY, S_PERM,
     S_QPOS, S_SCRIPT, S_TMP, H_W,
 )
+from serq.semantics.kernel.abi import (  # the tables' field offsets
+    ST_KIND,
+)
 from serq.semantics.kernel.core import cbase, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.entry import is_end, row_flags, run_step  # noqa: F401 (row_flags: API)
 
@@ -361,7 +364,7 @@ def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
             if kind != A_ITERATE:
                 sb = sbase(K, subj)
                 r = st_row(K, row[sb + F_PROG], row[sb + F_PC])
-                if K[r] != (K_ARRIVE if kind == A_ARRIVE else K_TURN):
+                if K[r + ST_KIND] != (K_ARRIVE if kind == A_ARRIVE else K_TURN):
                     continue
             ns = 0
             while True:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from serq.semantics.kernel.abi import (  # the tables' field offsets
+    PG_SCOPES, PG_STATES, PG_TYPES, PL_BLOCK, PL_CAP, SCK_PREFIX, SEG_LEN, SEG_PARENT, SEGW,
+)
 from serq.semantics.kernel.abi import (
     CE_OWNER, CE_UNITS, CW, EVW, FT_NOTINT, FT_OVERFLOW, F_ATTR, F_NH, F_PROG, HALT_ASK, HALT_EVFULL, HALT_FAULT,
     HALT_NONE, HALT_ULOG, HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, H_CAP, H_EVCAP, H_MAXQ, H_NA, H_NP, H_NSEG, H_PB,
@@ -48,12 +51,12 @@ def hbase(K, sid):
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def st_row(K, prog, pc):
-    return K[K[H_PROGT] + PROG_W * prog + 1] + SW * pc
+    return K[K[H_PROGT] + PROG_W * prog + PG_STATES] + SW * pc
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def scope_row(K, prog, sc):
-    return K[K[H_PROGT] + PROG_W * prog + 2] + (SCW_BASE + SCP * K[1]) * sc  # K[1] = H_NP
+    return K[K[H_PROGT] + PROG_W * prog + PG_SCOPES] + (SCW_BASE + SCP * K[H_NP]) * sc
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
@@ -63,7 +66,7 @@ def pool_row(K, p):
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def attr_type(K, prog, slot):
-    return K[K[K[H_PROGT] + PROG_W * prog + 6] + slot]
+    return K[K[K[H_PROGT] + PROG_W * prog + PG_TYPES] + slot]
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
@@ -279,12 +282,12 @@ def hold_of(K, w, sid, p):
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def seg_parent(K, q):
-    return K[K[H_SEGT] + 2 * q + 1]
+    return K[K[H_SEGT] + SEGW * q + SEG_PARENT]
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
 def seg_end(K, q, bs):
-    return (K[K[H_SEGT] + 2 * q] // bs) * bs
+    return (K[K[H_SEGT] + SEGW * q + SEG_LEN] // bs) * bs
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
@@ -344,7 +347,7 @@ def hold_seg(K, w, sid, h):
         return -1
     prog = w[sbase(K, sid) + F_PROG]
     sr = scope_row(K, prog, w[h + HS_SCOPE])
-    return K[sr + SCW_BASE + SCP * w[h + HS_POOL] + 2]
+    return K[sr + SCW_BASE + SCP * w[h + HS_POOL] + SCK_PREFIX]
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -353,7 +356,7 @@ def hold_ref(K, w, sid, h):
     q = hold_seg(K, w, sid, h)
     if q < 0:
         return 0
-    bs = K[pool_row(K, w[h + HS_POOL]) + 1]
+    bs = K[pool_row(K, w[h + HS_POOL]) + PL_BLOCK]
     return min((w[h + HS_USE] // bs) * bs, seg_end(K, q, bs))
 
 
@@ -361,7 +364,7 @@ def hold_ref(K, w, sid, h):
 def pinned(K, w, p, x, skip):
     """The units of prefix x's entry in p that holds use (the hold at
     offset `skip` left out; -1: none)."""
-    bs = K[pool_row(K, p) + 1]
+    bs = K[pool_row(K, p) + PL_BLOCK]
     a = seg_start(K, x, bs)
     b = seg_end(K, x, bs)
     m = 0
@@ -404,7 +407,7 @@ def evictable_sum(K, w, p):
 def chain_hit(K, w, sid, p, q):
     """The longest run of cached blocks a content beginning with prefix q
     begins with: q's chain from the root, then the session's own entry."""
-    bs = K[pool_row(K, p) + 1]
+    bs = K[pool_row(K, p) + PL_BLOCK]
     d = seg_depth(K, q)
     hit = 0
     for up in range(d, -1, -1):
@@ -424,7 +427,7 @@ def reuse_evictable(K, w, p, q, reuse):
     evictable unit takes it, as an allocation would)."""
     if q < 0:
         return reuse
-    bs = K[pool_row(K, p) + 1]
+    bs = K[pool_row(K, p) + PL_BLOCK]
     t = max(reuse - seg_end(K, q, bs), 0)
     x = q
     while x >= 0:
@@ -473,7 +476,7 @@ def pool_level(K, w, fn, p, sid):
     if fn == PF_ALLOC:
         return allocated(K, w, p)
     if fn == PF_FREE:
-        return w[pbase(K, p) + P_FREE] if K[pool_row(K, p)] >= 0 else -1
+        return w[pbase(K, p) + P_FREE] if K[pool_row(K, p) + PL_CAP] >= 0 else -1
     if fn == PF_WAITING:
         return w[pbase(K, p) + P_QN]
     if fn == PF_EVICT:

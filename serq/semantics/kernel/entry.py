@@ -12,6 +12,9 @@ from serq.semantics.kernel.abi import (
     F_NH, HS_OWN, HS_POOL, HW, F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
     S_ULOGN, S_PSNAPON, S_SEGCUR, BIG,
 )
+from serq.semantics.kernel.abi import (  # the tables' field offsets
+    RUN_STAGE, SG_NVIA, SG_VIA, ST_KIND,
+)
 from serq.semantics.kernel.core import allocated, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.evaluate import ev
 from serq.semantics.kernel.iterate import stage_budget, stage_shape, step
@@ -21,7 +24,7 @@ from serq.semantics.kernel.admission import explain_admit
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def is_end(K, w, sid):
     sb = sbase(K, sid)
-    return K[st_row(K, w[sb + F_PROG], w[sb + F_PC])] == K_END
+    return K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + ST_KIND] == K_END
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -94,13 +97,13 @@ def might_work(K, w, si):
     """False only if an iteration of stage si would certainly do nothing:
     no resident of si and an empty queue in every pool it admits."""
     stt = K[H_STAGET] + STAGE_W * si
-    for vi in range(K[stt + 3]):
-        if w[pbase(K, K[K[stt + 4] + vi]) + P_QN] > 0:
+    for vi in range(K[stt + SG_NVIA]):
+        if w[pbase(K, K[K[stt + SG_VIA] + vi]) + P_QN] > 0:
             return True
     for sid in range(w[R_NSESS]):
         sb = sbase(K, sid)
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-        if K[r] == K_RUN and K[r + 4] == si and w[sb + F_RD] < w[sb + F_RT]:
+        if K[r + ST_KIND] == K_RUN and K[r + RUN_STAGE] == si and w[sb + F_RD] < w[sb + F_RT]:
             return True
     return False
 
@@ -139,11 +142,11 @@ def summarize(K, w, out):
         if w[sb + F_STUCK]:
             f |= 2
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-        k = K[r]
+        k = K[r + ST_KIND]
         if k != K_END:
             done = False
         if k == K_RUN and w[sb + F_RD] < w[sb + F_RT]:
-            out[2 + NP + K[r + 4]] = 1
+            out[2 + NP + K[r + RUN_STAGE]] = 1
         hb = hbase(K, sid)
         for j in range(w[sb + F_NH]):
             out[2 + w[hb + HW * j + HS_POOL]] += w[hb + HW * j + HS_OWN]
@@ -153,6 +156,6 @@ def summarize(K, w, out):
     for si in range(NST):
         if out[2 + NP + si] == 0:
             stt = K[H_STAGET] + STAGE_W * si
-            for vi in range(K[stt + 3]):
-                if w[pbase(K, K[K[stt + 4] + vi]) + P_QN] > 0:
+            for vi in range(K[stt + SG_NVIA]):
+                if w[pbase(K, K[K[stt + SG_VIA] + vi]) + P_QN] > 0:
                     out[2 + NP + si] = 1

@@ -15,6 +15,11 @@ from serq.semantics.kernel.abi import (
     S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON, H_NSEG,
     FT_UNITS_OVERFLOW, OV_KVB, OV_PROGRESS, OV_ROUND, OV_USE,
 )
+from serq.semantics.kernel.abi import (  # the tables' field offsets
+    ACQ_GATE, PG_NPROGRESS, PG_PROGRESS, PL_BLOCK, PL_CAP, PL_HOL, PL_REQUEUE, PL_VICTIM, RUN_DECODE,
+    RUN_GROWING, RUN_PROGRESS, RUN_STAGE, SC_REENTRY, SG_BUDGET, SG_CHUNK, SG_CONTINUE, SG_NVIA,
+    SG_READS_POOLS, SG_SERVE, SG_VIA, ST_KIND, ST_NEXT,
+)
 from serq.semantics.kernel.core import (
     add_over, ceil_over, add, allocated, cache_sum, event, evictable_sum, fault, halted, hold_of, hold_ref,
     level_add, next_seq, pbase, pool_row, put, sbase, scope_row, snapshot_pools, st_row, undo,
@@ -41,8 +46,8 @@ def preempt(K, w, victim, p, is_self):
     scope = w[h + HS_SCOPE]
     pt = K[H_PROGT] + PROG_W * prog
     p0 = 0
-    for i in range(K[pt + 3]):
-        x = w[sb + F_ATTR + K[K[pt + 4] + i]]
+    for i in range(K[pt + PG_NPROGRESS]):
+        x = w[sb + F_ATTR + K[K[pt + PG_PROGRESS] + i]]
         if add_over(p0, x):
             fault(K, w, FT_UNITS_OVERFLOW, victim, OV_PROGRESS, -1)
             return
@@ -60,11 +65,11 @@ def preempt(K, w, victim, p, is_self):
     release_scope(K, w, victim, scope)
     if halted(K, w):
         return
-    re = K[scope_row(K, prog, scope) + 1]
+    re = K[scope_row(K, prog, scope) + SC_REENTRY]
     put(K, w, sb + F_PC, re)
     put(K, w, sb + F_RD, 0)
     put(K, w, sb + F_RT, 0)
-    enqueue(K, w, victim, K[st_row(K, prog, re) + 4], K[pool_row(K, p) + 6])
+    enqueue(K, w, victim, K[st_row(K, prog, re) + ACQ_GATE], K[pool_row(K, p) + PL_REQUEUE])
     if stuck:
         put(K, w, sb + F_STUCK, 1)
         event(K, w, EV_STUCK, victim, p, 0, 0, 0, 0, 0)
@@ -93,9 +98,9 @@ def grow(K, w, sid, p, units, may_preempt):
     +4 when it preempted someone."""
     h = hold_of(K, w, sid, p)
     pr = pool_row(K, p)
-    bs = K[pr + 1]
-    cap = K[pr]
-    vo = K[pr + 4]
+    bs = K[pr + PL_BLOCK]
+    cap = K[pr + PL_CAP]
+    vo = K[pr + PL_VICTIM]
     b = pbase(K, p)
     pre = 0
     if cap >= 0 and (vo < 0 or not may_preempt):
@@ -144,7 +149,7 @@ def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
     bit 4 preempted someone."""
     sb = sbase(K, sid)
     r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-    if K[r + 7]:
+    if K[r + RUN_DECODE]:
         n = 1
     else:
         n = min(w[sb + F_RT] - w[sb + F_RD], budget_left)
@@ -152,7 +157,7 @@ def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
             n = min(n, chunk)
     if n <= 0:
         return 0, 0
-    gp = K[r + 5]
+    gp = K[r + RUN_GROWING]
     if gp < 0:
         return n, 0
     h = hold_of(K, w, sid, gp)
@@ -194,14 +199,14 @@ def kv_blocks(K, w, sid):
     """The blocks a resident's growing hold owns (the `kvb` of a shape)."""
     sb = sbase(K, sid)
     r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-    g = K[r + 5]
+    g = K[r + RUN_GROWING]
     if g < 0:
         return 0
     h = hold_of(K, w, sid, g)
     if h < 0:
         return 0
     ref = hold_ref(K, w, sid, h) if K[H_NSEG] else 0
-    bs = K[pool_row(K, g) + 1]
+    bs = K[pool_row(K, g) + PL_BLOCK]
     return w[h + HS_OWN] // bs + ref // bs  # own is whole blocks: (own + ref) // bs, without a sum that overflows
 
 
@@ -240,10 +245,10 @@ def stage_shape(K, w, si):
         sb = sbase(K, sid)
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
         w[SV + sid] = 0
-        if K[r] == K_RUN and K[r + 4] == si and w[sb + F_RD] < w[sb + F_RT]:
+        if K[r + ST_KIND] == K_RUN and K[r + RUN_STAGE] == si and w[sb + F_RD] < w[sb + F_RT]:
             w[RES + nr] = sid
             nr += 1
-            ndec += K[r + 7]
+            ndec += K[r + RUN_DECODE]
             kvb = kvb_add(K, w, kvb, sid)
     return nr, ndec, kvb
 
@@ -253,13 +258,13 @@ def stage_budget(K, w, si, nr, ndec, kvb):
     """Stage si's budget for an iteration of this shape (BIG: none); the
     pools snapshotted first when the stage reads them at @step."""
     stt = K[H_STAGET] + STAGE_W * si
-    if K[stt + 7]:
+    if K[stt + SG_READS_POOLS]:
         snapshot_pools(K, w)
-    if K[stt] < 0:
+    if K[stt + SG_BUDGET] < 0:
         return BIG
     shape_ctx(K, w, nr, ndec, kvb)
     w[K[S_PSNAPON]] = 1
-    budget = ev(K, K[stt], w, 0, -1)
+    budget = ev(K, K[stt + SG_BUDGET], w, 0, -1)
     w[K[S_PSNAPON]] = 0
     return budget
 
@@ -276,16 +281,16 @@ def iterate(K, w, si):
     if halted(K, w):
         return True
     w[K[S_SSUM]] = 0
-    inf = K[stt] < 0
+    inf = K[stt + SG_BUDGET] < 0
     budget = stage_budget(K, w, si, nr, ndec, kvb)
     if halted(K, w):
         return True
     budget_left = budget
-    has_chunk = K[stt + 1] >= 0
+    has_chunk = K[stt + SG_CHUNK] >= 0
     chunk = 0
     # the serve order over the residents (S_SKIP holds the ranking)
     RK = K[S_SKIP]
-    ordered(K, w, K[stt + 2], RES, nr, RK)
+    ordered(K, w, K[stt + SG_SERVE], RES, nr, RK)
     if halted(K, w):
         return True
     no = 0
@@ -295,10 +300,10 @@ def iterate(K, w, si):
             break
         sid = w[RK + i]
         sb = sbase(K, sid)
-        if K[st_row(K, w[sb + F_PROG], w[sb + F_PC])] != K_RUN:
+        if K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + ST_KIND] != K_RUN:
             continue  # preempted earlier in this iteration
         if has_chunk:
-            chunk = chunk_of(K, w, K[stt + 1], nr, ndec, kvb, budget_left)
+            chunk = chunk_of(K, w, K[stt + SG_CHUNK], nr, ndec, kvb, budget_left)
             if halted(K, w):
                 return True
         n, st = serve_one(K, w, sid, budget_left, chunk, has_chunk, False)
@@ -307,7 +312,7 @@ def iterate(K, w, si):
         if st & 4:
             pre_any = True
         if st & 2:
-            if K[stt + 6] == 0:
+            if K[stt + SG_CONTINUE] == 0:
                 break  # `self_preempt stop`
             budget_left = budget - w[K[S_SSUM]]
             continue
@@ -319,9 +324,9 @@ def iterate(K, w, si):
         budget_left = budget - w[K[S_SSUM]]
     admitted = False
     if not pre_any and budget_left > 0:
-        nvia = K[stt + 3]
+        nvia = K[stt + SG_NVIA]
         for vi in range(nvia):
-            p = K[K[stt + 4] + vi]
+            p = K[K[stt + SG_VIA] + vi]
             SK = K[S_RES]  # the residents are ranked already: reuse their space for the skipped
             nsk = 0
             while budget_left > 0:
@@ -344,9 +349,9 @@ def iterate(K, w, si):
                     return True
                 sb = sbase(K, sid)
                 r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-                if K[r] == K_RUN and K[r + 4] == si and w[sb + F_RD] < w[sb + F_RT]:
+                if K[r + ST_KIND] == K_RUN and K[r + RUN_STAGE] == si and w[sb + F_RD] < w[sb + F_RT]:
                     if has_chunk:
-                        chunk = chunk_of(K, w, K[stt + 1], nr, ndec, kvb, budget_left)
+                        chunk = chunk_of(K, w, K[stt + SG_CHUNK], nr, ndec, kvb, budget_left)
                         if halted(K, w):
                             return True
                     n, st = serve_one(K, w, sid, budget_left, chunk, has_chunk, True)
@@ -360,7 +365,7 @@ def iterate(K, w, si):
                         w[K[S_EVN]] = ev0
                         if w[K[S_STOPNEW]] == 0:
                             w[K[S_QPOS]] = q0  # its draws are undone with it
-                        if K[pool_row(K, p) + 7] == 0:
+                        if K[pool_row(K, p) + PL_HOL] == 0:
                             break
                         w[SK + nsk] = sid
                         nsk += 1
@@ -406,27 +411,27 @@ def iterate(K, w, si):
         sb = sbase(K, sid)
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
         add(K, w, sb + F_RD, n)
-        if K[r + 6] >= 0:
-            if add_over(w[sb + F_ATTR + K[r + 6]], n):  # a progress attribute may start anywhere
-                fault(K, w, FT_UNITS_OVERFLOW, sid, OV_PROGRESS, K[r + 6])
+        if K[r + RUN_PROGRESS] >= 0:
+            if add_over(w[sb + F_ATTR + K[r + RUN_PROGRESS]], n):  # a progress attribute may start anywhere
+                fault(K, w, FT_UNITS_OVERFLOW, sid, OV_PROGRESS, K[r + RUN_PROGRESS])
                 return True
-            add(K, w, sb + F_ATTR + K[r + 6], n)
-        gp = K[r + 5]
+            add(K, w, sb + F_ATTR + K[r + RUN_PROGRESS], n)
+        gp = K[r + RUN_GROWING]
         own = -1
         if gp >= 0:  # its hold's use grew when it was served
             own = w[hold_of(K, w, sid, gp) + HS_OWN]
-        event(K, w, EV_SERVE, sid, n, K[r + 7], w[sb + F_RD], w[sb + F_RT], gp, own)
+        event(K, w, EV_SERVE, sid, n, K[r + RUN_DECODE], w[sb + F_RD], w[sb + F_RT], gp, own)
     for k in range(no):
         sid = w[OR + k]
         if w[SV + sid] == 0:
             continue
         sb = sbase(K, sid)
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-        if K[r] == K_RUN and w[sb + F_RD] >= w[sb + F_RT]:
-            event(K, w, EV_RUN_DONE, sid, K[r + 7], 0, 0, 0, 0, 0)
+        if K[r + ST_KIND] == K_RUN and w[sb + F_RD] >= w[sb + F_RT]:
+            event(K, w, EV_RUN_DONE, sid, K[r + RUN_DECODE], 0, 0, 0, 0, 0)
             put(K, w, sb + F_RD, 0)
             put(K, w, sb + F_RT, 0)
-            put(K, w, sb + F_PC, K[r + 1])
+            put(K, w, sb + F_PC, K[r + ST_NEXT])
             advance(K, w, sid)
             if halted(K, w):
                 return True
@@ -439,7 +444,7 @@ def iterate(K, w, si):
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def conservation(K, w, kind, subj):
     for p in range(K[H_NP]):
-        cap = K[pool_row(K, p)]
+        cap = K[pool_row(K, p) + PL_CAP]
         if cap < 0:
             # no cap bounds its units: their total leaving 64 bits faults
             # here (level_add), so every level of a state fits
@@ -470,13 +475,13 @@ def step(K, w, kind, subj):
     else:
         sb = sbase(K, subj)
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
-        if K[r] != (K_ARRIVE if kind == A_ARRIVE else K_TURN):
+        if K[r + ST_KIND] != (K_ARRIVE if kind == A_ARRIVE else K_TURN):
             return 0
         event(K, w, EV_ARRIVE if kind == A_ARRIVE else EV_TURN, subj, 0, 0, 0, 0, 0, 0)
         put(K, w, sb + F_ARR, next_seq(K, w))
         put(K, w, sb + F_LP0, -1)  # a new request
         put(K, w, sb + F_LP1, -1)
-        put(K, w, sb + F_PC, K[r + 1])
+        put(K, w, sb + F_PC, K[r + ST_NEXT])
         advance(K, w, subj)
     if not halted(K, w):
         settle(K, w, K[H_NEVP], K[H_EVPO])

@@ -17,6 +17,10 @@ from serq.semantics.kernel.abi import (
     REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER, H_NSEG,
     FT_UNITS_OVERFLOW, OV_CACHE,
 )
+from serq.semantics.kernel.abi import (  # the tables' field offsets
+    OK_CODE, OK_DESC, OK_REAL, OR_KEYS, OR_NKEYS, OR_REAL, OR_TIE, OR_TIE_DESC, PL_BLOCK, PL_CAP,
+    PL_EVICT, PL_QUEUE, SCK_EXPR, SCK_MODE,
+)
 from serq.semantics.kernel.core import (
     add_over, fault, add, ask, b2f, cbase, entry_evictable, event, f2b, halted, hbase, hold_of, hold_ref, hold_seg,
     next_seq, pbase, pinned, pool_row, put, sbase, scope_row, seg_end, seg_entry, seg_parent, seg_start, to_int,
@@ -120,7 +124,7 @@ def publish(K, w, sid, h, upto):
         return
     p = w[h + HS_POOL]
     pr = pool_row(K, p)
-    bs = K[pr + 1]
+    bs = K[pr + PL_BLOCK]
     S = seg_end(K, q, bs)
     r0 = min((w[h + HS_USE] // bs) * bs, S)
     r1 = min((upto // bs) * bs, S)
@@ -133,7 +137,7 @@ def publish(K, w, sid, h, upto):
         e = seg_entry(K, w, p, x)
         add(K, w, h + HS_OWN, -bs)
         if e >= 0 and a + w[e + CE_UNITS] > pos:
-            if K[pr] >= 0:
+            if K[pr + PL_CAP] >= 0:
                 add(K, w, pbase(K, p) + P_FREE, bs)
         elif e >= 0:
             add(K, w, e + CE_UNITS, bs)
@@ -169,7 +173,7 @@ def sess_keys(K, w, oo, sid, adm, out):
     """The declared keys of order `oo` for a session, at w[out..]; the
     context gives `arrived` and `admitted` (`adm`: the session's, or its
     hold's for a victim)."""
-    nk = K[oo]
+    nk = K[oo + OR_NKEYS]
     if nk == 0:
         return 0
     sb = sbase(K, sid)
@@ -181,9 +185,9 @@ def sess_keys(K, w, oo, sid, adm, out):
         w[CX + CX_ARR] = w[sb + F_ARR]
         w[CX + CX_ADM] = adm
         w[K[S_CTXOK]] = (1 << CX_ARR) | (1 << CX_ADM) | (1 << CX_NOW)
-        rec = oo + 5 + k * rw
-        v = key_of(K, w, K[rec + 1 + 2 * prog], K[rec + 2 + 2 * prog], K[oo + 4], sb + F_ATTR, sid)
-        w[out + k] = ~v if K[rec] else v
+        rec = oo + OR_KEYS + k * rw
+        v = key_of(K, w, K[rec + OK_CODE + 2 * prog], K[rec + OK_REAL + 2 * prog], K[oo + OR_REAL], sb + F_ATTR, sid)
+        w[out + k] = ~v if K[rec + OK_DESC] else v
     return nk
 
 
@@ -205,9 +209,9 @@ def ordered(K, w, oo, items, n, out):
     order the oracle picks (the first pick asked first)."""
     KW = K[H_KW]
     KS = K[S_KEYS]
-    nk = K[oo]
-    sgn = -1 if K[oo + 2] else 1
-    tie_adm = K[oo + 1] == TIE_ADMITTED
+    nk = K[oo + OR_NKEYS]
+    sgn = -1 if K[oo + OR_TIE_DESC] else 1
+    tie_adm = K[oo + OR_TIE] == TIE_ADMITTED
     for i in range(n):
         sid = w[items + i]
         sb = sbase(K, sid)
@@ -255,9 +259,9 @@ def pick_victim(K, w, p, oo):
     arrival); ties on declared keys go to the oracle."""
     KS = K[S_KEYS]
     KW = K[H_KW]
-    nk = K[oo]
-    sgn = -1 if K[oo + 2] else 1
-    tie_adm = K[oo + 1] == TIE_ADMITTED
+    nk = K[oo + OR_NKEYS]
+    sgn = -1 if K[oo + OR_TIE_DESC] else 1
+    tie_adm = K[oo + OR_TIE] == TIE_ADMITTED
     best = -1
     for s in range(w[R_NSESS]):
         h = hold_of(K, w, s, p)
@@ -298,15 +302,15 @@ def free_block(K, w, p, protect):
     c = cbase(K, p)
     n = w[b + P_CN]
     pr = pool_row(K, p)
-    oo = K[pr + 5]
-    nk = K[oo]
-    sgn = -1 if K[oo + 2] else 1
+    oo = K[pr + PL_EVICT]
+    nk = K[oo + OR_NKEYS]
+    sgn = -1 if K[oo + OR_TIE_DESC] else 1
     KS = K[S_KEYS]
     KW = K[H_KW]
     CX = K[S_CTX]
     nprog = K[H_NPROG]
     rw = 1 + 2 * nprog + 2
-    bs = K[pr + 1]
+    bs = K[pr + PL_BLOCK]
     nseg = K[H_NSEG] > 0  # pinned prefix blocks cannot be evicted
     best = -1
     for k in range(n):
@@ -320,11 +324,11 @@ def free_block(K, w, p, protect):
             w[CX + CX_REL] = w[e + CE_REL]
             w[CX + CX_AGE] = w[K[S_NOW]] - w[e + CE_TICK]
             w[K[S_CTXOK]] = (1 << CX_SIZE) | (1 << CX_LAST) | (1 << CX_REL) | (1 << CX_AGE) | (1 << CX_NOW)
-            rec = oo + 5 + q * rw
-            v = key_of(K, w, K[rec + 1 + 2 * nprog], K[rec + 2 + 2 * nprog], K[oo + 4], 0, -1)
+            rec = oo + OR_KEYS + q * rw
+            v = key_of(K, w, K[rec + OK_CODE + 2 * nprog], K[rec + OK_REAL + 2 * nprog], K[oo + OR_REAL], 0, -1)
             if halted(K, w):
                 return False
-            w[kb + q] = ~v if K[rec] else v
+            w[kb + q] = ~v if K[rec + OK_DESC] else v
         w[kb + nk] = sgn * w[e + CE_REL]
         if best < 0 or lex_cmp(w, kb, KS + best * KW, nk + 1) < 0:
             best = k
@@ -392,21 +396,21 @@ def release_one(K, w, sid, scope):
         own = w[h + HS_OWN]
         use = w[h + HS_USE]
         pr = pool_row(K, p)
-        bs = K[pr + 1]
+        bs = K[pr + PL_BLOCK]
         kept = 0
         ref = hold_ref(K, w, sid, h) if K[H_NSEG] else 0  # shared units: the cache's already
-        mode = K[sr + SCW_BASE + SCP * p]
+        mode = K[sr + SCW_BASE + SCP * p + SCK_MODE]
         if mode == 1:
             kept = (min(use - ref, own) // bs) * bs
         elif mode >= 2:
-            code = K[sr + SCW_BASE + SCP * p + 1]
+            code = K[sr + SCW_BASE + SCP * p + SCK_EXPR]
             v = to_int(K, w, ev_s(K, code, w, sid), mode == 3, 0, code)
             if halted(K, w):
                 return
             kept = 0 if v <= ref else (min(v - ref, own) // bs) * bs  # v - ref only when it cannot overflow
         if kept:
             cache_put(K, w, sid, p, kept)
-        if K[pr] >= 0:
+        if K[pr + PL_CAP] >= 0:
             add(K, w, pbase(K, p) + P_FREE, own - kept)
         # shared blocks only this hold used become evictable now, the
         # longest prefix's first (a request's tail blocks are evicted first)
@@ -470,7 +474,7 @@ def drop(K, w, sid, p):
         if w[e + CE_OWNER] == sid:
             units = w[e + CE_UNITS]
             cache_remove(K, w, p, k)
-            if K[pool_row(K, p)] >= 0:
+            if K[pool_row(K, p) + PL_CAP] >= 0:
                 add(K, w, b + P_FREE, units)
             event(K, w, EV_DROP, sid, p, units, 0, 0, 0, 0)
         else:
@@ -492,10 +496,10 @@ def enqueue(K, w, sid, p, where):
     elif where == REQ_BACK:
         q_insert(K, w, p, n, sid)
     else:
-        oo = K[pool_row(K, p) + 3]
-        nk = K[oo]
-        sgn = -1 if K[oo + 2] else 1
-        tie_adm = K[oo + 1] == TIE_ADMITTED
+        oo = K[pool_row(K, p) + PL_QUEUE]
+        nk = K[oo + OR_NKEYS]
+        sgn = -1 if K[oo + OR_TIE_DESC] else 1
+        tie_adm = K[oo + OR_TIE] == TIE_ADMITTED
         KS = K[S_KEYS]
         KW = K[H_KW]
         q = b + P_Q

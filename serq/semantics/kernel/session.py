@@ -16,6 +16,11 @@ from serq.semantics.kernel.abi import (
     MAX_SESSIONS, PROG_W, R_HALT, R_NSESS, REQ_ORDER, S_DEPTH, S_FRAMES, S_NFRAMES, S_QSTATE,
     S_QVALS, S_TRIAL, S_VALS, SPAWN_DEPTH,
 )
+from serq.semantics.kernel.abi import (
+    ACQ_GATE, ASSERT_EXPR, BR_ALT, BR_COND, DC_DIST, DC_HI, DC_KEY, DC_LO, DC_NVALS, DC_REAL, DC_SLOT, DC_VALS,
+    DROP_POOL, DS_NPARAMS, DS_PARAMS, EXIT_CLOSES, PG_ENTRY, RUN_AMOUNT, RUN_REAL, SA_GIVEN, SA_VALUE, SAW,
+    SET_EXPR, SET_SLOT, SPAWN_SPEC, SPN_ATTRS, SPN_COUNT, SPN_COUNT_REAL, SPN_NATTR, SPN_PROG, ST_KIND, ST_NEXT,
+)
 from serq.semantics.kernel.core import (
     add, ask, b2f, event, f2b, fault, halted, hbase, next_seq, put, sbase, st_row, sub_over, to_int,
 )
@@ -32,11 +37,11 @@ def domain(K, w, sid, r):
     """The values of a draw or choose at w[S_VALS..]: a set keeps first
     occurrences in order; a range lo..hi. Returns the count (0 faults)."""
     V = K[S_VALS]
-    nv = K[r + 4]
+    nv = K[r + DC_NVALS]
     if nv >= 0:
         n = 0
         for i in range(nv):
-            v = ev_s(K, K[K[r + 5] + i], w, sid)
+            v = ev_s(K, K[K[r + DC_VALS] + i], w, sid)
             if halted(K, w):
                 return 0
             dup = False
@@ -47,10 +52,10 @@ def domain(K, w, sid, r):
                 w[V + n] = v
                 n += 1
         return n
-    lo = ev_s(K, K[r + 5], w, sid)
+    lo = ev_s(K, K[r + DC_LO], w, sid)
     if halted(K, w):
         return 0
-    hi = ev_s(K, K[r + 6], w, sid)
+    hi = ev_s(K, K[r + DC_HI], w, sid)
     if halted(K, w):
         return 0
     if hi < lo:
@@ -69,10 +74,10 @@ def draw_index(K, w, sid, r, n):
     """The answer to a draw: the oracle's when there is a choice. The
     distribution's parameters are evaluated (a fault there is a fault) and
     left after the values for the simulator's sampling."""
-    spec = K[r + 7]
+    spec = K[r + DC_DIST]
     V = K[S_VALS]
-    for i in range(K[spec + 1]):
-        v = ev_s(K, K[spec + 2 + 2 * i], w, sid)
+    for i in range(K[spec + DS_NPARAMS]):
+        v = ev_s(K, K[spec + DS_PARAMS + 2 * i], w, sid)
         if halted(K, w):
             return 0
         w[V + n + i] = v
@@ -87,7 +92,7 @@ def draw_index(K, w, sid, r, n):
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def choose_index(K, w, sid, r, n):
-    key = K[r + 7]
+    key = K[r + DC_KEY]
     if key < 0:
         if n <= 1:
             return 0
@@ -99,7 +104,7 @@ def choose_index(K, w, sid, r, n):
     sb = sbase(K, sid)
     TR = K[S_TRIAL]
     NA = K[H_NA]
-    slot = K[r + 3]
+    slot = K[r + DC_SLOT]
     V = K[S_VALS]
     best = 0.0
     for i in range(n):  # the smallest key; a second pass collects the values tied with it
@@ -180,18 +185,18 @@ def run_states(K, w, sid, budget):
             return
         pc = w[sb + F_PC]
         r = st_row(K, prog, pc)
-        k = K[r]
+        k = K[r + ST_KIND]
         if k == K_SET:
-            v = ev_s(K, K[r + 4], w, sid)
+            v = ev_s(K, K[r + SET_EXPR], w, sid)
             if halted(K, w):
                 return
-            put(K, w, ab + K[r + 3], v)
-            put(K, w, sb + F_PC, K[r + 1])
+            put(K, w, ab + K[r + SET_SLOT], v)
+            put(K, w, sb + F_PC, K[r + ST_NEXT])
         elif k == K_BRANCH:
-            c = ev_s(K, K[r + 3], w, sid)
+            c = ev_s(K, K[r + BR_COND], w, sid)
             if halted(K, w):
                 return
-            put(K, w, sb + F_PC, K[r + 1] if c != 0 else K[r + 4])
+            put(K, w, sb + F_PC, K[r + ST_NEXT] if c != 0 else K[r + BR_ALT])
         elif k == K_DRAW or k == K_CHOOSE:
             n = domain(K, w, sid, r)
             if halted(K, w):
@@ -206,21 +211,21 @@ def run_states(K, w, sid, budget):
             if halted(K, w):
                 return
             v = w[K[S_VALS] + i]
-            put(K, w, ab + K[r + 3], v)
-            event(K, w, EV_DRAW if k == K_DRAW else EV_CHOOSE, sid, K[r + 3], v, K[r + 8], 0, 0, 0)
-            put(K, w, sb + F_PC, K[r + 1])
+            put(K, w, ab + K[r + DC_SLOT], v)
+            event(K, w, EV_DRAW if k == K_DRAW else EV_CHOOSE, sid, K[r + DC_SLOT], v, K[r + DC_REAL], 0, 0, 0)
+            put(K, w, sb + F_PC, K[r + ST_NEXT])
         elif k == K_TURN:
             event(K, w, EV_AT_TURN, sid, 0, 0, 0, 0, 0, 0)
             return
         elif k == K_ACQUIRE:
-            enqueue(K, w, sid, K[r + 4], REQ_ORDER)
+            enqueue(K, w, sid, K[r + ACQ_GATE], REQ_ORDER)
             return
         elif k == K_RUN:
-            total = to_int(K, w, ev_s(K, K[r + 3], w, sid), K[r + 8] == 1, 1, K[r + 3])
+            total = to_int(K, w, ev_s(K, K[r + RUN_AMOUNT], w, sid), K[r + RUN_REAL] == 1, 1, K[r + RUN_AMOUNT])
             if halted(K, w):
                 return
             if total <= 0:  # a zero-work run is a no-op
-                put(K, w, sb + F_PC, K[r + 1])
+                put(K, w, sb + F_PC, K[r + ST_NEXT])
                 continue
             put(K, w, sb + F_RD, 0)
             put(K, w, sb + F_RT, total)
@@ -231,25 +236,25 @@ def run_states(K, w, sid, budget):
         elif k == K_JOIN:
             if w[sb + F_LIVE] > 0:
                 return
-            put(K, w, sb + F_PC, K[r + 1])
+            put(K, w, sb + F_PC, K[r + ST_NEXT])
         elif k == K_DROP:
-            drop(K, w, sid, K[r + 3])
-            put(K, w, sb + F_PC, K[r + 1])
+            drop(K, w, sid, K[r + DROP_POOL])
+            put(K, w, sb + F_PC, K[r + ST_NEXT])
         elif k == K_ASSERT:
-            c = ev_s(K, K[r + 3], w, sid)
+            c = ev_s(K, K[r + ASSERT_EXPR], w, sid)
             if halted(K, w):
                 return
             if c == 0:
                 fault(K, w, FT_ASSERT, sid, pc, 0)
                 return
-            put(K, w, sb + F_PC, K[r + 1])
+            put(K, w, sb + F_PC, K[r + ST_NEXT])
         elif k == K_EXIT:
-            release_scope(K, w, sid, K[r + 3])
+            release_scope(K, w, sid, K[r + EXIT_CLOSES])
             if halted(K, w):
                 return
             put(K, w, sb + F_LP0, -1)  # the scope was completed: a new one starts afresh
             put(K, w, sb + F_LP1, -1)
-            put(K, w, sb + F_PC, K[r + 1])
+            put(K, w, sb + F_PC, K[r + ST_NEXT])
         elif k == K_END:
             finish(K, w, sid)
             return
@@ -260,8 +265,8 @@ def run_states(K, w, sid, budget):
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def spawn_start(K, w, sid, r, budget):
-    spec = K[r + 3]
-    n = to_int(K, w, ev_s(K, K[spec + 1], w, sid), K[spec + 2] == 1, 0, K[spec + 1])
+    spec = K[r + SPAWN_SPEC]
+    n = to_int(K, w, ev_s(K, K[spec + SPN_COUNT], w, sid), K[spec + SPN_COUNT_REAL] == 1, 0, K[spec + SPN_COUNT])
     if halted(K, w):
         return
     if n < 0:
@@ -285,31 +290,31 @@ def spawn_next(K, w, sid, left, budget):
     r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
     if left == 0:
         w[K[S_DEPTH]] -= 1
-        put(K, w, sb + F_PC, K[r + 1])
+        put(K, w, sb + F_PC, K[r + ST_NEXT])
         push(K, w, FR_ADV, sid, 0, budget)
         return
-    spec = K[r + 3]
-    ci = K[spec]
-    na = K[spec + 3]
+    spec = K[r + SPAWN_SPEC]
+    ci = K[spec + SPN_PROG]
+    na = K[spec + SPN_NATTR]
     cid = w[R_NSESS]
     if cid >= K[H_CAP]:
         w[R_HALT] = HALT_CAP  # Python grows the row and runs the step again
         return
     TR = K[S_TRIAL]
     for a in range(na):
-        if K[spec + 4 + 2 * a]:
-            w[TR + a] = ev_s(K, K[spec + 5 + 2 * a], w, sid)
+        if K[spec + SPN_ATTRS + SAW * a + SA_GIVEN]:
+            w[TR + a] = ev_s(K, K[spec + SPN_ATTRS + SAW * a + SA_VALUE], w, sid)
             if halted(K, w):
                 return
         else:
-            w[TR + a] = K[spec + 5 + 2 * a]
+            w[TR + a] = K[spec + SPN_ATTRS + SAW * a + SA_VALUE]
     cb = sbase(K, cid)
     for f in range(K[H_SF]):
         put(K, w, cb + f, 0)
     put(K, w, R_NSESS, cid + 1)
     put(K, w, cb + F_PROG, ci)
     pt = K[H_PROGT] + PROG_W * ci
-    put(K, w, cb + F_PC, K[st_row(K, ci, K[pt]) + 1])
+    put(K, w, cb + F_PC, K[st_row(K, ci, K[pt + PG_ENTRY]) + ST_NEXT])
     for a in range(na):
         put(K, w, cb + F_ATTR + a, w[TR + a])
     put(K, w, cb + F_PARENT, sid)
@@ -339,7 +344,7 @@ def finish(K, w, sid):
         pb = sbase(K, par)
         add(K, w, pb + F_LIVE, -1)
         r = st_row(K, w[pb + F_PROG], w[pb + F_PC])
-        if w[pb + F_LIVE] == 0 and K[r] == K_JOIN:
-            put(K, w, pb + F_PC, K[r + 1])
+        if w[pb + F_LIVE] == 0 and K[r + ST_KIND] == K_JOIN:
+            put(K, w, pb + F_PC, K[r + ST_NEXT])
             event(K, w, EV_JOINED, par, 0, 0, 0, 0, 0, 0)
             push(K, w, FR_ADV, par, 0, MACRO_LIMIT)
