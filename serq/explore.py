@@ -179,13 +179,13 @@ class SerqModel:
             return False
         caps, waiting = self.m.caps, False
         for s in sessions:
-            kind = self.m.progs[s[0]].states[s[1]].kind
+            kind = self.m.progs[s.prog].states[s.pc].kind
             if kind == "end":
                 continue
-            if kind not in ("acquire", "join") or any(caps[h[1]] is not None for h in s[5]):
+            if kind not in ("acquire", "join") or any(caps[h.pool] is not None for h in s.holds):
                 return False
             if kind == "acquire":
-                if s[10] != -1:
+                if s.last_pos != -1:
                     return False
                 waiting = True
         return waiting
@@ -229,39 +229,44 @@ class SerqModel:
         permutation of the state)."""
         sessions, pools, _seq, fault = state
         is_end = self._is_end
-        done = [is_end[s[0]][s[1]] for s in sessions]
+        done = []
+        parents = []
         seqs = set()
-        for s, d in zip(sessions, done):
+        # the fields unpacked by name (Session's order): faster than attribute reads in this hot loop
+        for prog, pc, _a, _rd, _rt, holds, parent, _l, arrived, admitted, _lp, _s in sessions:
+            d = is_end[prog][pc]
+            done.append(d)
+            parents.append(parent)
             if not d:
-                seqs.add(s[8])
-                seqs.add(s[9])
-                for h in s[5]:
-                    seqs.add(h[4])
+                seqs.add(arrived)
+                seqs.add(admitted)
+                for _sc, _hp, _own, _use, adm in holds:
+                    seqs.add(adm)
         for p in pools:
-            for e in p[1]:
-                seqs.add(e[2])
+            for _o, _u, released, _t in p.cache:
+                seqs.add(released)
         rank = {v: i for i, v in enumerate(sorted(seqs))}
         keep_pos = self.checks.positions
         locs = []
-        for s, d in zip(sessions, done):
+        for (prog, pc, attrs, run_done, run_total, holds, _par, live, arrived, admitted, last_pos, stuck), d in \
+                zip(sessions, done):
             if d:
                 # a finished session only matters through its cache entries
-                locs.append((s[0], s[1], (), 0, 0, (), s[7], -1, -1, -1, s[11]))
+                locs.append((prog, pc, (), 0, 0, (), live, -1, -1, -1, stuck))
             else:
-                holds = tuple((h[0], h[1], h[2], h[3], rank[h[4]]) for h in s[5]) if s[5] else ()
+                holds = tuple((sc, p, own, use, rank[adm]) for sc, p, own, use, adm in holds) if holds else ()
                 # the previous preemption position only feeds the stuck check
-                locs.append((s[0], s[1], s[2], s[3], s[4], holds, s[7], rank[s[8]], rank[s[9]],
-                             s[10] if keep_pos else -1, s[11] if keep_pos else 0))
+                locs.append((prog, pc, attrs, run_done, run_total, holds, live, rank[arrived], rank[admitted],
+                             last_pos if keep_pos else -1, stuck if keep_pos else 0))
         n = len(sessions)
         if self.symmetry and n > 1:
-            perm = sorted(range(n), key=lambda i: (locs[i], locs[sessions[i][6]] if sessions[i][6] >= 0 else ()))
+            perm = sorted(range(n), key=lambda i: (locs[i], locs[parents[i]] if parents[i] >= 0 else ()))
             new = [0] * n
             for pos, old in enumerate(perm):
                 new[old] = pos
         else:
             perm = new = list(range(n))
-        out_sessions = tuple(locs[old] + ((new[sessions[old][6]] if sessions[old][6] >= 0 else -1),)
-                             for old in perm)
+        out_sessions = tuple(locs[old] + ((new[parents[old]] if parents[old] >= 0 else -1),) for old in perm)
         out_pools = tuple(
             (free, tuple(sorted(((new[o] if not done[o] else -1), u, rank[r]) for o, u, r, _tick in cache)),
              tuple(new[q] for q in queue))
@@ -285,7 +290,7 @@ class SerqModel:
         return diff_lines(self, state, nxt)
 
     def format_state(self, state) -> list[str]:
-        return [f"{self.label(state, i)}: {session_text(self, state, i)}" for i in range(len(state[0]))]
+        return [f"{self.label(state, i)}: {session_text(self, state, i)}" for i in range(len(state.sessions))]
 
     def describe_deadlock(self, state) -> list[str]:
         return deadlock_lines(self, state)
@@ -349,7 +354,7 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
             if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
                 owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"
             else:
-                owner = "a finished session" if e[2] >= len(state[0]) or _done(m, nxt, e[2]) else lab(e[2])
+                owner = "a finished session" if e[2] >= len(state.sessions) or _done(m, nxt, e[2]) else lab(e[2])
             parts.append(f"evict {e[3]} {_pool(sm, e[1])} cached for {owner}")
         elif t == "release":
             kept = f", {e[4]} kept cached" if e[4] else ""
@@ -374,24 +379,24 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
 
 
 def _done(m: Model, state, sid) -> bool:
-    s = state[0][sid]
-    return m.progs[s[0]].states[s[1]].kind == "end"
+    s = state.sessions[sid]
+    return m.progs[s.prog].states[s.pc].kind == "end"
 
 
 def _own(state, sid, p) -> int:
-    if sid >= len(state[0]):
+    if sid >= len(state.sessions):
         return 0
-    for h in state[0][sid][5]:
-        if h[1] == p:
-            return h[2]
+    for h in state.sessions[sid].holds:
+        if h.pool == p:
+            return h.own
     return 0
 
 
 def session_text(sm: SerqModel, state, sid: int) -> str:
     m = sm.m
-    s = state[0][sid]
-    prog = m.progs[s[0]]
-    st = prog.states[s[1]]
+    s = state.sessions[sid]
+    prog = m.progs[s.prog]
+    st = prog.states[s.pc]
     line = f" (line {st.at[0]})" if st.at else ""
     k = st.kind
     if k == "arrive":
@@ -402,29 +407,29 @@ def session_text(sm: SerqModel, state, sid: int) -> str:
         where = f"waits at turn{line}"
     elif k == "acquire":
         pools = ", ".join(_pool(sm, it[0]) for it in st.f["items"])
-        q = state[1][st.f["gate"]][2]
+        q = state.pools[st.f["gate"]].queue
         pos = q.index(sid) + 1 if sid in q else "?"
         where = f"queued for {pools} (#{pos} in {_pool(sm, st.f['gate'])}'s queue){line}"
     elif k == "run":
-        where = f"{st.ir.run} {s[3]}/{s[4]} on {m.stages[st.f['stage']].name}{line}"
+        where = f"{st.ir.run} {s.run_done}/{s.run_total} on {m.stages[st.f['stage']].name}{line}"
     elif k == "join":
-        where = f"waits at join for {s[7]} child{'ren' if s[7] != 1 else ''}{line}"
+        where = f"waits at join for {s.live} child{'ren' if s.live != 1 else ''}{line}"
     else:
         where = f"at {k}{line}"
-    holds = ", ".join(f"{_pool(sm, h[1])} {h[2]} (uses {h[3]})" for h in s[5])
-    attrs = " ".join(f"{a.name}={v}" for a, v in zip(prog.attrs, s[2]) if a.origin != "internal")
+    holds = ", ".join(f"{_pool(sm, h.pool)} {h.own} (uses {h.use})" for h in s.holds)
+    attrs = " ".join(f"{a.name}={v}" for a, v in zip(prog.attrs, s.attrs) if a.origin != "internal")
     out = where
     if holds:
         out += f"; holds {holds}"
     if attrs and k != "arrive":
         out += f"; {attrs}"
-    if s[11]:
+    if s.stuck:
         out += "; STUCK"
     return out
 
 
 def pool_text(sm: SerqModel, state, p: int) -> str:
-    free, cache, queue = state[1][p]
+    free, cache, queue = state.pools[p]
     cap = sm.m.caps[p]
     parts = []
     if cap is not None:
@@ -433,7 +438,7 @@ def pool_text(sm: SerqModel, state, p: int) -> str:
         def owner(o):  # a session, or a shared prefix's entry (owner -3 - its index)
             return f"prefix {sm.program.prefixes[-3 - o].name}" if o < 0 else sm.label(state, o)
 
-        parts.append("cached " + ", ".join(f"{owner(o)} {u}" for o, u, *_ in sorted(cache, key=lambda e: e[2])))
+        parts.append("cached " + ", ".join(f"{owner(o)} {u}" for o, u, *_ in sorted(cache, key=lambda e: e.released)))
     if queue:
         parts.append("queue [" + ", ".join(sm.label(state, q) for q in queue) + "]")
     return "; ".join(parts) if parts else "empty"
@@ -441,12 +446,12 @@ def pool_text(sm: SerqModel, state, p: int) -> str:
 
 def diff_lines(sm: SerqModel, state, nxt) -> list[str]:
     out = []
-    for sid in range(len(nxt[0])):
+    for sid in range(len(nxt.sessions)):
         after = session_text(sm, nxt, sid)
-        before = session_text(sm, state, sid) if sid < len(state[0]) else None
+        before = session_text(sm, state, sid) if sid < len(state.sessions) else None
         if after != before:
             out.append(f"{sm.label(nxt, sid)}: {after}")
-    for p in range(len(nxt[1])):
+    for p in range(len(nxt.pools)):
         a, b = pool_text(sm, nxt, p), pool_text(sm, state, p)
         if a != b:
             out.append(f"{_pool(sm, p)}: {a}")
@@ -458,8 +463,8 @@ def session_phase(sm: SerqModel, state, sid: int) -> str:
     `not-arrived`, `queued`, `preempted` (queued again after a preemption
     of this request), `prefill`, `decode`, `turn`, `join`, `done`, or
     `other` (a state that never blocks)."""
-    s = state[0][sid]
-    st = sm.m.progs[s[0]].states[s[1]]
+    s = state.sessions[sid]
+    st = sm.m.progs[s.prog].states[s.pc]
     k = st.kind
     if k == "arrive":
         return "not-arrived"
@@ -468,7 +473,7 @@ def session_phase(sm: SerqModel, state, sid: int) -> str:
     if k == "acquire":
         # the position of the last preemption is kept until the request's
         # scope completes or it reaches a turn: set means "re-queued"
-        return "preempted" if s[10] != -1 else "queued"
+        return "preempted" if s.last_pos != -1 else "queued"
     if k == "run":
         return st.ir.run
     if k in ("turn", "join"):
@@ -479,9 +484,9 @@ def session_phase(sm: SerqModel, state, sid: int) -> str:
 def pool_levels(sm: SerqModel, state, p: int) -> tuple[int, int, int | None]:
     """(allocated, cached, free) units of pool p; free is None for an
     infinite pool. On a finite pool the three add up to its cap."""
-    alloc = sum(h[2] for s in state[0] for h in s[5] if h[1] == p)
-    free, cache, _queue = state[1][p]
-    return alloc, sum(e[1] for e in cache), free
+    alloc = sum(h.own for s in state.sessions for h in s.holds if h.pool == p)
+    pool = state.pools[p]
+    return alloc, sum(e.units for e in pool.cache), pool.free
 
 
 def wait_for(sm: SerqModel, state, why: dict | None = None) -> tuple[list[str], list[tuple[int, int, str]] | None]:
@@ -490,23 +495,23 @@ def wait_for(sm: SerqModel, state, why: dict | None = None) -> tuple[list[str], 
     for the holders of the pools it is short of (`why`: the refusals of
     serq.admission, computed when not given)."""
     m = sm.m
-    sessions = state[0]
+    sessions = state.sessions
     out = []
     waits: dict[int, list[tuple[int, str]]] = {}
     why = refusals(m, state) if why is None else why
     for sid, s in enumerate(sessions):
-        st = m.progs[s[0]].states[s[1]]
+        st = m.progs[s.prog].states[s.pc]
         if st.kind == "end":
             continue
         out.append(f"{sm.label(state, sid)}: {session_text(sm, state, sid)}")
         if st.kind == "acquire":
             for p in why[sid].short:
                 for other, o in enumerate(sessions):
-                    if other != sid and any(h[1] == p for h in o[5]):
+                    if other != sid and any(h.pool == p for h in o.holds):
                         waits.setdefault(sid, []).append((other, f"{_pool(sm, p)}"))
         elif st.kind == "join":
             for other, o in enumerate(sessions):
-                if o[6] == sid and not _done(m, state, other):
+                if o.parent == sid and not _done(m, state, other):
                     waits.setdefault(sid, []).append((other, "join"))
     return out, _find_cycle(waits)
 
@@ -516,9 +521,9 @@ def deadlock_lines(sm: SerqModel, state) -> list[str]:
     resident cannot grow), and the wait-for cycle."""
     why = refusals(sm.m, state)
     out, cycle = wait_for(sm, state, why)
-    for p in range(len(state[1])):
+    for p in range(len(state.pools)):
         out.append(f"{_pool(sm, p)}: {pool_text(sm, state, p)}")
-    for sid in range(len(state[0])):
+    for sid in range(len(state.sessions)):
         out.extend(why[sid].lines if sid in why else filter(None, [grower_text(sm.m, state, sid)]))
     if cycle:
         steps = []
