@@ -257,11 +257,11 @@ class Model:
 
     def is_done(self, state) -> bool:
         sessions, _, _, fault = state
-        return fault is None and all(self.progs[s[0]].states[s[1]].kind == "end" for s in sessions)
+        return fault is None and all(self.progs[s.prog].states[s.pc].kind == "end" for s in sessions)
 
     def session_label(self, state, sid: int) -> str:
-        s = state[0][sid]
-        return f"{self.progs[s[0]].name}#{sid + 1}"
+        s = state.sessions[sid]
+        return f"{self.progs[s.prog].name}#{sid + 1}"
 
     # -- actions ----------------------------------------------------------
     def base_actions(self, state):
@@ -271,11 +271,11 @@ class Model:
             return []
         out = []
         for sid, s in enumerate(sessions):
-            kind = self.progs[s[0]].states[s[1]].kind
+            kind = self.progs[s.prog].states[s.pc].kind
             if kind == "arrive":
                 out.append((ARRIVE, sid))
         for sid, s in enumerate(sessions):
-            if self.progs[s[0]].states[s[1]].kind == "turn":
+            if self.progs[s.prog].states[s.pc].kind == "turn":
                 out.append((TURN, sid))
         for si in range(len(self.stages)):
             out.append((ITERATE, si))
@@ -294,7 +294,7 @@ class Model:
             used = script[: len(arity)] + [0] * (len(arity) - len(script))
             if nxt is not None:
                 results.append(((base[0], base[1], tuple(used)), nxt, events))
-                if nxt[3] is not None and self.engine.question_overflow(nxt):
+                if nxt.fault is not None and self.engine.question_overflow(nxt):
                     return results  # as the kernel's expansion: one faulted successor says so
             # odometer: advance the last question that has options left
             i = len(arity) - 1
@@ -359,8 +359,9 @@ class Model:
     def think(self, state, sid: int, now: int = 0):
         """A session's think time at its turn (simulator only), evaluated by
         the kernel against the state."""
-        st = self.progs[state[0][sid][0]].states[state[0][sid][1]]
-        code = self.engine.low.state_rows[state[0][sid][0]][state[0][sid][1]][3]
+        s = state.sessions[sid]
+        st = self.progs[s.prog].states[s.pc]
+        code = self.engine.low.state_rows[s.prog][s.pc][3]
         try:
             return self.engine.eval_session(state, sid, code, True, now)
         except ValueError as e:
@@ -385,7 +386,7 @@ class Model:
             out.append(fault)
             return out
         for sid, s in enumerate(sessions):
-            if s[11]:
-                out.append(("stuck", stuck_text(f"{self.progs[s[0]].name}#{sid + 1}")))
+            if s.stuck:
+                out.append(("stuck", stuck_text(f"{self.progs[s.prog].name}#{sid + 1}")))
         out.extend(self.engine.invariants(state))
         return out

@@ -68,7 +68,7 @@ MAX_VIOLATIONS = 100  # violation messages kept (all are counted)
 def _faulted(state) -> bool:
     if isinstance(state, RowState):
         return bool(state.flags & F_FAULT)
-    return state[3] is not None
+    return state.fault is not None
 
 
 class RngOracle:
@@ -244,7 +244,7 @@ class Simulator:
                     stopped = self._starts(tick)
                 if cfg.progress is not None and self.steps - last_report >= 2000:
                     last_report = self.steps
-                    cfg.progress(self.now, stats.ended_total, len(self.state[0]))
+                    cfg.progress(self.now, stats.ended_total, len(self.state.sessions))
         except _Stop as s:
             stopped = s.why
         except LimitReached as e:  # inside a step: the step under way is not in the report
@@ -271,7 +271,7 @@ class Simulator:
             if pb is not None:
                 stats.block_end(si, *pb, upto=self.now)
         stalled = []
-        if stopped == DONE and not m.is_done(self.state) and self.state[3] is None:
+        if stopped == DONE and not m.is_done(self.state) and self.state.fault is None:
             stalled = self._stalled()
             if stalled:
                 stopped = STALLED
@@ -392,7 +392,7 @@ class Simulator:
         self.stats.level(tick, self._levels(nxt))
         self._effects(tick, events, before)
         if _faulted(nxt):
-            self.faults.append((tick, nxt[3][0], nxt[3][1]))
+            self.faults.append((tick, nxt.fault[0], nxt.fault[1]))
             return FAULT
         if self.m.engine.low.invariants and (self.checks.invariant or not self.cfg.stop_on_violation):
             for kind, msg in self.m.check_invariants(nxt):
@@ -470,23 +470,23 @@ class Simulator:
         can start. Each with what it waits for."""
         m, st = self.m, self.state
         out = []
-        for sid, s in enumerate(st[0]):
-            cs = m.progs[s[0]].states[s[1]]
+        for sid, s in enumerate(st.sessions):
+            cs = m.progs[s.prog].states[s.pc]
             if cs.kind == "end":
                 continue
             label = m.session_label(st, sid)
             if cs.kind == "acquire":
                 p = cs.f["gate"]
-                q = st[1][p][2]
+                q = st.pools[p].queue
                 pos = q.index(sid) + 1 if sid in q else "?"
                 out.append(f"{label} waits in the queue of `{m.pools[p].name}` (position {pos} of {len(q)}) "
                            f"and {refusal(m, st, sid, self.now).why}")
             elif cs.kind == "run":
                 grow = grower_text(m, st, sid)
                 out.append(f"{label} waits to be served by `{m.stages[cs.f['stage']].name}` "
-                           f"({cs.ir.run}, {s[3]} of {s[4]} tokens done)" + (f": {grow}" if grow else ""))
+                           f"({cs.ir.run}, {s.run_done} of {s.run_total} tokens done)" + (f": {grow}" if grow else ""))
             elif cs.kind == "join":
-                out.append(f"{label} waits at `join` for {s[7]} child session(s)")
+                out.append(f"{label} waits at `join` for {s.live} child session(s)")
             else:
                 out.append(f"{label} waits at `{cs.kind}`")
         return out
