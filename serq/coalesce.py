@@ -202,10 +202,10 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
         return None
     # queues that could admit during the block
     for p in m.via[si]:
-        if pools[p][2]:
+        if pools[p].queue:
             return None
     for p in m.event_pools:
-        if pools[p][2]:
+        if pools[p].queue:
             return None
     progs = m.progs
     res = view.residents(si)
@@ -229,8 +229,8 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     served = []  # (sid, n, decode, g, hold index, use0, own0)
     for sid in res:
         s = sessions[sid]
-        st = progs[s[0]].states[s[1]]
-        rem = s[4] - s[3]
+        st = progs[s.prog].states[s.pc]
+        rem = s.run_total - s.run_done
         if st.f["decode"]:
             n = 1
             ndec += 1
@@ -243,8 +243,8 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
         g = st.f["growing"]
         hi = None
         if g is not None:
-            for i, h in enumerate(s[5]):
-                if h[1] == g:
+            for i, h in enumerate(s.holds):
+                if h.pool == g:
                     hi = i
                     break
             if hi is None:
@@ -263,12 +263,12 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     for sid, n, _dec, g, hi in served:
         if g is None:
             continue
-        h = sessions[sid][5][hi]
+        h = sessions[sid].holds[hi]
         b = m.blocks[g]
-        kvb0 += h[2] // b
-        steps = _growth(h[2], h[3], n, b, pools[g][0] is not None, kmax)
+        kvb0 += h.own // b
+        steps = _growth(h.own, h.use, n, b, pools[g].free is not None, kmax)
         growth[sid] = steps
-        own = h[2]
+        own = h.own
         for j, units in steps:
             take[g][j] = take[g].get(j, 0) + units
             kvb_inc[j] = kvb_inc.get(j, 0) + (own + units) // b - own // b
@@ -279,13 +279,13 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     # form only for a key-less evict order (`lru`: by release sequence
     # number), whose victims do not depend on what was evicted before.
     for p in range(npools):
-        free = pools[p][0]
+        free = pools[p].free
         if free is None or not take[p]:
             continue
         b = m.blocks[p]
         avail = free // b * b
         if not m.evict_order[p].keys:
-            avail += sum(e[1] for e in pools[p][1])
+            avail += sum(e.units for e in pools[p].cache)
         cum = 0
         for j in sorted(take[p]):
             cum += take[p][j]
@@ -343,22 +343,22 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     new_sessions = {}
     for sid, n, _dec, g, hi in served:
         s = sessions[sid]
-        st = progs[s[0]].states[s[1]]
+        st = progs[s.prog].states[s.pc]
         adv = k * n
-        attrs = s[2]
+        attrs = s.attrs
         ps = st.f["progress"]
         if ps is not None:
             attrs = attrs[:ps] + (attrs[ps] + adv,) + attrs[ps + 1:]
-        holds = s[5]
+        holds = s.holds
         if g is not None:
             h = holds[hi]
-            own = h[2] + sum(u for j, u in growth[sid] if j < k)
-            holds = holds[:hi] + ((h[0], h[1], own, h[3] + adv, h[4]),) + holds[hi + 1:]
-        new_sessions[sid] = (s[0], s[1], attrs, s[3] + adv, s[4], holds) + s[6:]
+            own = h.own + sum(u for j, u in growth[sid] if j < k)
+            holds = holds[:hi] + (h._replace(own=own, use=h.use + adv),) + holds[hi + 1:]
+        new_sessions[sid] = s._replace(attrs=attrs, run_done=s.run_done + adv, holds=holds)
     new_pools = {}
     evicted = [0] * npools
     for p in range(npools):
-        free = pools[p][0]
+        free = pools[p].free
         if free is None:
             continue
         used = sum(u for j, u in take[p].items() if j < k)
@@ -366,11 +366,11 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
             continue
         b = m.blocks[p]
         from_free = min(used, free // b * b)
-        cache = pools[p][1]
+        cache = pools[p].cache
         if used > from_free:
             cache = _evict(cache, used - from_free, m.evict_order[p].tie_desc)
             evicted[p] = used - from_free
-        new_pools[p] = (free - from_free, cache, pools[p][2])
+        new_pools[p] = pools[p]._replace(free=free - from_free, cache=cache)
     new_state = view.patched(new_sessions, new_pools)
     return Block(si, k, costs, levels, [(sid, n, d) for sid, n, d, _, _ in served], D, new_state,
                  tuple(evicted))
@@ -381,8 +381,8 @@ def _evict(cache: tuple, units: int, desc: bool) -> tuple:
     one at a time) under a key-less evict order: always from the entry with
     the smallest (largest, if `desc`) release sequence number, which leaves
     when it is empty. Entries keep their places in the list."""
-    left = {i: e[1] for i, e in enumerate(cache)}
-    order = sorted(range(len(cache)), key=lambda i: -cache[i][2] if desc else cache[i][2])
+    left = {i: e.units for i, e in enumerate(cache)}
+    order = sorted(range(len(cache)), key=lambda i: -cache[i].released if desc else cache[i].released)
     for i in order:
         if units <= 0:
             break
@@ -390,7 +390,7 @@ def _evict(cache: tuple, units: int, desc: bool) -> tuple:
         left[i] -= t
         units -= t
     assert units == 0, "eviction beyond the cache (checked by plan_block)"
-    return tuple((e[0], left[i]) + tuple(e[2:]) for i, e in enumerate(cache) if left[i] > 0)
+    return tuple(e._replace(units=left[i]) for i, e in enumerate(cache) if left[i] > 0)
 
 
 def _growth(own: int, use0: int, n: int, b: int, finite: bool, kmax: int) -> list[tuple[int, int]]:

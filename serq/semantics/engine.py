@@ -220,16 +220,16 @@ class Engine:
             rs.levels = tuple(pk[2: 2 + NP])
             rs.works = pk[2 + NP: 2 + NP + self.low.NST]
             if code == FT_EXTERNAL:
-                rs._t = self.state(state[3])
+                rs._t = self.state(state.fault)
             self._in_w = rs
             return rs, evs
-        return self.state(fault if fault is not None else state[3]), evs
+        return self.state(fault if fault is not None else state.fault), evs
 
     @staticmethod
     def question_overflow(state) -> bool:
         """Whether a state's fault is too many oracle questions in one step
         (a loop that draws without blocking): enumeration stops there."""
-        f = state[3]
+        f = state.fault
         return f is not None and f[1].startswith(f"more than {MAXQ} draws")
 
     def decode(self, rs: "RowState"):
@@ -293,12 +293,13 @@ class Engine:
             b = RHDR + sid * self.SF
             v = np.frombuffer(state.row, np.int64, 2, 8 * (b + F_PROG))
             return int(v[0]), int(v[1])
-        return state[0][sid][0], state[0][sid][1]
+        s = state.sessions[sid]
+        return s.prog, s.pc
 
     def prog_of_state(self, state, sid: int) -> int:
         if isinstance(state, RowState) and state.cap == self.cap:
             return int(np.frombuffer(state.row, np.int64, 1, 8 * (RHDR + sid * self.SF + F_PROG))[0])
-        return state[0][sid][0]
+        return state.sessions[sid].prog
 
     def _prog_of(self, sid: int) -> int:
         return int(self.w[RHDR + sid * self.SF + F_PROG])
@@ -342,9 +343,9 @@ class Engine:
 
         def levels(p):
             st = self.state()
-            alloc = sum(h[2] for s in st[0] for h in s[5] if h[1] == p)
-            free, cache, _ = st[1][p]
-            return alloc, sum(e[1] for e in cache), free
+            alloc = sum(h.own for s in st.sessions for h in s.holds if h.pool == p)
+            pool = st.pools[p]
+            return alloc, sum(e.units for e in pool.cache), pool.free
 
         def describe():  # the step's action, from a conservation fault's arguments
             if b == A_ITERATE:
