@@ -8,6 +8,8 @@ The rule: a subscript whose index is an integer constant (`s[8]`, `h[-1]`)
 and whose base, once its own subscripts and calls are stripped
 (`state[0][sid][1]` -> `state`), is a name or attribute in STATE_NAMES:
 the names serq gives to states, sessions, holds, pools and cache entries.
+A name in SEQUENCES holds a sequence of them: `pools[0]` is its first
+element (not counted), `pools[p][2]` a field of an element (counted).
 Events (`e[1]`), IR nodes, actions and other tuples are not states and are
 not counted; nor are the language's front-end modules (FRONT_END: there
 `s`, `st`, `c` are IR nodes and parse children) nor the module that defines
@@ -43,6 +45,9 @@ FRONT_END = {
 DEFINES = "serq/semantics/state.py"
 
 
+SEQUENCES = {"sessions", "pools", "holds", "held", "cache"}
+
+
 def _base(node: ast.AST) -> str | None:
     while isinstance(node, (ast.Subscript, ast.Call)):
         node = node.value if isinstance(node, ast.Subscript) else node.func
@@ -65,6 +70,8 @@ def indexings(path: Path) -> list[tuple[int, str]]:
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and _int_index(node) and _base(node.value) in STATE_NAMES:
+            if _base(node.value) in SEQUENCES and not isinstance(node.value, ast.Subscript):
+                continue  # an element of a sequence, not a field
             out.append((node.lineno, ast.unparse(node)))
     return sorted(out)
 

@@ -216,7 +216,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     ndec = 0
     chunk = None
     if m.chunk_f[si] is not None:
-        shape0 = {"nreq": nreq, "ndec": sum(1 for sid in res if progs[sessions[sid][0]].states[sessions[sid][1]].f["decode"])}
+        shape0 = {"nreq": nreq, "ndec": sum(1 for sid in res if progs[sessions[sid].prog].states[sessions[sid].pc].f["decode"])}
         try:
             chunk = m.chunk_f[si](None, _Shape(shape0))
         except Exception:

@@ -105,7 +105,7 @@ T_INT, T_REAL, T_BOOL = 0, 1, 2
  OP_FEQ, OP_FNE, OP_FLT, OP_FLE, OP_FGT, OP_FGE,
  OP_INEG, OP_FNEG, OP_NOT, OP_BOOL, OP_IMIN, OP_IMAX, OP_FMIN, OP_FMAX, OP_IABS, OP_FABS,
  OP_FLOOR, OP_CEIL, OP_JF, OP_JT, OP_JMP) = range(46)
-OP_ARG1, OP_ARG2 = 1, 2  # an op's operands follow it: K[pc + OP_ARG1]
+OPND1, OPND2 = 1, 2  # an op's operands follow it: K[pc + OPND1]
 # operands per op (ops not listed take none)
 OP_ARGS = {OP_ICONST: 1, OP_FCONST: 1, OP_IATTR: 1, OP_FATTR: 1, OP_CTX: 1, OP_POOL: 2,
            OP_JF: 1, OP_JT: 1, OP_JMP: 1}

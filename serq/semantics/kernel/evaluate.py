@@ -15,7 +15,7 @@ from serq.semantics.kernel.abi import (
     OP_JMP, OP_JT, OP_NOT, OP_POOL, S_CTX, S_CTXOK, S_STACK, INT_MIN,
 )
 from serq.semantics.kernel.abi import (  # the tables' field offsets
-    OP_ARG1, OP_ARG2,
+    OPND1, OPND2,
 )
 from serq.semantics.kernel.core import add_over, fault, mul_over, pool_query, real_fits, sbase, sub_over
 
@@ -37,15 +37,15 @@ def ev(K, pc, w, ab, sid):
         if op == OP_END:
             return w[sp - 1]
         if op == OP_ICONST or op == OP_FCONST:
-            w[sp] = K[pc + OP_ARG1]
+            w[sp] = K[pc + OPND1]
             sp += 1
             pc += 2
         elif op == OP_IATTR or op == OP_FATTR:
-            w[sp] = w[ab + K[pc + OP_ARG1]]
+            w[sp] = w[ab + K[pc + OPND1]]
             sp += 1
             pc += 2
         elif op == OP_CTX:
-            c = K[pc + OP_ARG1]
+            c = K[pc + OPND1]
             if (w[K[S_CTXOK]] >> c) & 1 == 0:
                 fault(K, w, FT_NOVALUE, start, c, 0)
                 return 0
@@ -53,17 +53,17 @@ def ev(K, pc, w, ab, sid):
             sp += 1
             pc += 2
         elif op == OP_POOL:
-            w[sp] = pool_query(K, w, K[pc + OP_ARG1], K[pc + OP_ARG2], sid)
+            w[sp] = pool_query(K, w, K[pc + OPND1], K[pc + OPND2], sid)
             sp += 1
             pc += 3
         elif op == OP_JF:
             sp -= 1
-            pc = K[pc + OP_ARG1] if w[sp] == 0 else pc + 2
+            pc = K[pc + OPND1] if w[sp] == 0 else pc + 2
         elif op == OP_JT:
             sp -= 1
-            pc = K[pc + OP_ARG1] if w[sp] != 0 else pc + 2
+            pc = K[pc + OPND1] if w[sp] != 0 else pc + 2
         elif op == OP_JMP:
-            pc = K[pc + OP_ARG1]
+            pc = K[pc + OPND1]
         elif op == OP_I2F:
             wf[sp - 1] = np.float64(w[sp - 1])
             pc += 1
