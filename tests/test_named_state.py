@@ -36,6 +36,14 @@ def _walk(seed: int = 3, steps: int = 40):
     return sm, out
 
 
+def _counter():
+    """bench/count_indexings.py, the rule that counts positional state reads."""
+    spec = importlib.util.spec_from_file_location("count_indexings", ROOT / "bench" / "count_indexings.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def _plain(x):
     return tuple(_plain(v) for v in x) if isinstance(x, tuple) else x
 
@@ -80,9 +88,7 @@ def test_the_initial_state_is_named():
 
 
 def test_no_state_read_by_position_in_serq():
-    spec = importlib.util.spec_from_file_location("count_indexings", ROOT / "bench" / "count_indexings.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _counter()
     found = [(f.relative_to(ROOT), line, text) for f in sorted((ROOT / "serq").rglob("*.py"))
              if f.name not in mod.FRONT_END and str(f.relative_to(ROOT)) != mod.DEFINES
              for line, text in mod.indexings(f)]
@@ -90,9 +96,7 @@ def test_no_state_read_by_position_in_serq():
 
 
 def test_the_rule_counts_field_reads_not_elements(tmp_path):
-    spec = importlib.util.spec_from_file_location("count_indexings", ROOT / "bench" / "count_indexings.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _counter()
     f = tmp_path / "x.py"
     f.write_text("a = state[0][sid][1]\nb = h[2]\nc = pools[0]\nd = pools[p][2]\ne = ev[1]\n")
     assert [t for _, t in mod.indexings(f)] == ["state[0]", "state[0][sid][1]", "h[2]", "pools[p][2]"]
