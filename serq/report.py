@@ -299,7 +299,7 @@ def render(report: dict, console) -> None:
     at = lambda v: span_text(v, unit) if unit == ITERATION else f"{cell_text(v, 'ns')} ms"  # noqa: E731
     head = (f"[bold]serq run[/bold] {report['instance']}  seed {report['seed']}  "
             f"simulated {span_text(T, unit)}  stopped: {report['stopped']}")
-    console.print(head, highlight=False)
+    console.print(head, highlight=False, soft_wrap=True)  # one line for grep, however long the path
     if unit == ITERATION:
         console.print("times in iterations: no stage has a cost, so an iteration takes one tick", highlight=False)
     console.print(f"iterations: {report['iterations_simulated']} simulated, "

@@ -405,3 +405,15 @@ def test_weights_need_a_domain_whose_positions_are_known(domain, weights, messag
         prog(f"stage gpu {{ budget 8; }}\nsession s(a = 2) {{ draw x in {domain} ~ weights({weights}); prefill x; }}\n"
              "workload { 1 x s; }\n")
     assert message in e.value.render()
+
+
+def test_the_report_header_is_one_line_however_long_the_path(tmp_path, capsys):
+    """`serq run`'s first line (instance, seed, span, why it stopped) is
+    never wrapped: a script greps it, whatever the instance's path."""
+    deep = tmp_path / ("d" * 120) / ("e" * 60)
+    deep.mkdir(parents=True)
+    inst = deep / "x.sq"
+    inst.write_text((ROOT / "instances" / "multiturn_chat.sq").read_text())
+    assert main(["run", str(inst)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("serq run ") and str(inst) in first and "stopped: done" in first
