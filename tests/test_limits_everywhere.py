@@ -389,7 +389,8 @@ workload { 6 x s; }
 """)
     assert main(["explore", str(f), "--partitions", "2", "--time-limit", "1", "--json"]) == 13
     d = json.loads(capsys.readouterr().out)
-    assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 1.6, d["stats"]
+    # a level uncut would end seconds later; the margin allows a loaded machine
+    assert d["bound_reason"] == "time_limit" and d["stats"]["elapsed"] < 3.0, d["stats"]
 
 
 @pytest.mark.parametrize("flags", [[], ["--strategy", "dfs"]], ids=["bfs", "dfs"])
