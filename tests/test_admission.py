@@ -10,9 +10,9 @@ from pathlib import Path
 
 from explorer.verdict import DEADLOCK, VIOLATION, exit_code
 from serq.cli import main
-from serq.explore import SerqModel
-from serq.exploration import explore
-from serq.load import load_path, load_text
+from serq.check.model import SerqModel
+from serq.check.explore import explore
+from serq.lang.load import load_path, load_text
 from serq.view.timeline import timeline_page
 
 INST = Path(__file__).resolve().parent.parent / "instances"
@@ -222,8 +222,8 @@ def _agrees_with_admission(prog, limit: int = 3000) -> tuple[int, int]:
     is), an iteration never admits a head explained as refused. Returns
     the heads found refused and the heads found admitted."""
     from explorer.walk import walk
-    from serq.admission import refusal
-    from serq.model import ITERATE, Model
+    from serq.check.admission import refusal
+    from serq.semantics.model import ITERATE, Model
 
     m = Model(prog, ties="seq")
     seen = [0, 0]

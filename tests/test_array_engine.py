@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from explorer.search import check
-from serq.explore import SerqModel
-from serq.load import load_path
+from serq.check.model import SerqModel
+from serq.lang.load import load_path
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = sorted((ROOT / "instances").glob("*.sq")) + [ROOT / "tests" / "kernel_instances" / "constructs.sq"]

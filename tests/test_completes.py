@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from serq.cli import main
-from serq.explore import Checks
-from serq.exploration import explore
-from serq.load import compile_source
+from serq.check.model import Checks
+from serq.check.explore import explore
+from serq.lang.load import compile_source
 
 # Three chats on a 3-unit pool: the third is preempted twice at the same
 # position (stuck), yet on every path every chat finishes.

@@ -8,10 +8,10 @@ import io
 import json
 
 from serq.cli import main
-from serq.load import load_text
-from serq.report import build_report
-from serq.schedule import ScheduleWriter
-from serq.sim import SimConfig, Simulator
+from serq.lang.load import load_text
+from serq.sim.report import build_report
+from serq.sim.schedule import ScheduleWriter
+from serq.sim.simulator import SimConfig, Simulator
 from tests.fixtures import TURN_FIRST
 
 NO_COST = TURN_FIRST.lstrip("\n")  # no stage has a cost
@@ -156,7 +156,7 @@ workload { 4 x chat; }
 def test_the_drawn_values_estimate_the_successors_and_the_states():
     from math import comb
 
-    from serq.estimate import estimate
+    from serq.check.estimate import estimate
 
     prog = load_text(BIG, "big.sq").program
     e = estimate(prog, symmetry=True)
@@ -189,8 +189,8 @@ def test_too_large_to_explore_is_said_before_exploring(tmp_path, capsys):
 def test_no_instance_of_the_library_is_too_large():
     from pathlib import Path
 
-    from serq.estimate import capacity, estimate
-    from serq.load import load_path
+    from serq.check.estimate import capacity, estimate
+    from serq.lang.load import load_path
 
     for f in sorted((Path(__file__).resolve().parent.parent / "instances").glob("*.sq")):
         e = estimate(load_path(f).program, symmetry=False)

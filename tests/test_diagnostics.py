@@ -13,7 +13,7 @@ import pytest
 
 from serq.cli import main
 from serq.diagnostics import SerqError, render_all
-from serq.load import load_text
+from serq.lang.load import load_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -870,8 +870,8 @@ def test_constants_short_circuit_and_or_as_sessions_do():
 
 
 def test_a_short_arrival_trace_is_a_located_error(tmp_path):
-    from serq.load import load_path
-    from serq.arrivals import arrival_times
+    from serq.lang.load import load_path
+    from serq.sim.arrivals import arrival_times
 
     (tmp_path / "arrivals.csv").write_text("0.25\n0.5\n")
     f = tmp_path / "bad.sq"

@@ -21,9 +21,9 @@ from explorer.model import ModelFactory
 from explorer.search import check
 from explorer.swarm import depth_bound, swarm_check
 from serq.cli import main
-from serq.explore import Checks, SerqModel
-from serq.exploration import model_identity
-from serq.load import load_path
+from serq.check.model import Checks, SerqModel
+from serq.check.explore import model_identity
+from serq.lang.load import load_path
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = sorted((ROOT / "instances").glob("*.sq"))
@@ -272,7 +272,7 @@ def test_ray_missing_names_the_extra(extra, monkeypatch, capsys):
 
 
 def test_serq_does_not_import_ray():
-    code = ("import sys; import serq.cli, serq.explore_cli, explorer.distributed, explorer.swarm; "
+    code = ("import sys; import serq.cli, serq.cli.explore, explorer.distributed, explorer.swarm; "
             "from serq.cli import main; main(['explore', 'instances/theorem.sq', '-q', '--partitions', '2']); "
             "assert 'ray' not in sys.modules, 'ray imported'")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

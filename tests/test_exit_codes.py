@@ -9,7 +9,7 @@ import pytest
 
 from explorer.verdict import EXIT_CODES, EXITS
 from serq.cli import build_parser
-from serq.exits import COMMAND_EXITS, exits_of
+from serq.cli.exits import COMMAND_EXITS, exits_of
 
 ROOT = Path(__file__).resolve().parent.parent
 

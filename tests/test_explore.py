@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from explorer.fingerprint import state_fingerprint
 from explorer.search import check
 from explorer.trace import replay
-from serq.explore import Checks, SerqModel
-from serq.exploration import explore
-from serq.load import load_text
+from serq.check.model import Checks, SerqModel
+from serq.check.explore import explore
+from serq.lang.load import load_text
 from tests.fixtures import TWO_CHATS
 
 SELF_PREEMPT = """

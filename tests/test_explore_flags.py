@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from serq.cli import main
-from serq.explore_flags import GIVEN, REFUSED
+from serq.cli.explore_flags import GIVEN, REFUSED
 
 ROOT = Path(__file__).resolve().parent.parent
 INST = str(ROOT / "instances" / "theorem.sq")

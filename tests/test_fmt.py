@@ -10,9 +10,9 @@ import pytest
 
 from serq.cli import main
 from serq.diagnostics import SerqError
-from serq.fmt import format_path, format_program_source
-from serq.irutil import strip_positions
-from serq.load import compile_source
+from serq.lang.fmt import format_path, format_program_source
+from serq.ir.util import strip_positions
+from serq.lang.load import compile_source
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = sorted((ROOT / "instances").glob("*.sq"))

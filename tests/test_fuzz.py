@@ -1,7 +1,7 @@
 """Property tests of the front end.
 
 - Robustness: mutated instances and random token soups fed to
-  `serq.load.load_text` raise nothing but `SerqError`, and every diagnostic
+  `serq.lang.load.load_text` raise nothing but `SerqError`, and every diagnostic
   they carry points at a real line.
 - fmt: random syntactically valid programs (and the mutants that still
   compile) keep their IR through `serq fmt`, up to positions, and fmt is
@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from serq.diagnostics import SerqError
-from serq.fmt import format_program_source
-from serq.irutil import strip_positions
-from serq.load import compile_source, load_text
+from serq.lang.fmt import format_program_source
+from serq.ir.util import strip_positions
+from serq.lang.load import compile_source, load_text
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXTS = [p.read_text() for p in sorted((ROOT / "instances").glob("*.sq"))]

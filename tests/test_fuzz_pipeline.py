@@ -45,7 +45,7 @@ def test_the_pipeline_reports_a_crash(monkeypatch):
     import pytest
 
     from bench.fuzz import TEXTS
-    from serq import sim
+    from serq.sim import simulator as sim
 
     assert pipeline("numeric", "const A = ;") == "rejected"
     assert pipeline("numeric", TEXTS["theorem.sq"]) == "pass"

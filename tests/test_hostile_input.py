@@ -59,7 +59,7 @@ def test_short_circuit_is_not_a_fault(tmp_path, capsys):
 
 def diagnose_text(text: str) -> str:
     from serq.diagnostics import SerqError
-    from serq.load import load_text
+    from serq.lang.load import load_text
 
     try:
         load_text(text, "x.sq")
@@ -110,7 +110,7 @@ def test_too_deep_is_located_and_says_what(tmp_path, capsys, cmd, text, where, m
 
 def test_as_deep_as_allowed_compiles_and_round_trips(tmp_path, capsys):
     from serq import ir
-    from serq.load import load_text
+    from serq.lang.load import load_text
 
     text = ("stage gpu { budget 2; }\nsession s(n) { let y = " + " + ".join(["n"] * 64) + ";\n"
             + "if true {\n" * 99 + "end;\n" + "}\n" * 99 + "}\nworkload { 1 x s(n=1); }\n")
@@ -187,8 +187,8 @@ def test_integer_constant_beyond_the_range(tmp_path, capsys):
 def test_constant_folding_is_the_evaluator_without_a_session(src):
     """Folding a constant and running the compiled expression give the same
     value, or both the same fault."""
-    from serq.expr import EvalError, compile_expr, const_eval
-    from serq.load import compile_source
+    from serq.ir.fold import EvalError, compile_expr, const_eval
+    from serq.lang.load import compile_source
 
     prog, _ = compile_source(f"stage gpu {{ budget 2; }}\nsession s {{ let v = {src}; end; }}\n")
     e = prog.sessions[0].states[1].e

@@ -102,8 +102,8 @@ def test_h2_compares_what_is_taken_with_what_the_prefill_grows_to():
     # `take 0` alone sets need 0 too: need and take agree, yet nothing is
     # reserved and the prefill grows the hold block by block (H2 once held
     # vacuously here); `reserve (prompt + g)` covers its prefill
-    from serq.load import load_path
-    from serq.theorem import hypotheses
+    from serq.lang.load import load_path
+    from serq.check.theorem import hypotheses
 
     h2 = {h.code: h for h in hypotheses(load_path(ROOT / "instances" / "self_preempt.sq").program)}["H2"]
     assert h2.holds is False

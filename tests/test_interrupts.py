@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from serq.load import load_text
-from serq.sim import INTERRUPTED, SimConfig, Simulator
+from serq.lang.load import load_text
+from serq.sim.simulator import INTERRUPTED, SimConfig, Simulator
 from explorer.interrupt import Interrupted
 
 from tests.fixtures import FOREVER, alive, children  # noqa: E402
@@ -131,7 +131,7 @@ def test_simulator_interrupt_is_a_stop_with_the_run_so_far():
 
 
 def test_check_interrupted_is_not_ok(monkeypatch, capsys, tmp_path):
-    from serq import sim_cli
+    from serq.cli import run as sim_cli
 
     inst = tmp_path / "forever.sq"
     inst.write_text(FOREVER)

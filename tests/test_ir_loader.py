@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from serq.cli import main
-from serq.irload import locate
+from serq.ir.load import locate
 
 ROOT = Path(__file__).resolve().parents[1]
 THEOREM = ROOT / "instances" / "theorem.sq"
 
 
 def _compiled() -> dict:
-    from serq.load import load_path
+    from serq.lang.load import load_path
 
     return json.loads(load_path(THEOREM).program.to_json())
 
@@ -87,7 +87,7 @@ VLLM = ROOT / "tests" / "kernel_instances" / "vllm_constructs.sq"
 
 
 def _vllm() -> dict:
-    from serq.load import load_path
+    from serq.lang.load import load_path
 
     return json.loads(load_path(VLLM).program.to_json())
 
@@ -188,8 +188,8 @@ def test_source_resolved_against_the_ir_file_not_the_cwd(tmp_path, capsys, monke
     assert main(["compile", "x.sq", "-o", "../out/x.ir.json"]) == 0
     assert json.loads((ir_dir / "x.ir.json").read_text())["source"] == os.path.join("..", "src", "x.sq")
     monkeypatch.chdir(elsewhere)
-    from serq.load import load_path
-    from serq.arrivals import arrival_times
+    from serq.lang.load import load_path
+    from serq.sim.arrivals import arrival_times
 
     loaded = load_path("../out/x.ir.json")
     assert loaded.program.source == os.path.join("..", "src", "x.sq")
@@ -261,12 +261,12 @@ def test_ir_mutants_load_or_are_rejected_never_crash(seed):
     import random
 
     from serq.diagnostics import SerqError
-    from serq.load import load_ir
+    from serq.lang.load import load_ir
     from serq.semantics.lower import Lowered, Unlowerable
 
     rng = random.Random(seed)
     sources = sorted((ROOT / "instances").glob("*.sq"))
-    from serq.load import load_path
+    from serq.lang.load import load_path
 
     for f in rng.sample(sources, 3):
         base = json.loads(load_path(f).program.to_json())

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from serq.exploration import explore
-from serq.load import load_path
+from serq.check.explore import explore
+from serq.lang.load import load_path
 
 HERE = Path(__file__).parent
 CONSTRUCTS = HERE / "kernel_instances" / "constructs.sq"
@@ -32,8 +32,8 @@ def test_constructs_exact_counts(symmetry, ties, distinct, generated):
 
 _COUNT = """
 import json, sys
-from serq.exploration import explore
-from serq.load import load_path
+from serq.check.explore import explore
+from serq.lang.load import load_path
 out = []
 for path, sym in json.loads(sys.argv[1]):
     r = explore(load_path(path).program, symmetry=sym)
@@ -61,9 +61,9 @@ def test_plain_python_kernel_gives_the_same_counts():
 
 _BOUNDS = """
 import json, sys
-from serq.exploration import explore
-from serq.load import load_path
-from serq.sim import simulate
+from serq.check.explore import explore
+from serq.lang.load import load_path
+from serq.sim.simulator import simulate
 out = []
 for path in json.loads(sys.argv[1]):
     prog = load_path(path).program
@@ -106,7 +106,7 @@ def test_a_loop_that_draws_without_blocking_is_one_located_fault():
     # each pass of the loop is a question for the oracle: past the kernel's
     # limit the step faults, and the enumeration stops there (before, it
     # tried 2^4096 answer sequences)
-    from serq.load import load_text
+    from serq.lang.load import load_text
 
     text = """
 pool kv { cap 8; block 4; admit via gpu; }
@@ -123,7 +123,7 @@ workload { 1 x s; }
 def test_a_wide_range_draw_fits_the_working_array():
     # a range domain may have up to 100,000 values: the scratch for values,
     # keys and questions is sized for that, not for the widest value set
-    from serq.load import load_text
+    from serq.lang.load import load_text
 
     text = """
 pool kv { cap 4096; block 4; admit via gpu; }

@@ -10,7 +10,7 @@ import pytest
 from explorer.interrupt import Interrupted
 from explorer.report import stats_line
 from explorer.result import Stats
-from serq.load import load_path, load_text
+from serq.lang.load import load_path, load_text
 
 from tests.fixtures import FOREVER  # noqa: E402
 
@@ -34,7 +34,7 @@ def _interrupt_after(monkeypatch, cls, method, n, sig="SIGINT"):
 
 # ------------------------------------------------------------------ --theorem
 def test_theorem_solo_runs_keep_the_time_limit():
-    from serq.theorem import check_theorem
+    from serq.check.theorem import check_theorem
 
     hs, result, line, code = check_theorem(forever(), time_limit=0.5)
     h = {x.code: x for x in hs}
@@ -45,7 +45,7 @@ def test_theorem_solo_runs_keep_the_time_limit():
 
 
 def test_theorem_solo_runs_keep_max_states():
-    from serq.theorem import check_theorem
+    from serq.check.theorem import check_theorem
 
     hs, result, line, code = check_theorem(forever(), max_states=50)
     h = {x.code: x for x in hs}
@@ -54,7 +54,7 @@ def test_theorem_solo_runs_keep_max_states():
 
 
 def test_theorem_interrupted_in_the_solo_runs(monkeypatch):
-    from serq import theorem
+    from serq.check import theorem
 
     _interrupt_after(monkeypatch, theorem.Model, "transitions", 20, "SIGTERM")
     hs, result, line, code = theorem.check_theorem(forever())
@@ -66,7 +66,7 @@ def test_theorem_interrupted_in_the_solo_runs(monkeypatch):
 
 def test_theorem_solo_runs_walk_the_explorer():
     """measure goes through explorer.walk, so its limits are the walk's."""
-    import serq.theorem as th
+    import serq.check.theorem as th
 
     assert th.walk.__module__ == "explorer.walk"
     peaks, bound_fail, undecided, growth, stopped = th.measure(
@@ -76,14 +76,14 @@ def test_theorem_solo_runs_walk_the_explorer():
 
 # ------------------------------------------------------------------ --worst
 def test_worst_keeps_the_time_limit():
-    from serq.worst import find_worst
+    from serq.check.worst import find_worst
 
     w = find_worst(forever(), "iterations", time_limit=0.3)
     assert not w.complete and w.bound_reason == "time_limit" and w.exit_code == 13
 
 
 def test_worst_interrupted_keeps_the_graph_so_far(monkeypatch):
-    from serq import worst
+    from serq.check import worst
 
     _interrupt_after(monkeypatch, worst.MetricModel, "step", 200)
     w = worst.find_worst(forever(), "iterations")
@@ -95,7 +95,7 @@ def test_worst_interrupted_keeps_the_graph_so_far(monkeypatch):
 
 # ------------------------------------------------------------------ serq sweep
 def test_sweep_interrupted_keeps_the_values_finished(monkeypatch, capsys):
-    from serq import sweep as sw
+    from serq.check import sweep as sw
     from serq.cli import main
 
     real = sw._explore_value
@@ -131,7 +131,7 @@ def test_ui_violation_search_keeps_its_limits():
 # ------------------------------------------------------------------ --exact
 @pytest.mark.parametrize("inst", sorted(p.name for p in (ROOT / "instances").glob("*.sq")))
 def test_exact_gives_the_same_counts_verdict_and_trace(inst):
-    from serq.exploration import explore
+    from serq.check.explore import explore
 
     from explorer.report import render_text
 
@@ -185,15 +185,15 @@ def test_collision_estimate():
 
 # ------------------------------------------------------------------ serq check's verdict
 def _sim(text_or_path, **cfg):
-    from serq.sim import SimConfig, Simulator
+    from serq.sim.simulator import SimConfig, Simulator
 
     prog = (load_path(text_or_path) if isinstance(text_or_path, Path) else load_text(text_or_path, "x.sq")).program
     return Simulator(prog, SimConfig(stop_on_violation=True, **cfg)).run()
 
 
 def test_judge_ok_bound_deadlock_violation():
-    from serq.checking import judge
-    from serq.explore import Checks
+    from serq.sim.checking import judge
+    from serq.check.model import Checks
 
     j = judge(_sim(ROOT / "instances" / "theorem.sq"), label="t.sq", seed=0, max_steps=10_000)
     assert j.verdict == "pass" and j.exit_code == 0 and j.lines[0].startswith(
@@ -248,7 +248,7 @@ def test_one_stuck_message():
     from serq.words import stuck_text
 
     assert stuck_text("chat#1") == "chat#1 was preempted again without passing the position of its previous preemption"
-    for f in ("sim.py", "model.py", "explore.py", "report.py"):
+    for f in ("sim/simulator.py", "semantics/model.py", "check/model.py", "sim/report.py"):
         src = (ROOT / "serq" / f).read_text()
         assert "preempted again" not in src and "is stuck" not in src, f
         assert "stuck_text(" in src, f
@@ -256,7 +256,7 @@ def test_one_stuck_message():
 
 
 def test_worst_memory_error_keeps_the_graph_so_far(monkeypatch):
-    from serq import worst
+    from serq.check import worst
 
     real = worst.MetricModel.step
     calls = [0]
@@ -273,7 +273,7 @@ def test_worst_memory_error_keeps_the_graph_so_far(monkeypatch):
 
 
 def test_sweep_interrupted_before_any_value(monkeypatch, capsys):
-    from serq import sweep as sw
+    from serq.check import sweep as sw
     from serq.cli import main
 
     def value(job):
@@ -337,7 +337,7 @@ def test_the_memory_bound_holds_inside_one_expansion(tmp_path, capsys):
 
 
 def test_worst_keeps_the_time_limit_inside_one_expansion():
-    from serq.worst import find_worst
+    from serq.check.worst import find_worst
 
     w = find_worst(load_text(WIDE, "wide.sq").program, "iterations", time_limit=0.01)
     assert (w.complete, w.bound_reason, w.exit_code) == (False, "time_limit", 13)

@@ -104,9 +104,9 @@ def test_run_has_the_default_memory_bound(tmp_path, capsys, monkeypatch):
 
 
 def test_a_memory_error_in_a_run_is_a_clean_stop(tmp_path, monkeypatch):
-    from serq.load import load_text
-    from serq.report import Stats
-    from serq.sim import MEMORY_LIMIT, SimConfig, Simulator
+    from serq.lang.load import load_text
+    from serq.sim.report import Stats
+    from serq.sim.simulator import MEMORY_LIMIT, SimConfig, Simulator
 
     real, calls = Stats.events, []
 
@@ -155,12 +155,12 @@ def test_run_stops_at_the_time_limit(tmp_path, capsys):
 @pytest.mark.parametrize("flags", [[], ["--workers", "2"]], ids=["one", "workers2"])
 def test_a_model_too_large_to_build_is_a_clean_stop(tmp_path, capsys, monkeypatch, flags):
     # e.g. the rows of a workload of a million sessions under `ulimit -v`
-    import serq.explore
+    import serq.check.model
 
     def too_large(self, *a, **kw):
         raise MemoryError
 
-    monkeypatch.setattr(serq.explore.SerqModel, "__init__", too_large)
+    monkeypatch.setattr(serq.check.model.SerqModel, "__init__", too_large)
     inst = tmp_path / "forever.sq"
     inst.write_text(FOREVER)
     assert main(["explore", str(inst), "--no-timing", *flags]) == 13

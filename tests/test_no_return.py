@@ -12,9 +12,9 @@ import pytest
 
 from explorer.forward import forward_no_return
 from serq.cli import main
-from serq.explore import SerqModel
-from serq.exploration import Completion, explore, mark_no_return
-from serq.load import load_path
+from serq.check.model import SerqModel
+from serq.check.explore import Completion, explore, mark_no_return
+from serq.lang.load import load_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,7 +97,7 @@ def test_graph_limit_must_be_non_negative(capsys):
 def test_no_graph_when_the_search_alone_stored_more_than_the_limit(monkeypatch):
     """theorem_no_fit's search stores 179 states before its counterexample:
     a graph of at most 100 would be cut, so only the forward searches run."""
-    import serq.exploration as exploration
+    import serq.check.explore as exploration
 
     def no_graph(*_a, **_k):
         raise AssertionError("the graph was built")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from serq.cli import main
-from serq.fmt import format_path
-from serq.load import load_text
+from serq.lang.fmt import format_path
+from serq.lang.load import load_text
 from serq.oracle import venv as oracle_venv
 from serq.oracle.compare import agree
 from serq.oracle.convert import NEEDS_SHARED_PREFIX, NEEDS_WATERMARK, convert

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from serq.cli import main
-from serq.expr import EvalError, compile_expr
-from serq.load import load_text
-from serq.model import Model
+from serq.ir.fold import EvalError, compile_expr
+from serq.lang.load import load_text
+from serq.semantics.model import Model
 from serq.semantics.kernel.abi import MAX_SESSIONS as KERNEL_MAX_SESSIONS
 from serq.vocab import MAX_SESSIONS
 

@@ -10,8 +10,8 @@ import pytest
 
 from serq import ir
 from serq.cli import main
-from serq.irutil import expr_text
-from serq.load import load_path, load_text
+from serq.ir.util import expr_text
+from serq.lang.load import load_path, load_text
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = sorted((ROOT / "instances").glob("*.sq"))
@@ -255,7 +255,7 @@ workload { 1 x s(x=2); }
 
 
 def test_automaton_table():
-    from serq.irutil import automaton_table
+    from serq.ir.util import automaton_table
 
     assert automaton_table(load_text(SMALL, "small.sq").program) == """\
 session s: entry 0; attributes: n, repeat#1
@@ -290,7 +290,7 @@ scope  parent  pools  acquire  reentry  exit  keep
 
 
 def test_ir_expressions_print_back_as_source():
-    from serq.irutil import expr_text
+    from serq.ir.util import expr_text
 
     src = "session s(a, b, c) {\n  let x = (a - (b - c)) * -(a + 1) / 2 + min(a, b) + (if a > b then 1 else 2);\n}\n"
     e = load_text(src).program.sessions[0].states[1].e

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from serq.cli import main
-from serq.load import load_path, load_text
-from serq.schedule import FORMAT, VERSION, ScheduleWriter, read_schedule
-from serq.sim import SimConfig, Simulator
+from serq.lang.load import load_path, load_text
+from serq.sim.schedule import FORMAT, VERSION, ScheduleWriter, read_schedule
+from serq.sim.simulator import SimConfig, Simulator
 
 ROOT = Path(__file__).parent.parent
 INSTANCES = sorted((ROOT / "instances").glob("*.sq"))

@@ -1,4 +1,4 @@
-"""Scenario tests of the step relation (serq.model): exact per-iteration
+"""Scenario tests of the step relation (serq.semantics.model): exact per-iteration
 schedules of small inline instances, against the brief (section 4) and
 vLLM's V1 scheduler (shared/design/vllm.md).
 
@@ -13,8 +13,8 @@ units of X freed, `rel X own/kept`, `end X`, `STUCK X`.
 
 from __future__ import annotations
 
-from serq.load import load_text
-from serq.model import FirstOracle, Model
+from serq.lang.load import load_text
+from serq.semantics.model import FirstOracle, Model
 
 
 def model(text: str) -> Model:

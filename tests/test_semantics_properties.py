@@ -15,8 +15,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from serq.load import load_text
-from serq.model import Model
+from serq.lang.load import load_text
+from serq.semantics.model import Model
 
 SHAPES = {
     # vLLM-like: gate on the whole sequence, allocate as computed, resume
@@ -160,7 +160,7 @@ def test_simulated_runs_conserve_and_end_cleanly(text, seed):
     """The simulator's path through the same instances: no fault, and every
     session ends unless the instance can deadlock (`preempt none`) or a
     hold can never fit."""
-    from serq.sim import simulate
+    from serq.sim.simulator import simulate
 
     prog = load_text(text).program
     r = simulate(prog, seed=seed, max_steps=20_000)

@@ -12,10 +12,10 @@ import pytest
 
 from serq.cli import main
 from serq.diagnostics import SerqError
-from serq.load import load_text
-from serq.report import build_report, quantile
-from serq.arrivals import arrival_times, parse_duration
-from serq.sim import RngOracle, simulate
+from serq.lang.load import load_text
+from serq.sim.report import build_report, quantile
+from serq.sim.arrivals import arrival_times, parse_duration
+from serq.sim.simulator import RngOracle, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 MS = 1_000_000
@@ -154,7 +154,7 @@ def test_trace_arrivals_are_relative_to_the_instance_file(tmp_path):
     (tmp_path / "arrivals.csv").write_text("time_s\n0.5\n# comment\n\n0.25, other\n1\n")
     f = tmp_path / "x.sq"
     f.write_text('stage gpu { cost 1ms; }\nsession s { end; }\nworkload { 2 x s trace "arrivals.csv"; }\n')
-    from serq.load import load_path
+    from serq.lang.load import load_path
 
     p = load_path(f).program
     assert arrival_times(p, seed=0) == [250 * MS, 500 * MS]

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from serq.coalesce import licence
-from serq.load import load_path, load_text
-from serq.model import FirstOracle, Model, ScriptOracle
-from serq.report import build_report
-from serq.sim import SimConfig, Simulator, simulate
+from serq.sim.coalesce import licence
+from serq.lang.load import load_path, load_text
+from serq.semantics.model import FirstOracle, Model, ScriptOracle
+from serq.sim.report import build_report
+from serq.sim.simulator import SimConfig, Simulator, simulate
 from test_semantics_properties import instances  # the random instance strategy (at import: not nested)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -339,7 +339,7 @@ workload { 1 x s; }
 
 def test_a_block_is_planned_for_at_most_block_max_iterations():
     # a billion decode iterations: planning them all in one block took minutes before the first step
-    from serq.coalesce import BLOCK_MAX
+    from serq.sim.coalesce import BLOCK_MAX
 
     r = Simulator(load_text(LONG_DECODE).program, SimConfig(max_steps=3 * BLOCK_MAX + 10)).run()
     assert r.stopped == "step limit"
@@ -349,10 +349,10 @@ def test_a_block_is_planned_for_at_most_block_max_iterations():
 
 @pytest.mark.parametrize("start, most", [(2, 8), (4, 64), (64, 256)])
 def test_blocks_cut_at_their_maximum_are_exact(monkeypatch, start, most):
-    import serq.coalesce
+    import serq.sim.coalesce
 
-    monkeypatch.setattr(serq.coalesce, "BLOCK_START", start)
-    monkeypatch.setattr(serq.coalesce, "BLOCK_MAX", most)
+    monkeypatch.setattr(serq.sim.coalesce, "BLOCK_START", start)
+    monkeypatch.setattr(serq.sim.coalesce, "BLOCK_MAX", most)
     for text in (INFINITE, BIG.replace("KV", "4096").replace("CHUNK", "chunk 16;")):
         a, b = run_both(load_text(text).program, seed=1)
         assert a.state == b.state and comparable(a) == comparable(b)

@@ -13,10 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer.fingerprint import state_fingerprint
-from serq.explore import SerqModel
-from serq.load import load_path, load_text
+from serq.check.model import SerqModel
+from serq.lang.load import load_path, load_text
 from tests.fixtures import TWO_CHATS
-from serq.sim import SimConfig, Simulator
+from serq.sim.simulator import SimConfig, Simulator
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -172,14 +172,14 @@ def test_ui_background_search_that_ends_abnormally_is_failed(monkeypatch):
     """`serq ui`'s search runs on one thread (no process to kill; a thread
     cannot be killed alone): one that ends by any exception, SystemExit
     included, is `failed` on the page, never a search done with no verdict."""
-    import serq.exploration
-    from serq.load import load_path
+    import serq.check.explore
+    from serq.lang.load import load_path
     from serq.view.ui import Explorer
 
     def explore(*a, **k):
         raise SystemExit(3)
 
-    monkeypatch.setattr(serq.exploration, "explore", explore)
+    monkeypatch.setattr(serq.check.explore, "explore", explore)
     ex = Explorer(load_path(str(ROOT / "instances" / "self_preempt.sq"), explorer=True).program, "x.sq")
     assert ex.violation(timeout=30) is None
     assert ex.search() == ("failed", "the search failed: SystemExit: 3")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from serq.cli import main
-from serq.sweep import Row, Sweep, _boundary, sweep
+from serq.check.sweep import Row, Sweep, _boundary, sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from explorer.verdict import EXIT_CODES
 from serq.cli import main
-from serq.explore import Checks, SerqModel
-from serq.exploration import explore
-from serq.load import compile_source
-from serq.theorem import check_theorem
+from serq.check.model import Checks, SerqModel
+from serq.check.explore import explore
+from serq.lang.load import compile_source
+from serq.check.theorem import check_theorem
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -87,7 +87,7 @@ def test_never_admitted_library_call():
 def test_a_cut_second_search_keeps_the_finding(monkeypatch):
     # the search with never-admitted states counted as done cut by a bound:
     # the sessions never admitted are still reported, the conclusion as unknown
-    import serq.theorem as theorem
+    import serq.check.theorem as theorem
 
     def explore_cut(prog, checks=None, **kw):
         return explore(prog, checks=checks, **(dict(kw, max_states=1) if isinstance(checks, Checks) else kw))
@@ -160,7 +160,7 @@ def test_theorem_refuses_check(tmp_path, capsys):
 
 def test_refusal_words_per_waiting_session():
     # never#2 arrived first and heads the queue: big#1 waits behind it
-    from serq.theorem import never_admitted
+    from serq.check.theorem import never_admitted
 
     prog = program(MIXED)
     assert never_admitted(prog, explore(prog)) == [
@@ -169,7 +169,7 @@ def test_refusal_words_per_waiting_session():
         "`kv` 1 block of 4 obtainable)"]
     # a deadlock of an admitted session is no such finding
     hol = ROOT / "instances" / "join_in_hold.sq"
-    from serq.load import load_path
+    from serq.lang.load import load_path
 
     p = load_path(hol, explorer=True).program
     assert never_admitted(p, explore(p)) is None

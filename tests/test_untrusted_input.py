@@ -84,7 +84,7 @@ def test_a_huge_or_binary_source_is_refused(ir_file, tmp_path):
 
 
 def test_the_real_source_is_still_read_and_a_missing_one_is_no_error(ir_file, tmp_path, capsys):
-    from serq.load import load_path
+    from serq.lang.load import load_path
 
     src = tmp_path / "src.sq"
     src.write_text((ROOT / "instances" / "hol_none.sq").read_text())
@@ -199,8 +199,8 @@ def test_an_ir_name_must_be_an_identifier(ir_file, tmp_path, capsys, path, name)
 def test_compiled_names_load(tmp_path):
     """Every name the compiler writes is one the loader takes, its loop
     counters (`repeat#N`) included."""
-    from serq.irload import ir_text, read_ir
-    from serq.load import load_path
+    from serq.ir.load import ir_text, read_ir
+    from serq.lang.load import load_path
 
     for f in sorted((ROOT / "instances").glob("*.sq")) + [ROOT / "tests" / "kernel_instances" / "constructs.sq"]:
         prog = load_path(f).program

@@ -18,11 +18,11 @@ import pytest
 
 from explorer.trace import replay
 from serq.cli import main
-from serq.explore import SerqModel, pool_levels
-from serq.exploration import explore
-from serq.load import load_path, load_text
-from serq.report import build_report
-from serq.sim import SimConfig, Simulator
+from serq.check.model import SerqModel, pool_levels
+from serq.check.explore import explore
+from serq.lang.load import load_path, load_text
+from serq.sim.report import build_report
+from serq.sim.simulator import SimConfig, Simulator
 from serq.view.simplots import attach, binned, busy_binned, sim_page
 from serq.view.timeline import timeline, timeline_page
 from serq.view.ui import Explorer, make_app

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from serq.diagnostics import SerqError
-from serq.exploration import explore
-from serq.fmt import format_program_source
+from serq.check.explore import explore
+from serq.lang.fmt import format_program_source
 from serq.ir import Program
-from serq.load import load_path, load_text
-from serq.report import trace_line
-from serq.sim import simulate
+from serq.lang.load import load_path, load_text
+from serq.sim.report import trace_line
+from serq.sim.simulator import simulate
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
@@ -333,8 +333,8 @@ def test_exact_counts_of_the_exact_schedule_instances(text, counts):
 
 _COUNT = """
 import json, sys
-from serq.exploration import explore
-from serq.load import load_path
+from serq.check.explore import explore
+from serq.lang.load import load_path
 r = explore(load_path(sys.argv[1]).program, ties="seq")
 print(json.dumps([r.verdict, r.stats.distinct, r.stats.generated]))
 """

@@ -117,7 +117,7 @@ def test_sigint_while_a_worker_hangs_names_it():
 STUCK_THREAD = """
 import sys, threading
 sys.path.insert(0, ".")
-from serq.explore import SerqModel
+from serq.check.model import SerqModel
 from serq.cli import main
 
 real = SerqModel.array_expander

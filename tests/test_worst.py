@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from serq.cli import main
-from serq.load import load_path
-from serq.worst import find_worst
+from serq.lang.load import load_path
+from serq.check.worst import find_worst
 
 ROOT = Path(__file__).resolve().parent.parent
 

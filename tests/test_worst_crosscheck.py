@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from worst_brute import METRIC_NAMES, along, brute_force
 
 from serq.diagnostics import SerqError
-from serq.load import load_path, load_text
-from serq.worst import find_worst
+from serq.lang.load import load_path, load_text
+from serq.check.worst import find_worst
 from tests.fixtures import TURN_FIRST
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from serq import __version__
 from serq.durations import ITERATION, cell_text, cell_unit, span_text
-from serq.report import NS, Stats, _num
+from serq.sim.report import NS, Stats, _num
 
 BINS = 400  # time bins of the series: a page stays small however long the run
 
@@ -233,6 +233,6 @@ def sim_page(report: dict, rec: Recorder) -> str:
 
 
 def _summary(xs: list[int]) -> dict:
-    from serq.report import summary
+    from serq.sim.report import summary
 
     return summary(xs)
