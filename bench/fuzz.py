@@ -27,7 +27,7 @@ Kinds:
   ir       the compiled IR JSON with one to three leaves replaced (edge
            numbers, wrong types, null), keys deleted, lists cut or doubled.
 
-The same generators drive tests/test_fuzz_pipeline.py (hypothesis, a few
+The same generators drive tests/lang/test_fuzz_pipeline.py (hypothesis, a few
 hundred mutants); this campaign is not part of the test suite.
 """
 

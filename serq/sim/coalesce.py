@@ -33,7 +33,7 @@ Two conditions, both required:
 Then the block is computed in closed form per resident (its block
 boundaries), costs are evaluated once per distinct `kvb`, and the state
 after the block is written directly in the model's encoding.
-`tests/test_sim_coalesce.py` checks that runs with and without coalescing
+`tests/sim/test_sim_coalesce.py` checks that runs with and without coalescing
 end in equal states and equal reports.
 """
 

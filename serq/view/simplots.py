@@ -7,7 +7,7 @@ tables, on one self-contained page (plotly, its script inlined).
 does not: the change points of the pool levels, the busy intervals of
 every stage, and per request the first-token tick and decode tokens (for
 TPOT). It consumes exactly the stamped events and levels the report does,
-so its latency samples are the report's (tests/test_view.py checks it).
+so its latency samples are the report's (tests/view/test_view.py checks it).
 """
 
 from __future__ import annotations
