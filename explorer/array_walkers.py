@@ -1,5 +1,5 @@
 """The array engine on worker threads (`--workers N` for a model with
-`array_expander`): every part of a BFS level, the walk included, runs on
+rows on threads): every part of a BFS level, the walk included, runs on
 N threads, with the verdict, counts, queue figure and trace of one worker.
 
 The walk is split by fingerprint. Of the table's 16 sub-tables, walker t
@@ -43,15 +43,17 @@ from numba import njit
 
 from .array_table import (NSUB, SUB_SHIFT, TOUCH_FROM, _Store, _by_walker, _codes, _codes_to_ids, _find, _grow_sub,
                           _ids_to_codes, _next_size, _touch, _walker, chain)
-from .arrays import (CHECK, CHUNK, DONE, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
-                     ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, Edges, _Expanded,
+from .arrays import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
+                     ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, Edges, _Expanded,
                      _pack_new, _unpack, _walk, chunk_rows, complete)
 from .arrays_narrow import Arena, Packed
 from .interrupt import interrupt_of
 from .limits import LimitReached
-from .memory import _reserve, _trim, mib
+from .memory import MemoryGuard, _reserve, _trim, mib
+from .model import CHECK, DONE, ArrayFallback
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
 from .result import Result, Stats
+from .settings import Settings
 from .threads import GRACE
 
 __all__ = ["walkers_check"]
@@ -136,8 +138,10 @@ class _Run:
     """One search: the walkers' stores, the slots, the level under way,
     the counts (`S`, written by the merge only) and how it ended."""
 
-    def __init__(self, m: Any, T: int, memory, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                 progress, progress_interval) -> None:
+    def __init__(self, m: Any, T: int, memory, s: Settings) -> None:
+        max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
+        check_deadlock, check_livelock, progress = s.check_deadlock, s.check_livelock, s.progress
+        progress_interval = s.progress_interval
         self.m, self.T, self.memory = m, T, memory
         self.W = W = 1 << min(T.bit_length() - 1, 3)  # (16 walkers would shift a fingerprint by 64 bits)
         lw = W.bit_length() - 1
@@ -571,17 +575,15 @@ class _Run:
                         graph if self.livelock and S[S_NP] else None, fps_of, self.chain)
 
 
-def walkers_check(m: Any, workers: int, memory, max_states: int | None, max_depth: int | None,
-                  time_limit: float | None, check_deadlock: bool, check_livelock: bool, progress: Callable | None,
-                  progress_interval: float) -> Result:
-    """`arrays.array_check` on `workers` threads (see the module's text)."""
+def walkers_check(m: Any, s: Settings) -> Result:
+    """`arrays.array_check` on `s.workers` threads (see the module's text)."""
     import gc
 
+    workers = s.workers
     gc_was = gc.isenabled()
     gc.disable()  # no Python object per state: nothing for the collector but pauses
     try:
-        run = _Run(m, workers, memory, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                   progress_interval)
+        run = _Run(m, workers, MemoryGuard(s.memory_limit), s)
         try:
             r = run.run()
         except MemoryError:

@@ -12,7 +12,8 @@ import pickle
 import numpy as np
 from numba import njit
 
-from .arrays import CHECK, DONE, PROGRESS
+from .errors import PartitionError, RayUnavailable, WorkerLost
+from .model import CHECK, DONE, LIMITS, NOTES, PROGRESS, ROWS, has
 from .flat_store import _find, _Store
 from .arrays_narrow import Packed
 from .checkfile import unresumable
@@ -21,18 +22,6 @@ __all__ = ["Partition", "WorkerLost", "RayUnavailable", "PartitionError", "owner
 
 SH = 24  # bits of a successor's rank in its order key
 CHUNK = 4096
-
-
-class WorkerLost(RuntimeError):
-    """A partition's worker died or its node left: the run cannot go on."""
-
-
-class RayUnavailable(RuntimeError):
-    """Ray is not installed (it is an optional dependency)."""
-
-
-class PartitionError(RuntimeError):
-    """The partitioned engine cannot run this model (e.g. rows must grow)."""
 
 
 def owner_of(fps: np.ndarray, k: int) -> np.ndarray:
@@ -92,7 +81,7 @@ class Partition:
         if isinstance(factory, bytes):  # pickled by the driver: arrays in it arrive writable
             factory = pickle.loads(factory)
         self.m = factory()
-        if not hasattr(self.m, "array_expand"):
+        if not has(self.m, ROWS):
             raise PartitionError("the model does not offer the array protocol")
         self.index, self.k = index, k
         self.livelock, self.deadlock_check = livelock, deadlock_check
@@ -117,7 +106,7 @@ class Partition:
         """What this partition's model noted beside the verdict (`notes`, a
         list a model may keep: the first stuck session under `completes`),
         for the driver to gather from other processes."""
-        return list(getattr(self.m, "notes", None) or ())
+        return list(self.m.notes) if has(self.m, NOTES) else []
 
     def set_limits(self, limits) -> None:
         """The run's time and memory limits (`explorer.limits.Limits`),
@@ -125,7 +114,7 @@ class Partition:
         expansions; a partition in this process only (a Ray actor is
         stopped between levels)."""
         self.limits = limits
-        if hasattr(self.m, "set_limits"):
+        if has(self.m, LIMITS):
             self.m.set_limits(limits)
 
     def _check(self) -> None:

@@ -1,6 +1,6 @@
 """`serq run` and `serq check`: flags -> `serq.sim.Simulator` (and, for
 check, `serq.checking.judge`) -> the report or the verdict's lines. The
-exit codes are the rows of explorer.verdict.EXITS listed for each command
+exit codes are the rows of serq.exits.EXITS listed for each command
 in serq/exits.py (and in `--help`)."""
 
 from __future__ import annotations
