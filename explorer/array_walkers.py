@@ -33,6 +33,7 @@ grace period; it is abandoned, a daemon thread)."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import traceback
@@ -66,8 +67,7 @@ NO_TAB, NO_COUNTS, NO_FPS = np.zeros(0, np.int32), np.zeros(0, np.int64), np.zer
 
 
 @njit(cache=True, nogil=True)
-def _decide(t, W, q0, order, starts, parent, fps, pcode, depth, max_depth, tab, R, sz, cnt, fparr, parents, n,
-            shift, dnew, dtgt, touch_from):
+def _decide(t, W, q0, chunk, table, level, out):
     """Walker t's look at its own successors of a chunk (order[q0:
     starts[t + 1]], see `_by_walker`): dnew[t, i] 0 (stored before, as code
     dtgt[t, i]), 1 (new: stored now, parent pcode[parent[i]]) or 2 (new,
@@ -76,9 +76,11 @@ def _decide(t, W, q0, order, starts, parent, fps, pcode, depth, max_depth, tab, 
     a sub-table must outgrow its region (the same successor is looked at
     again once it is laid out anew); and the sum of `_touch` (unread), which
     goes over the group's slots first once the store has `touch_from` states."""
+    (order, starts, parent, fps, pcode), (tab, R, sz, cnt, fparr, parents, n, shift) = chunk, table
+    (depth, max_depth, touch_from), (dnew, dtgt) = level, out
     acc = 0
     if n[0] >= touch_from:
-        acc = _touch(fps, tab, R, sz, fparr, order, q0, starts[t + 1], shift)
+        acc = _touch(fps, (tab, R, sz, fparr), order, q0, starts[t + 1], shift)
     for q in range(q0, starts[t + 1]):
         i = order[q]
         fp = fps[i]
@@ -310,9 +312,9 @@ class _Run:
         st.reserve(int(st.n[0]), int(starts[t + 1] - starts[t]))
         q = int(starts[t])
         while True:
-            status, q, _ = _decide(t, self.W, q, order, starts, x.parent, x.fps, pcode, lv.depth, self.md, st.tab,
-                                   st.R, st.sz, st.cnt, st.fp, st.parent, st.n, st.shift, self.dnew[s], self.dtgt[s],
-                                   TOUCH_FROM)
+            status, q, _ = _decide(t, self.W, q, (order, starts, x.parent, x.fps, pcode),
+                                   (st.tab, st.R, st.sz, st.cnt, st.fp, st.parent, st.n, st.shift),
+                                   (lv.depth, self.md, TOUCH_FROM), (self.dnew[s], self.dtgt[s]))
             if status == ST_DONE:
                 return
             st.relayout()
@@ -365,11 +367,11 @@ class _Run:
         S[S_NEW] = S[S_CUT] = 0
         j, i = 0, 0
         while True:
-            status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, lv.id0 + pos, lv.depth, x.pdone, NO_TAB, 0,
-                                 NO_COUNTS, NO_COUNTS, S, NO_FPS, NO_TAB, newidx, self.edges.cnt, self.edges.ovf,
-                                 self.edges.dst, self.cut,
-                                 self.ms, self.md, self.livelock, self.check_deadlock, True, self.dnew[s], dtgt,
-                                 self.wk, self.W)
+            status, j, i = _walk(j, i, (nrows, x.pofs, x.fps, x.flags, lv.id0 + pos, lv.depth, x.pdone),
+                                 (NO_TAB, 0, NO_COUNTS, NO_COUNTS, NO_FPS, NO_TAB), S,
+                                 (newidx, self.edges.cnt, self.edges.ovf, self.edges.dst, self.cut),
+                                 (self.ms, self.md, self.livelock, self.check_deadlock),
+                                 (True, self.dnew[s], dtgt, self.wk, self.W))
             pending = (lv.nlevel - pos - j - 1) + lv.next_count + int(S[S_NEW])
             if status == ST_DONE:
                 break
@@ -577,8 +579,6 @@ class _Run:
 
 def walkers_check(m: Any, s: Settings) -> Result:
     """`arrays.array_check` on `s.workers` threads (see the module's text)."""
-    import gc
-
     workers = s.workers
     gc_was = gc.isenabled()
     gc.disable()  # no Python object per state: nothing for the collector but pauses

@@ -71,12 +71,15 @@ NO_DNEW, NO_DTGT, NO_WK = np.zeros((1, 0), np.int8), np.zeros((1, 0), np.int64),
 
 
 @njit(cache=True, nogil=True)
-def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt, S, fparr, parents,
-          newidx, ecnt, eovf, edst, cut, max_states, max_depth, livelock, deadlock_check,
-          decided, dnew, dtgt, wk, W):
+def _walk(j0, i0, chunk, table, S, out, bounds, given):
     """Walk successors from parent j0, successor i0; returns (status, j, i).
     ST_ROOM: sub-table S[S_SUB] must outgrow its region; the same successor
-    is walked again once the table is laid out anew.
+    is walked again once the table is laid out anew. The arguments, grouped:
+    `chunk` (nrows, pofs, fps, flags, pid0, pdepth, pdone): the chunk's
+    successors; `table` (tab, R, sz, cnt, fparr, parents): the store; `S`:
+    the counters; `out` (newidx, ecnt, eovf, edst, cut): what the walk
+    writes; `bounds` (max_states, max_depth, livelock, deadlock_check);
+    `given` (decided, dnew, dtgt, wk, W).
 
     `decided`: the walkers (`array_walkers.py`) have already looked each
     successor up: dnew[t, i] (t: the successor's walker) 0 (stored before,
@@ -85,6 +88,11 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
     walk only gives the new states their ids, in order, and does the rest
     (the table is not read; `wk[id]`, if given: the walker of each new
     state)."""
+    nrows, pofs, fps, flags, pid0, pdepth, pdone = chunk
+    tab, R, sz, cnt, fparr, parents = table
+    newidx, ecnt, eovf, edst, cut = out
+    max_states, max_depth, livelock, deadlock_check = bounds
+    decided, dnew, dtgt, wk, W = given
     for j in range(j0, nrows):
         a = pofs[j]
         b = pofs[j + 1]
@@ -441,13 +449,13 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
                 S[S_NEW] = 0
                 S[S_CUT] = 0
                 if n >= TOUCH_FROM:
-                    _touch(x.fps, st.tab, st.R, st.sz, st.fp, NO_ORDER, 0, x.fps.shape[0], st.shift)
+                    _touch(x.fps, (st.tab, st.R, st.sz, st.fp), NO_ORDER, 0, x.fps.shape[0], st.shift)
                 j, i = 0, 0
                 while True:
-                    status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth,
-                                         x.pdone, st.tab, st.R, st.sz, st.cnt, S, st.fp, st.parent, newidx,
-                                         edges.cnt, edges.ovf, edges.dst, cut, ms, md, livelock, check_deadlock,
-                                         False, NO_DNEW, NO_DTGT, NO_WK, 1)
+                    status, j, i = _walk(j, i, (nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth, x.pdone),
+                                         (st.tab, st.R, st.sz, st.cnt, st.fp, st.parent), S,
+                                         (newidx, edges.cnt, edges.ovf, edges.dst, cut),
+                                         (ms, md, livelock, check_deadlock), (False, NO_DNEW, NO_DTGT, NO_WK, 1))
                     pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
                     if status == ST_DONE:
                         break

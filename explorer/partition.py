@@ -31,10 +31,12 @@ def owner_of(fps: np.ndarray, k: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _merge_walk(order, keys, fps, flags, acts, tab, fparr, parents, actions, n0, cut_level, livelock,
-                e_key, e_dst, out_new):
+def _merge_walk(order, got, table, n0, cut_level, livelock, out):
     """Walk received successors in key order against the table: returns
-    (stored, edges, cut, new)."""
+    (stored, edges, cut, new). Grouped: `got` (keys, fps, flags, acts), the
+    successors received; `table` (tab, fparr, parents, actions); `out`
+    (e_key, e_dst, out_new), what the walk writes."""
+    (keys, fps, flags, acts), (tab, fparr, parents, actions), (e_key, e_dst, out_new) = got, table, out
     n = n0
     ne = 0
     ncut = 0
@@ -258,8 +260,9 @@ class Partition:
         e_key = np.zeros(max(total, 1), np.int64)
         e_dst = np.zeros(max(total, 1), np.int64)
         out_new = np.zeros(max(total, 1), np.int64)
-        n1, ne, ncut, nn = _merge_walk(order, keys, fps, flags, acts, self.st.tab, self.st.fp, self.st.parent,
-                                       self.st.action, self.n, cut_level, self.livelock, e_key, e_dst, out_new)
+        n1, ne, ncut, nn = _merge_walk(order, (keys, fps, flags, acts),
+                                       (self.st.tab, self.st.fp, self.st.parent, self.st.action), self.n, cut_level,
+                                       self.livelock, (e_key, e_dst, out_new))
         self.n = int(n1)
         newpos = out_new[:nn]
         bad = None
