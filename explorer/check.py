@@ -19,6 +19,9 @@ rows) hands the run to the engine the table gives a model without rows.
 The side analyses over a stored graph (the point of no return, the worst
 paths, the graph itself) and the generic walk are reached through this
 module too, so that a caller imports no engine module.
+
+(`explorer.check`, the package's attribute, is this function: import
+names from the module with `from explorer.check import ...`.)
 """
 
 from __future__ import annotations
