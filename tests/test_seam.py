@@ -167,3 +167,21 @@ def test_capabilities_are_declared_not_found():
 
     with pytest.raises(TypeError, match="unknown capability 'teleport'"):
         check(Unknown(2))
+
+
+class _Falls(_OnThreads):
+    """Rows declared, but the model cannot go on with them."""
+
+    def array_expand(self, rows):
+        from explorer.model import ArrayFallback
+
+        raise ArrayFallback("a row must grow")
+
+    def array_expander(self):
+        return self.array_expand
+
+
+def test_a_rows_engine_that_falls_back_hands_the_run_to_the_engine_without_rows():
+    for workers in (1, 2):  # rows -> sequential; rows on threads -> objects on processes
+        r = check(_Falls(CounterPair(6, limit=7), 2), workers=workers)
+        assert _key(r) == (BEFORE if workers == 1 else ON_PROCESSES)["counter_bad"], workers
