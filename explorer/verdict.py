@@ -4,7 +4,7 @@
 verdicts a check can give (codes 0 and 10..19, beside `nondeterministic`,
 a trace that did not replay). The constants below and `EXIT_CODES` are
 read from it. The command line's own codes (a file out of layout, an
-input error, a theorem) are not the engine's: serq/exits.py adds them to
+input error, a theorem) are not the engine's: serq/cli/exits.py adds them to
 make the one table every command's `--help` and the docs list.
 """
 
@@ -26,7 +26,7 @@ VERDICTS = (PASS, DEADLOCK, LIVELOCK, VIOLATION, BOUND, INTERRUPTED, INCONCLUSIV
 
 class Exit(NamedTuple):
     code: int
-    name: str  # a verdict, or a key of the command line ("input_error", "theorem", ...: serq/exits.py)
+    name: str  # a verdict, or a key of the command line ("input_error", "theorem", ...: serq/cli/exits.py)
     meaning: str
 
 

@@ -2,7 +2,7 @@ from explorer import verdict
 
 
 def test_exit_code_table():
-    assert verdict.EXIT_CODES == {  # the engine's; the command line adds 1, 2 and 14 (serq/exits.py)
+    assert verdict.EXIT_CODES == {  # the engine's; the command line adds 1, 2 and 14 (serq/cli/exits.py)
         "pass": 0, "deadlock": 10, "livelock": 11, "violation": 12, "bound": 13, "nondeterministic": 15,
         "interrupted": 16, "inconclusive": 17, "failed": 18,
     }
