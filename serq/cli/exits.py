@@ -5,7 +5,7 @@ the docs and the help against it.
 
 1 and 2 belong to the command line (1: `fmt --check` found a file out of
 layout; 2: an input error, as is conventional for argparse); 14 is the
-theorem's, decided outside the engine (serq/theorem.py)."""
+theorem's, decided outside the engine (serq/check/theorem.py)."""
 
 from __future__ import annotations
 
