@@ -14,15 +14,15 @@ The engine knows nothing about any particular system: see ``explorer.model``
 for the protocol.
 """
 
-from .fingerprint import fingerprint, format_fp, state_fingerprint
-from .model import Model, ModelFactory
-from .report import render_json, render_text, stats_line, verdict_line
-from .result import Result, Stats
-from .check import check
-from .settings import Settings
-from .interrupt import Interrupted, interrupts
-from .trace import NondeterministicModel, ReplayError, Step, format_path, parse_path, replay
-from .verdict import (
+from explorer.fingerprint import fingerprint, format_fp, state_fingerprint
+from explorer.model import Model, ModelFactory
+from explorer.report import render_json, render_text, stats_line, verdict_line
+from explorer.result import Result, Stats
+from explorer.check import check
+from explorer.settings import Settings
+from explorer.runtime.interrupt import Interrupted, interrupts
+from explorer.trace import NondeterministicModel, ReplayError, Step, format_path, parse_path, replay
+from explorer.runtime.verdict import (
     BOUND,
     DEADLOCK,
     INTERRUPTED,

@@ -28,18 +28,18 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .analysis import NoReturn, highest, longest, point_of_no_return
-from .errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
-from .forward import forward_no_return
-from .limits import Limits, limits_on
-from .memory import MemoryGuard
-from .model import ROW_THREADS, ROWS, ArrayFallback, ModelFactory, build_model, declared
-from .outcome import bounded
-from .result import Result, Stats
-from .settings import Settings
-from .stored import StateGraph, build_graph
-from .trace import follow
-from .walk import WalkEnd, walk
+from explorer.graph.analysis import NoReturn, highest, longest, point_of_no_return
+from explorer.errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
+from explorer.graph.forward import forward_no_return
+from explorer.runtime.limits import Limits, limits_on
+from explorer.runtime.memory import MemoryGuard
+from explorer.model import ROW_THREADS, ROWS, ArrayFallback, ModelFactory, build_model, declared
+from explorer.outcome import bounded
+from explorer.result import Result, Stats
+from explorer.settings import Settings
+from explorer.graph.stored import StateGraph, build_graph
+from explorer.trace import follow
+from explorer.graph.walk import WalkEnd, walk
 
 __all__ = ["check", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
            "WorkerLost", "NoReturn", "point_of_no_return", "forward_no_return", "highest", "longest",
@@ -98,46 +98,46 @@ def engine_for(m: Any, s: Settings) -> Engine:
 
 
 def sequential(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from .search import sequential_check
+    from explorer.strategies.sequential import sequential_check
 
     return sequential_check(m, s)
 
 
 def objects_on_processes(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from .parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
+    from explorer.strategies.parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
 
     return check_parallel(m, factory, s)
 
 
 def rows(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from .arrays import array_check
+    from explorer.strategies.arrays.engine import array_check
 
     with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):  # inside an expansion too
         return array_check(m, factory, s)
 
 
 def rows_on_processes(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from .arrays import array_check_on_processes
+    from explorer.strategies.arrays.engine import array_check_on_processes
 
     with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):
         return array_check_on_processes(m, factory, s)
 
 
 def rows_on_threads(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from .array_walkers import walkers_check
+    from explorer.strategies.arrays.walkers import walkers_check
 
     with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):
         return walkers_check(m, s)
 
 
 def partitioned(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from .distributed import partitioned_check
+    from explorer.strategies.partitions.driver import partitioned_check
 
     return partitioned_check(m, factory, s)
 
 
 def swarm(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from .swarm import swarm_check
+    from explorer.strategies.swarm import swarm_check
 
     return swarm_check(m, factory, s)
 

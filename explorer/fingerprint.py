@@ -17,7 +17,7 @@ import hashlib
 import struct
 from typing import Any, Callable
 
-from .model import CANONICAL_BYTES, FINGERPRINT
+from explorer.model import CANONICAL_BYTES, FINGERPRINT
 
 __all__ = ["encode", "fingerprint", "state_fingerprint", "format_fp"]
 

@@ -71,7 +71,7 @@ STEP_EVENTS = "step_events"  # step_events(state, action) -> (nxt | None, list):
 FORMAT_STATE = "format_state"  # format_state(state) -> list[str]: lines for step 0
 FINGERPRINT = "fingerprint"  # fingerprint(state) -> int: its own stable 64-bit fingerprint
 CANONICAL_BYTES = "canonical_bytes"  # canonical_bytes(state) -> bytes: its own injective encoding
-EXACT_KEY = "exact_key"  # exact_key(state) -> bytes: the identity of an exact search (explorer/exact.py)
+EXACT_KEY = "exact_key"  # exact_key(state) -> bytes: the identity of an exact search (explorer/stores/exact.py)
 LIMITS = "limits"  # set_limits(Limits | None): the run's limits, checked inside its expansions
 NOTES = "notes"  # notes: a list the model fills beside the verdict, gathered from partitions
 # The array protocol: states as rows of an int64 array (BFS uses it).

@@ -30,7 +30,7 @@ class Settings:
     max_states: int | None = None
     max_depth: int | None = None
     time_limit: float | None = None  # seconds
-    memory_limit: int | None = None  # bytes of resident memory (explorer/memory.py)
+    memory_limit: int | None = None  # bytes of resident memory (explorer/runtime/memory.py)
     # checks
     check_deadlock: bool = True
     check_livelock: bool = True
@@ -38,7 +38,7 @@ class Settings:
     workers: int = 1
     progress: ProgressFn | None = field(default=None, compare=False)
     progress_interval: float = 1.0
-    # exact: states identified by their whole canonical form, not a 64-bit fingerprint (explorer/exact.py)
+    # exact: states identified by their whole canonical form, not a 64-bit fingerprint (explorer/stores/exact.py)
     exact: bool = False
     # partitioned: how many, where (a Ray address, "auto" or "local"), checkpoints
     partitions: int | None = None

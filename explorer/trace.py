@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .fingerprint import format_fp, state_fingerprint
-from .model import FORMAT_STATE, has, successor_with_events
+from explorer.fingerprint import format_fp, state_fingerprint
+from explorer.model import FORMAT_STATE, has, successor_with_events
 
 __all__ = [
     "Step",

@@ -23,7 +23,7 @@ from explorer.check import ENGINES, engine_for  # noqa: E402
 # The explorer modules serq may import, each with why.
 ALLOWED = {
     "explorer.model": "the protocol a model implements, its capabilities and row flags",
-    "explorer.exact": "a model wrapper (exact identities): protocol side, not an engine",
+    "explorer.stores.exact": "a model wrapper (exact identities): protocol side, not an engine",
     "explorer.settings": "what a check is asked to do",
     "explorer.check": "the one entry, its errors and the side analyses over a stored graph",
     "explorer.result": "what a check returns",
@@ -31,14 +31,14 @@ ALLOWED = {
     "explorer.report": "rendering a Result",
     "explorer.trace": "a Result's trace: replay, paths",
     "explorer.fingerprint": "printing a state's identity",
-    "explorer.verdict": "the engine's verdicts and exit codes",
-    "explorer.interrupt": "runtime: signals",
-    "explorer.limits": "runtime: time and memory limits",
-    "explorer.memory": "runtime: the memory bound",
-    "explorer.threads": "runtime: worker threads",
-    "explorer.supervise": "runtime: supervised worker processes",
-    "explorer.infile": "runtime: reading input files",
-    "explorer.outfile": "runtime: writing output files",
+    "explorer.runtime.verdict": "the engine's verdicts and exit codes",
+    "explorer.runtime.interrupt": "runtime: signals",
+    "explorer.runtime.limits": "runtime: time and memory limits",
+    "explorer.runtime.memory": "runtime: the memory bound",
+    "explorer.runtime.threads": "runtime: worker threads",
+    "explorer.runtime.supervise": "runtime: supervised worker processes",
+    "explorer.runtime.infile": "runtime: reading input files",
+    "explorer.runtime.outfile": "runtime: writing output files",
 }
 
 
@@ -57,7 +57,8 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 def _explorer_modules() -> set[str]:
-    return {f"explorer.{p.stem}" for p in (ROOT / "explorer").glob("*.py") if p.stem != "__init__"}
+    return {".".join(p.relative_to(ROOT).with_suffix("").parts) for p in (ROOT / "explorer").rglob("*.py")
+            if p.stem != "__init__"}
 
 
 def test_explorer_imports_nothing_of_serq():
@@ -68,7 +69,8 @@ def test_explorer_imports_nothing_of_serq():
 
 def test_serq_imports_only_the_door_protocol_result_and_runtime():
     engines = _explorer_modules() - set(ALLOWED)
-    assert {"explorer.search", "explorer.arrays", "explorer.distributed", "explorer.swarm"} <= engines
+    assert {"explorer.strategies.sequential", "explorer.strategies.arrays.engine",
+            "explorer.strategies.partitions.driver", "explorer.strategies.swarm"} <= engines
     bad = set()
     for path in sorted((ROOT / "serq").rglob("*.py")):
         for line, mod in _imports(path):
@@ -80,9 +82,9 @@ def test_serq_imports_only_the_door_protocol_result_and_runtime():
 def test_the_import_check_sees_an_engine_entry(tmp_path):
     """The check above is not vacuous: a second engine entry is seen."""
     f = tmp_path / "x.py"
-    f.write_text("def f():\n    from explorer.search import sequential_check\n    from explorer import swarm\n")
+    f.write_text("def f():\n    from explorer.strategies.sequential import sequential_check\n    from explorer.strategies import swarm\n")
     mods = {m for _, m in _imports(f)}
-    assert "explorer.search" in mods and "explorer.swarm" in mods
+    assert "explorer.strategies.sequential" in mods and "explorer.strategies.swarm" in mods
     assert not mods & set(ALLOWED)
 
 

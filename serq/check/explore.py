@@ -5,7 +5,7 @@ then the point of no return of a counterexample."""
 from __future__ import annotations
 
 from explorer.check import NoReturn, check, forward_no_return, point_of_no_return
-from explorer.exact import Exact
+from explorer.stores.exact import Exact
 from explorer.model import ModelFactory
 from explorer.outcome import bounded
 from explorer.result import Stats
@@ -25,9 +25,9 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     """Explore an instance; returns the engine's Result. A counterexample
     gets its point of no return, computed on the whole state graph (at most
     `graph_limit` states; 0 skips it). `memory_limit`: bytes of resident
-    memory (explorer/memory.py), None for no bound. With `ray` (a cluster
+    memory (explorer/runtime/memory.py), None for no bound. With `ray` (a cluster
     address, "auto" or "local"), `partitions`, `checkpoint` or `resume` the
-    BFS runs over hash partitions (explorer/distributed.py): the same result,
+    BFS runs over hash partitions (explorer/strategies/partitions/driver.py): the same result,
     on a Ray cluster and/or with checkpoints; without Ray, `workers` threads
     run the partitions. `exact`: states are
     identified by their whole canonical row, not its 64-bit fingerprint
@@ -97,7 +97,7 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
     """Set `result.no_return` when the result has a trace (and the limit is not 0).
     `model`: the one the search used, when its state identities are its
     own (an `Exact` model). When the whole graph is past its bound, forward
-    searches from the trace's states answer (explorer/forward.py), within
+    searches from the trace's states answer (explorer/graph/forward.py), within
     the same bound; the graph is not built when the search alone stored
     more states than the bound (a swarm's count may repeat states)."""
     if not result.trace or graph_limit <= 0:

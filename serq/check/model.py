@@ -149,7 +149,7 @@ class SerqModel:
         return twin.array_expand
 
     def set_limits(self, limits) -> None:
-        """The engine's time and memory limits (explorer.limits.Limits),
+        """The engine's time and memory limits (explorer.runtime.limits.Limits),
         checked inside an expansion that outgrows its buffers."""
         self.rows.limits = limits
 

@@ -22,7 +22,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from explorer.interrupt import Interrupted, interrupt_of, signal_name
+from explorer.runtime.interrupt import Interrupted, interrupt_of, signal_name
 from explorer.outcome import WorkerFailed
 from serq.diagnostics import SerqError, flag_error
 
@@ -150,7 +150,7 @@ def _explore_value(job) -> tuple[Row, object | None]:
 
 def _run(jobs: list, workers: int):
     """Yields (row, result) per job as each ends (in any order with workers).
-    The worker processes are supervised (explorer/supervise.py): one that
+    The worker processes are supervised (explorer/runtime/supervise.py): one that
     dies or raises is `WorkerFailed`, naming it and its value; the others
     are stopped. They leave SIGINT (a Ctrl-C reaches the process group) to
     the sweep, which stops them and keeps the values finished so far."""
@@ -158,7 +158,7 @@ def _run(jobs: list, workers: int):
         for j in jobs:
             yield _explore_value(j)
         return
-    from explorer.supervise import Supervised
+    from explorer.runtime.supervise import Supervised
 
     def name(wid: int, job) -> str:
         return f"worker {wid}" if job is None else f"worker {wid} (at {job[2]} = {job[3]})"

@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from explorer.interrupt import Interrupted
+from explorer.runtime.interrupt import Interrupted
 from serq.cli.exits import EXIT_THEOREM
 from explorer.check import walk
 from serq import ir
@@ -195,7 +195,7 @@ def measure(prog: ir.Program, *, deadline: float | None = None, time_limit: floa
     """(peaks, bound_failures, undecided, prefill_growth, signal): peaks[(program,
     pool)] = (blocks, witness text) over every solo run; bound failures and
     H2's measured witnesses as text. Each solo run is a walk of the
-    explorer (explorer/walk.py) over the same step function, within
+    explorer (explorer/graph/walk.py) over the same step function, within
     `max_states` states each and the `deadline` (a time.perf_counter()
     value; `time_limit` is what is reported); a solo run cut short by
     either, or by SIGINT/SIGTERM, is listed in `undecided`; a signal

@@ -3,7 +3,7 @@ behaviour of an instance, with the trace that reaches it.
 
 A *path metric* sums, along a path, what each step's events contribute --
 per subject (a session, a request) or for the whole run -- and its worst
-case is the longest path of the stored graph (explorer/analysis.py), or
+case is the longest path of the stored graph (explorer/graph/analysis.py), or
 "unbounded" when a cycle adds to it. Whether a step counts for a session
 may depend on what happened before (has this request had its first token
 yet?): that memory is a small *phase* per session, carried next to the
@@ -193,7 +193,7 @@ class Counter:
         # ttft / latency: every iteration counts for each request under way
         # (its phase, before the step, is 1); a request that starts in the
         # step restarts its session's count, so that two requests of one
-        # session are never added up (explorer/analysis.py, `longest`).
+        # session are never added up (explorer/graph/analysis.py, `longest`).
         # A request starts in an arrive or turn step (no iteration), or is
         # a session spawned in the step (no phase before it): a step never
         # both counts for a session and restarts it.
@@ -341,7 +341,7 @@ class Worst:
 
     @property
     def exit_code(self) -> int:
-        from explorer.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS
+        from explorer.runtime.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS
 
         if self.complete:
             return EXIT_PASS
@@ -364,8 +364,8 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
     counter = Counter(metric, program, pool)
     mm = MetricModel(sm, counter)
     path_metric = metric.kind == "path"
-    from explorer.limits import Limits, limits_on
-    from explorer.memory import MemoryGuard
+    from explorer.runtime.limits import Limits, limits_on
+    from explorer.runtime.memory import MemoryGuard
 
     with limits_on(sm, Limits(time_limit, MemoryGuard(memory_limit))):  # inside one state's expansion too
         g = build_graph(mm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,

@@ -16,8 +16,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from serq import __version__
 from serq.diagnostics import Diagnostic, SerqError, render_all
-from explorer.outfile import OutputError, Stdout, write_output
-from explorer.verdict import EXIT_INTERRUPTED, EXIT_PASS
+from explorer.runtime.outfile import OutputError, Stdout, write_output
+from explorer.runtime.verdict import EXIT_INTERRUPTED, EXIT_PASS
 from serq.cli.exits import EXIT_INPUT_ERROR, EXIT_NOT_CANONICAL, add_parser
 
 
@@ -92,7 +92,7 @@ def _extra_commands():
 
 
 def main(argv: list[str] | None = None) -> int:
-    from explorer.interrupt import interrupt_of, interrupts, signal_name
+    from explorer.runtime.interrupt import interrupt_of, interrupts, signal_name
 
     # SIGINT and SIGTERM raise Interrupted: the search and the simulator turn
     # it into their verdict "interrupted" with what they found so far; caught

@@ -1,4 +1,4 @@
-"""The one exit-code table: the engine's verdicts (explorer.verdict.EXITS)
+"""The one exit-code table: the engine's verdicts (explorer.runtime.verdict.EXITS)
 and the command line's own codes, and which rows each command can end
 with. The commands' `--help` is generated from here, and a test checks
 the docs and the help against it.
@@ -9,8 +9,8 @@ theorem's, decided outside the engine (serq/check/theorem.py)."""
 
 from __future__ import annotations
 
-from explorer.verdict import EXITS as ENGINE_EXITS
-from explorer.verdict import Exit
+from explorer.runtime.verdict import EXITS as ENGINE_EXITS
+from explorer.runtime.verdict import Exit
 
 COMMAND_CODES: tuple[Exit, ...] = (
     Exit(1, "not_canonical", "the file is not in canonical layout (fmt --check)"),

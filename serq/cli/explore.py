@@ -8,7 +8,7 @@ import sys
 from explorer.report import render_json, render_text
 from explorer.trace import NondeterministicModel, ReplayError
 from explorer.check import CheckpointError, PartitionError, RayUnavailable, WorkerLost
-from explorer.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
+from explorer.runtime.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
 from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits, memory_limit

@@ -37,7 +37,7 @@ def check_limits(args, *flags: str) -> None:
 
 def memory_limit(args) -> int | None:
     """--memory in bytes, or the default derived from the memory available now."""
-    from explorer.memory import default_limit, parse_size
+    from explorer.runtime.memory import default_limit, parse_size
 
     if getattr(args, "memory", None) is None:
         return default_limit()

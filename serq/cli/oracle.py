@@ -108,7 +108,7 @@ def cmd_setup(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    from explorer.outfile import Output
+    from explorer.runtime.outfile import Output
     from serq.oracle.venv import run_driver
 
     load_scenario(args.scenario)  # bad input is reported here, in serq's words
@@ -118,7 +118,7 @@ def cmd_trace(args) -> int:
 
         raise flag_error("--max-steps", str(args.max_steps), "E012", "--max-steps must be at least 1")
     # the driver writes to its standard output, kept here; the file is written whole after it
-    # (explorer.outfile: an unwritable path is E017 before the run, a failed write E017 after it)
+    # (explorer.runtime.outfile: an unwritable path is E017 before the run, a failed write E017 after it)
     out = Output(args.output) if args.output != "-" else None
     try:
         p = run_driver(venv, args.scenario, "-", args.max_steps, args.full)
@@ -150,7 +150,7 @@ def cmd_trace(args) -> int:
 
 
 def cmd_convert(args) -> int:
-    from explorer.outfile import write_output
+    from explorer.runtime.outfile import write_output
     from serq.oracle.convert import convert
 
     sc = load_scenario(args.scenario)
@@ -168,7 +168,7 @@ MAX_TRACE = 1 << 30  # bytes of a trace to compare
 
 
 def cmd_compare(args) -> int:
-    from explorer.infile import NotReadable, read_regular
+    from explorer.runtime.infile import NotReadable, read_regular
     from serq.oracle.compare import TraceError, agree
 
     sc = load_scenario(args.scenario)

@@ -11,7 +11,7 @@ import sys
 from serq.diagnostics import flag_error
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits, memory_limit
-from explorer.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
+from explorer.runtime.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
 from serq.durations import span_text, time_unit
 from serq.check.model import ALL_CHECKS, Checks
 from serq.sim.arrivals import parse_duration

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from explorer.verdict import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASS
+from explorer.runtime.verdict import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASS
 from serq.diagnostics import Diagnostic, SerqError
 from serq.check.model import ALL_CHECKS
 from serq.cli.exits import add_parser

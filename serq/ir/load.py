@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from explorer.infile import NotReadable, read_regular
+from explorer.runtime.infile import NotReadable, read_regular
 
 from serq import ir
 from serq.diagnostics import Diagnostic, SerqError
@@ -120,7 +120,7 @@ class SourceRefused(ValueError):
 def source_text(source: str) -> str | None:
     """`read_source`, raising SourceRefused for what is no source file:
     only a regular file of at most MAX_SOURCE_BYTES bytes of UTF-8 text is
-    read (explorer.infile), never a device, a pipe, a directory, a /proc
+    read (explorer.runtime.infile), never a device, a pipe, a directory, a /proc
     file or a huge file."""
     if not source or source.startswith("<") or _source_problem(source):
         return None

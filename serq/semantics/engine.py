@@ -42,7 +42,7 @@ class Engine:
     def __init__(self, program: ir.Program, ties: str = "all"):
         self.low = Lowered(program, ties)
         self.program = program
-        self.limits = None  # explorer.limits.Limits: checked each time a step restarts
+        self.limits = None  # explorer.runtime.limits.Limits: checked each time a step restarts
         n = sum(line.count for line in program.workload)
         spawns = any(st.kind == "spawn" for sp in program.sessions for st in sp.states)
         self._evmul = 1

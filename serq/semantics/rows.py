@@ -59,7 +59,7 @@ class Rows:
         # successors a buffer holds at first: 64, fewer for rows of many
         # sessions (a row of a million sessions is about 200 MiB), grown as needed
         self._out = max(1, min(64, FIRST_BUFFERS // (8 * max(engine.W, 1))))
-        self.limits = None  # explorer.limits.Limits: checked each time an expansion outgrows its buffers
+        self.limits = None  # explorer.runtime.limits.Limits: checked each time an expansion outgrows its buffers
         self._alloc()
         self._memo_key = None
         self._memo: list = []
@@ -179,7 +179,7 @@ class Rows:
         self._memo_key, self._memo = rs, out
         return out
 
-    # ------------------------------------------------------------ batches (explorer/arrays.py)
+    # ------------------------------------------------------------ batches (explorer/strategies/arrays/engine.py)
     def batch(self, rows: np.ndarray):
         """Successors of rows[0:n]: (rows, parent index, fingerprints, row
         flags, action kinds)."""

@@ -9,7 +9,7 @@ import random
 import re
 from pathlib import Path
 
-from explorer.infile import NotReadable, read_regular
+from explorer.runtime.infile import NotReadable, read_regular
 from serq import ir
 from serq.diagnostics import Diagnostic, SerqError
 

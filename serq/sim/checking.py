@@ -10,7 +10,7 @@ livelock and invariant; `stuck` is its own property. Asserts, evaluation
 errors and conservation always fail. A property not selected never fails:
 a stuck session or a stalled end is then a note after the verdict.
 
-The verdict is one of explorer.verdict's: pass (ok), deadlock (the run
+The verdict is one of explorer.runtime.verdict's: pass (ok), deadlock (the run
 ended with sessions that can never move, when deadlock is checked),
 violation (a stuck session when stuck is checked, a failed assert, an
 invariant, a conservation law, another fault), bound (the step, time or
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from explorer.verdict import BOUND, DEADLOCK, INTERRUPTED, PASS, VIOLATION, exit_code
+from explorer.runtime.verdict import BOUND, DEADLOCK, INTERRUPTED, PASS, VIOLATION, exit_code
 from serq.durations import span_text, time_unit
 from serq.check.model import Checks
 from serq.sim.simulator import (FAULT, INTERRUPTED as SIM_INTERRUPTED, MEMORY_LIMIT, NO_PROGRESS, STALLED, STEP_LIMIT,

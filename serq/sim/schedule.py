@@ -73,7 +73,7 @@ class ScheduleWriter:
         self._write(head)
 
     def close(self, complete: bool = True) -> None:
-        """An output file (explorer.outfile.Output) committed, or given up
+        """An output file (explorer.runtime.outfile.Output) committed, or given up
         when the run did not end; a stream closed."""
         if hasattr(self.out, "commit"):
             self.out.commit() if complete else self.out.abort()
@@ -163,12 +163,12 @@ class ScheduleWriter:
 
 
 def open_schedule(path: str, sim, flag: str = "--schedule") -> ScheduleWriter:
-    """A writer of `sim`'s schedule into the file `path` (explorer.outfile:
+    """A writer of `sim`'s schedule into the file `path` (explorer.runtime.outfile:
     written under a temporary name), attached; `close()` it after the run
     (the file then takes its name) or `close(False)` after a failure (no
     file is left). An unwritable path is E017, before the run; a write
     that fails during the run ends it with E017 too."""
-    from explorer.outfile import Output
+    from explorer.runtime.outfile import Output
 
     w = ScheduleWriter(Output(path))
     w.attach(sim)

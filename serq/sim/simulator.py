@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from explorer.interrupt import interrupt_of, signal_name
-from explorer.limits import LimitReached, Limits
-from explorer.memory import MemoryGuard
+from explorer.runtime.interrupt import interrupt_of, signal_name
+from explorer.runtime.limits import LimitReached, Limits
+from explorer.runtime.memory import MemoryGuard
 from serq import ir
 from serq.vocab import MAX_INT
 from serq.sim.coalesce import licence, plan_block
@@ -109,7 +109,7 @@ class SimConfig:
     checks: Checks | None = None
     max_steps: int = DEFAULT_MAX_STEPS  # actions applied (a coalesced block counts its iterations)
     time_limit: float | None = None  # seconds of wall-clock time from the start of run()
-    memory_limit: int | None = None  # bytes of resident memory (explorer/memory.py)
+    memory_limit: int | None = None  # bytes of resident memory (explorer/runtime/memory.py)
     progress: Callable[[int, int, int], None] | None = None  # (now, ended, sessions)
     trace: Callable | None = None  # (tick, what, events, model, state) per action taken
     # the schedule (serq/sim/schedule.py): (stage, tick, events, state after) per iteration taken,
@@ -251,7 +251,7 @@ class Simulator:
             stopped = self._reached(e)
         except (KeyboardInterrupt, SystemError) as e:
             e = interrupt_of(e)
-            # SIGINT/SIGTERM (explorer/interrupt.py): report the run so far. The
+            # SIGINT/SIGTERM (explorer/runtime/interrupt.py): report the run so far. The
             # action under way when the signal came may be counted in part.
             stopped, self.signal = INTERRUPTED, signal_name(e)
         except MemoryError:
@@ -406,7 +406,7 @@ class Simulator:
         return self._over()
 
     def _over(self) -> str | None:
-        """The wall-clock and memory limits (explorer/limits.py, as the
+        """The wall-clock and memory limits (explorer/runtime/limits.py, as the
         explorer's), checked after every action (the memory at most every
         0.2 s)."""
         try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from explorer.verdict import DEADLOCK, VIOLATION, exit_code
+from explorer.runtime.verdict import DEADLOCK, VIOLATION, exit_code
 from serq.cli import main
 from serq.check.model import SerqModel
 from serq.check.explore import explore
@@ -221,7 +221,7 @@ def _agrees_with_admission(prog, limit: int = 3000) -> tuple[int, int]:
     under a stage with no resident (its admissions see the state as it
     is), an iteration never admits a head explained as refused. Returns
     the heads found refused and the heads found admitted."""
-    from explorer.walk import walk
+    from explorer.graph.walk import walk
     from serq.check.admission import refusal
     from serq.semantics.model import ITERATE, Model
 

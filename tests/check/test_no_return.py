@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.forward import forward_no_return
+from explorer.graph.forward import forward_no_return
 from serq.cli import main
 from serq.check.model import SerqModel
 from serq.check.explore import Completion, explore, mark_no_return

@@ -66,16 +66,16 @@ def test_worst_honours_the_memory_bound(capsys):
 
 
 def test_worst_has_the_default_memory_bound(capsys, monkeypatch):
-    import explorer.memory
+    import explorer.runtime.memory
 
-    monkeypatch.setattr(explorer.memory, "default_limit", lambda: 1 << 20)  # as if almost nothing were available
+    monkeypatch.setattr(explorer.runtime.memory, "default_limit", lambda: 1 << 20)  # as if almost nothing were available
     inst = str(ROOT / "instances" / "theorem.sq")
     assert main(["explore", inst, "--worst", "iterations"]) == 13
     assert "the state graph was cut at its memory bound" in capsys.readouterr().out
 
 
 def test_a_memory_error_cuts_the_worst_graph(monkeypatch):
-    import explorer.stored
+    import explorer.graph.stored
 
     calls = []
 
@@ -85,8 +85,8 @@ def test_a_memory_error_cuts_the_worst_graph(monkeypatch):
             raise MemoryError
         return real(m, state)
 
-    real = explorer.stored.state_fingerprint
-    monkeypatch.setattr(explorer.stored, "state_fingerprint", fail)
+    real = explorer.graph.stored.state_fingerprint
+    monkeypatch.setattr(explorer.graph.stored, "state_fingerprint", fail)
     w = find_worst(load_path(ROOT / "instances" / "theorem.sq").program, "iterations")
     assert (w.complete, w.bound_reason, w.exit_code) == (False, "memory", 13)
     assert 1 <= w.states <= 30

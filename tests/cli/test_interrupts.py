@@ -15,7 +15,7 @@ import pytest
 
 from serq.lang.load import load_text
 from serq.sim.simulator import INTERRUPTED, SimConfig, Simulator
-from explorer.interrupt import Interrupted
+from explorer.runtime.interrupt import Interrupted
 
 from tests.fixtures import FOREVER, alive, children  # noqa: E402
 
@@ -160,7 +160,7 @@ def test_interrupt_inside_compiled_code_is_an_interrupt():
     """A signal whose handler runs while a compiled function returns comes
     out as CPython's `SystemError: ... returned a result with an exception
     set`, the interrupt as its cause: the engines read it as the interrupt."""
-    from explorer.interrupt import interrupt_of
+    from explorer.runtime.interrupt import interrupt_of
 
     sig = Interrupted("SIGTERM")
     try:
@@ -223,7 +223,7 @@ def test_a_signal_while_loading_is_an_interrupt(tmp_path, sig):
 
 def test_the_early_exit_code_is_the_interrupted_one():
     from serq.__main__ import EXIT_INTERRUPTED
-    from explorer.verdict import EXIT_INTERRUPTED as engine
+    from explorer.runtime.verdict import EXIT_INTERRUPTED as engine
 
     assert EXIT_INTERRUPTED == engine
 

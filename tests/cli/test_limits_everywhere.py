@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.interrupt import Interrupted
+from explorer.runtime.interrupt import Interrupted
 from explorer.report import stats_line
 from explorer.result import Stats
 from serq.lang.load import load_path, load_text
@@ -65,10 +65,10 @@ def test_theorem_interrupted_in_the_solo_runs(monkeypatch):
 
 
 def test_theorem_solo_runs_walk_the_explorer():
-    """measure goes through explorer.walk, so its limits are the walk's."""
+    """measure goes through explorer.graph.walk, so its limits are the walk's."""
     import serq.check.theorem as th
 
-    assert th.walk.__module__ == "explorer.walk"
+    assert th.walk.__module__ == "explorer.graph.walk"
     peaks, bound_fail, undecided, growth, stopped = th.measure(
         load_path(ROOT / "instances" / "theorem.sq").program)
     assert peaks and not undecided and stopped is None
@@ -146,7 +146,7 @@ def test_exact_gives_the_same_counts_verdict_and_trace(inst):
 
 
 def test_exact_identities_never_collide():
-    from explorer.exact import Exact
+    from explorer.stores.exact import Exact
 
     class M:
         capabilities = frozenset({"exact_key"})
@@ -355,8 +355,8 @@ def test_partitions_check_the_memory_bound_inside_a_level(tmp_path, capsys, monk
     counted), not at the level's end."""
     import json
 
-    from explorer.memory import MemoryGuard
-    from explorer.partition import Partition
+    from explorer.runtime.memory import MemoryGuard
+    from explorer.strategies.partitions.partition import Partition
     from serq.cli import main
     from tests.fixtures import TWO_CHATS
 

@@ -1,5 +1,5 @@
 """Every output file (`-o`, `--schedule`, `--html`, standard output,
-checkpoints) goes through explorer/outfile.py: a write that fails is E017
+checkpoints) goes through explorer/runtime/outfile.py: a write that fails is E017
 naming the file and the cause, never a traceback, and a file is written
 under a temporary name and renamed, so a partial file never takes the
 name."""
@@ -77,7 +77,7 @@ def test_a_failed_write_leaves_no_partial_file(argv, tmp_path, monkeypatch, caps
 
 
 def test_a_new_file_appears_whole_or_not_at_all(tmp_path, monkeypatch):
-    from explorer.outfile import output, write_output
+    from explorer.runtime.outfile import output, write_output
 
     target = tmp_path / "new.txt"
     with pytest.raises(RuntimeError):
@@ -90,7 +90,7 @@ def test_a_new_file_appears_whole_or_not_at_all(tmp_path, monkeypatch):
 
 
 def test_links_modes_and_devices(tmp_path):
-    from explorer.outfile import OutputError, write_output
+    from explorer.runtime.outfile import OutputError, write_output
 
     real = tmp_path / "real.txt"
     real.write_text("x")

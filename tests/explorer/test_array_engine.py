@@ -1,4 +1,4 @@
-"""The array engine (explorer/arrays.py) gives what the sequential engine
+"""The array engine (explorer/strategies/arrays/engine.py) gives what the sequential engine
 gives: verdict, message, counts, queue figure, depth and replay path, on
 every instance of the library and under limits."""
 
@@ -70,7 +70,8 @@ def small_chunks(monkeypatch):
     middle of a level, the limits). The prefetch pass (`_touch`) from the
     first state on, in the walkers and in the single walk: it only loads,
     so the results stay those of the engine without it."""
-    from explorer import array_walkers, arrays
+    from explorer.strategies.arrays import walkers as array_walkers
+    from explorer.strategies.arrays import engine as arrays
 
     monkeypatch.setattr(array_walkers, "CHUNK", 5)
     monkeypatch.setattr(array_walkers, "TOUCH_FROM", 0)
@@ -92,7 +93,7 @@ def test_worker_threads_with_small_chunks_give_one_workers_result(path, workers,
 def test_worker_threads_store_a_large_table(small_chunks):
     """vllm_chat without symmetry (94,278 states): every walker's
     sub-tables outgrow their first region and are laid out anew."""
-    from explorer import array_walkers
+    from explorer.strategies.arrays import walkers as array_walkers
 
     prog = load_path(ROOT / "instances" / "vllm_chat.sq").program
     seen = []
@@ -116,7 +117,9 @@ def test_compressed_levels_give_the_same_result(path, monkeypatch):
     """Every level packed (no unpacked rows kept) and every packed block
     compressed (`Packed.compress`), with 1 worker and with 2 worker
     threads on chunks of 5 rows: the results of the engine as it is."""
-    from explorer import array_walkers, arrays, arrays_narrow
+    from explorer.strategies.arrays import walkers as array_walkers
+    from explorer.strategies.arrays import engine as arrays
+    from explorer.strategies.arrays import narrow as arrays_narrow
 
     prog = load_path(path).program
     kw = dict(max_states=3_000)
@@ -149,7 +152,8 @@ def test_stores_grow_each_array_when_address_space_is_short(monkeypatch):
     states at first, with 1 worker and with 2 worker threads."""
     import numpy as np
 
-    from explorer import array_table, memory
+    from explorer.strategies.arrays import table as array_table
+    from explorer.runtime import memory
 
     real = memory._zeros
 

@@ -1,4 +1,4 @@
-"""A checkpoint is data that cannot run code (explorer/checkfile.py): a
+"""A checkpoint is data that cannot run code (explorer/strategies/partitions/checkfile.py): a
 checkpoint received from someone else -- pickled, altered, truncated,
 swapped, of another instance or forged with fresh checksums -- is refused
 with E021 naming the file, never a traceback, and nothing in it runs; a
@@ -98,7 +98,7 @@ def test_a_file_of_another_partition_or_level_is_found(cp, capsys):
     a.write_bytes((cp / "states-1-0.ckpt").read_bytes())
     assert f"{a}: its partition is 1, expected 0" in resume(cp, capsys)
     a.write_bytes(keep)  # the manifest names another file than this one
-    from explorer.checkpoint import _checksum
+    from explorer.strategies.partitions.checkpoint import _checksum
 
     m = cp / "manifest.json"
     doc = json.loads(m.read_text())
@@ -147,8 +147,8 @@ def test_a_pipe_or_a_directory_in_place_of_a_file(cp, capsys):
 def resign(cp, f, arrays):
     """Write `arrays` into the data file f with a valid header and
     checksum, and the manifest's checksums to match: a forgery."""
-    from explorer.checkfile import read_arrays, write_arrays
-    from explorer.checkpoint import _checksum
+    from explorer.strategies.partitions.checkfile import read_arrays, write_arrays
+    from explorer.strategies.partitions.checkpoint import _checksum
 
     head = json.loads(f.read_bytes().split(b"\n", 1)[0])
     stamp = {k: head[k] for k in ("kind", "partition", "level", "instance", "serq")}
@@ -162,7 +162,7 @@ def resign(cp, f, arrays):
 
 
 def read(f):
-    from explorer.checkfile import read_arrays
+    from explorer.strategies.partitions.checkfile import read_arrays
 
     return read_arrays(str(f), {}, None)
 
@@ -200,14 +200,14 @@ def test_a_forged_frontier_is_refused(cp, capsys, change, why):
 def test_an_object_array_is_refused(cp, capsys):
     """A file whose header names a pickled (object) array, checksums and
     all: refused from its header, never unpickled."""
-    from explorer.checkfile import read_arrays
+    from explorer.strategies.partitions.checkfile import read_arrays
 
     f = data_files(cp, "states")[0]
     arrays = read(f)
     arrays["fp"] = np.array([Payload(cp / "ran")], dtype=object)
     head = json.loads(f.read_bytes().split(b"\n", 1)[0])
     stamp = {k: head[k] for k in ("kind", "partition", "level", "instance", "serq")}
-    from explorer import checkfile
+    from explorer.strategies.partitions import checkfile
 
     orig = np.lib.format.write_array
     try:

@@ -1,6 +1,6 @@
-"""Exploration by hash partitions in this process (explorer/distributed.py),
-checkpoints and resume (explorer/checkpoint.py), swarm search
-(explorer/swarm.py): the partitions give the array engine's result exactly;
+"""Exploration by hash partitions in this process (explorer/strategies/partitions/driver.py),
+checkpoints and resume (explorer/strategies/partitions/checkpoint.py), swarm search
+(explorer/strategies/swarm.py): the partitions give the array engine's result exactly;
 a resumed run gives the result of an uninterrupted one; a swarm's
 counterexample replays. The same on a Ray cluster: tests/explorer/test_ray.py."""
 
@@ -18,7 +18,7 @@ import pytest
 
 from explorer.model import ModelFactory
 from explorer import check
-from explorer.swarm import depth_bound
+from explorer.strategies.swarm import depth_bound
 from serq.cli import main
 from serq.check.model import Checks, SerqModel
 from serq.check.explore import model_identity
@@ -232,7 +232,7 @@ def test_swarm_without_a_finding_is_no_proof(capsys):
 
 def test_swarm_search_is_reproducible():
     f = factory(ROOT / "instances" / "theorem_no_fit.sq", checks=Checks(stuck=True))
-    from explorer.swarm import search_once
+    from explorer.strategies.swarm import search_once
 
     a = search_once(f, 0, 7, None, 10_000, None, True)
     b = search_once(f, 0, 7, None, 10_000, None, True)
@@ -271,7 +271,7 @@ def test_ray_missing_names_the_extra(extra, monkeypatch, capsys):
 
 
 def test_serq_does_not_import_ray():
-    code = ("import sys; import serq.cli, serq.cli.explore, explorer.distributed, explorer.swarm; "
+    code = ("import sys; import serq.cli, serq.cli.explore, explorer.strategies.partitions.driver, explorer.strategies.swarm; "
             "from serq.cli import main; main(['explore', 'instances/theorem.sq', '-q', '--partitions', '2']); "
             "assert 'ray' not in sys.modules, 'ray imported'")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

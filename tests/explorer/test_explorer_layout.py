@@ -1,4 +1,4 @@
-from explorer import verdict
+from explorer.runtime import verdict
 
 
 def test_exit_code_table():
@@ -14,7 +14,7 @@ def test_exit_code_table():
 def test_arena_levels_take_turns_and_keep_the_rows_type():
     import numpy as np
 
-    from explorer.arrays_narrow import Arena, Raw
+    from explorer.strategies.arrays.narrow import Arena, Raw
 
     a = Arena(1024)  # 1 KiB: 16 rows of 8 int64 columns
     rows = np.arange(40, dtype=np.int64).reshape(5, 8)
@@ -36,7 +36,7 @@ def test_arena_levels_take_turns_and_keep_the_rows_type():
 def test_a_level_that_outgrew_the_arena_hands_its_pages_back_as_read():
     import numpy as np
 
-    from explorer.arrays_narrow import Arena, Raw
+    from explorer.strategies.arrays.narrow import Arena, Raw
 
     a = Arena(1 << 20)  # 1 MiB: 1,016 rows of 129 int64 columns
     rows = np.arange(129 * 50, dtype=np.int64).reshape(50, 129)
@@ -61,7 +61,7 @@ def test_a_level_that_outgrew_the_arena_hands_its_pages_back_as_read():
 def test_unpacked_rows_take_the_narrowest_type_their_levels_allow():
     import numpy as np
 
-    from explorer.arrays_narrow import Arena, Raw
+    from explorer.strategies.arrays.narrow import Arena, Raw
 
     a = Arena(1024, np.int8)  # int8 rows until a block does not fit
     rows = np.array([[1, -2, 3], [100, 0, -128], [300, 1, 2]], np.int64)

@@ -78,7 +78,7 @@ def _broken():
 
 
 def test_worker_logs_reach_parent(caplog):
-    with caplog.at_level(logging.DEBUG, logger="explorer.parallel"):
+    with caplog.at_level(logging.DEBUG, logger="explorer.strategies.parallel"):
         check(ModelFactory(CounterPair, (2,)), workers=2)
         # Records travel through the multiprocessing_logging queue and are
         # emitted by its receive thread: allow it a moment.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.memory import MemoryGuard, default_limit, parse_size, rss
+from explorer.runtime.memory import MemoryGuard, default_limit, parse_size, rss
 from serq.cli import main
 from tests.fixtures import FOREVER
 
@@ -94,9 +94,9 @@ def test_run_stops_at_the_memory_flag(tmp_path, capsys, cmd):
 
 
 def test_run_has_the_default_memory_bound(tmp_path, capsys, monkeypatch):
-    import explorer.memory
+    import explorer.runtime.memory
 
-    monkeypatch.setattr(explorer.memory, "default_limit", lambda: 1 << 20)
+    monkeypatch.setattr(explorer.runtime.memory, "default_limit", lambda: 1 << 20)
     inst = tmp_path / "grow.sq"
     inst.write_text(GROW)
     assert main(["run", str(inst), "--no-progress", "--json"]) == 13
@@ -174,8 +174,8 @@ def test_no_address_space_reserved_ahead_under_ulimit():
     reserve of BIG entries ahead (address space one array reserves is
     refused to the next: a run would stop sooner under a larger limit);
     without a limit they reserve it."""
-    code = ("import numpy as np; from explorer.memory import BIG, _reserve, limited; "
-            "from explorer.array_table import SUB0, _Store; st = _Store(None); st.relayout(); "
+    code = ("import numpy as np; from explorer.runtime.memory import BIG, _reserve, limited; "
+            "from explorer.strategies.arrays.table import SUB0, _Store; st = _Store(None); st.relayout(); "
             "print(limited(), _reserve(np.zeros(10, np.int32), 11, 10).shape[0] == (20 if limited() else BIG), "
             "st.R == (2 if limited() else 16) * SUB0)")
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]

@@ -20,7 +20,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from explorer import distributed  # noqa: E402
+from explorer.strategies.partitions import driver as distributed  # noqa: E402
 from serq.cli import main  # noqa: E402
 
 from test_distributed import CHAT6, CHAT6_OUT, wait_for_level  # noqa: E402

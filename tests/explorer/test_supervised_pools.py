@@ -1,4 +1,4 @@
-"""Every process pool supervised (explorer/supervise.py): a worker killed
+"""Every process pool supervised (explorer/runtime/supervise.py): a worker killed
 with SIGKILL ends the command with `failed` (exit 18) naming it, the
 others are stopped, no process is left behind, never a hang. (The
 hash-partitioned engine's workers: tests/explorer/test_worker_failure.py.)"""
@@ -89,7 +89,7 @@ def _sleepy(job):
 
 def test_pool_gives_every_result_and_names_a_raising_worker():
     from explorer.outcome import WorkerFailed
-    from explorer.supervise import Supervised
+    from explorer.runtime.supervise import Supervised
 
     with Supervised(_boom, 2) as pool:
         assert sorted(r for _, r in pool.imap_unordered([0, 1, 2])) == [0, 2, 4]
@@ -102,7 +102,7 @@ def test_pool_gives_every_result_and_names_a_raising_worker():
 
 def test_pool_hung_worker_past_the_deadline():
     from explorer.outcome import WorkerFailed
-    from explorer.supervise import Supervised
+    from explorer.runtime.supervise import Supervised
 
     t0 = time.perf_counter()
     with Supervised(_sleepy, 1, deadline=t0 + 0.2, time_limit=0.2) as pool:
@@ -135,7 +135,7 @@ def _array_big():
 
 def test_array_expander_process_killed_is_failed():
     """The array engine's worker processes (a model without
-    `array_expander`: explorer/array_workers.py)."""
+    `array_expander`: explorer/strategies/arrays/workers.py)."""
     import multiprocessing
     import threading
 
@@ -269,8 +269,8 @@ def test_a_pool_stopped_by_its_watch_drains_and_leaves_no_worker():
     worker behind."""
     import multiprocessing
 
-    from explorer.limits import LimitReached
-    from explorer.supervise import Supervised
+    from explorer.runtime.limits import LimitReached
+    from explorer.runtime.supervise import Supervised
 
     def over():
         raise LimitReached("memory", 1)

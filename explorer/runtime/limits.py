@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 
-from .memory import MemoryGuard, mib, rss
-from .model import LIMITS, has
+from explorer.runtime.memory import MemoryGuard, mib, rss
+from explorer.model import LIMITS, has
 
 __all__ = ["Limits", "LimitReached", "limits_on"]
 

@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 from numba import njit
 
-from .memory import _anonymous
+from explorer.runtime.memory import _anonymous
 
 
 @njit(cache=True, nogil=True)

@@ -29,9 +29,9 @@ import zlib
 
 import numpy as np
 
-from .arrays_narrow import Packed, _layout
-from .errors import CheckpointError
-from .outfile import Output, OutputError, cause
+from explorer.strategies.arrays.narrow import Packed, _layout
+from explorer.errors import CheckpointError
+from explorer.runtime.outfile import Output, OutputError, cause
 
 __all__ = ["CheckpointError", "FORMAT", "VERSION", "write_arrays", "read_arrays", "frontier_arrays",
            "frontier_of"]
@@ -62,7 +62,7 @@ def _header(stamp: dict, names: list[str], n: int, sha: str) -> bytes:
 def write_arrays(path: str, stamp: dict, arrays: dict[str, np.ndarray]) -> str:
     """Write `arrays` (by name, in order) to `path` under a header with
     `stamp` (kind, partition, level, instance, serq); returns the body's
-    SHA-256. Written under a temporary name (explorer.outfile): raises
+    SHA-256. Written under a temporary name (explorer.runtime.outfile): raises
     OutputError."""
     names = list(arrays)
     head = _header(stamp, names, 0, "0" * 64)

@@ -12,11 +12,11 @@ import pickle
 import numpy as np
 from numba import njit
 
-from .errors import PartitionError, RayUnavailable, WorkerLost
-from .model import CHECK, DONE, LIMITS, NOTES, PROGRESS, ROWS, has
-from .flat_store import _find, _Store
-from .arrays_narrow import Packed
-from .checkfile import unresumable
+from explorer.errors import PartitionError, RayUnavailable, WorkerLost
+from explorer.model import CHECK, DONE, LIMITS, NOTES, PROGRESS, ROWS, has
+from explorer.stores.flat import _find, _Store
+from explorer.strategies.arrays.narrow import Packed
+from explorer.strategies.partitions.checkfile import unresumable
 
 __all__ = ["Partition", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of", "SH", "CHUNK"]
 
@@ -111,7 +111,7 @@ class Partition:
         return list(self.m.notes) if has(self.m, NOTES) else []
 
     def set_limits(self, limits) -> None:
-        """The run's time and memory limits (`explorer.limits.Limits`),
+        """The run's time and memory limits (`explorer.runtime.limits.Limits`),
         checked between two chunks of a level and inside the model's
         expansions; a partition in this process only (a Ray actor is
         stopped between levels)."""
@@ -310,8 +310,8 @@ class Partition:
         frontier (checkfile.py: numpy arrays behind a header, each file
         written then renamed); returns {file name: checksum}. `stamp`: the
         run's instance and serq version for the headers."""
-        from .checkfile import frontier_arrays, write_arrays
-        from .checkpoint import file_name
+        from explorer.strategies.partitions.checkfile import frontier_arrays, write_arrays
+        from explorer.strategies.partitions.checkpoint import file_name
 
         a, b = self.n_saved, self.n_committed
         st = self.st
@@ -339,9 +339,9 @@ class Partition:
         its state count); returns the states loaded. `saved`: they are in
         the directory the run goes on saving to (else the next save writes
         them all). CheckpointError for a file that does not fit."""
-        from .checkfile import frontier_of, read_arrays
-        from .checkpoint import file_name
-        from .flat_store import _rehash
+        from explorer.strategies.partitions.checkfile import frontier_of, read_arrays
+        from explorer.strategies.partitions.checkpoint import file_name
+        from explorer.stores.flat import _rehash
 
         def read(kind: str, t: int):
             name = file_name(kind, self.index, t)

@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from .interrupt import interrupt_of, signal_name
+from explorer.runtime.interrupt import interrupt_of, signal_name
 
 __all__ = ["WalkEnd", "walk"]
 

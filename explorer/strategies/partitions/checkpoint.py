@@ -12,7 +12,7 @@ it is read, and a file altered, truncated, swapped or written by another
 run or another version is refused with a CheckpointError naming it.
 
 Every file is written under a temporary name and renamed into place
-(explorer.outfile); the manifest is renamed last, so it always names
+(explorer.runtime.outfile); the manifest is renamed last, so it always names
 complete files: a run killed while saving resumes from the previous level.
 Frontier files of older levels are removed once the manifest no longer
 names them.
@@ -27,9 +27,9 @@ import json
 import os
 import re
 
-from .checkfile import FORMAT, VERSION, CheckpointError, unresumable
-from .infile import NotReadable, read_regular
-from .outfile import write_output
+from explorer.strategies.partitions.checkfile import FORMAT, VERSION, CheckpointError, unresumable
+from explorer.runtime.infile import NotReadable, read_regular
+from explorer.runtime.outfile import write_output
 
 __all__ = ["Checkpoint", "CheckpointError", "MANIFEST", "file_name"]
 

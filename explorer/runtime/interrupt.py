@@ -69,7 +69,7 @@ def worker_signals() -> None:
     """In a worker process: SIGINT ignored (the coordinator stops the
     workers), SIGTERM the default (the coordinator's last resort); killed
     with the coordinator, even one killed by SIGKILL (supervise.py)."""
-    from .supervise import die_with_parent
+    from explorer.runtime.supervise import die_with_parent
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

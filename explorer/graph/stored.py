@@ -30,11 +30,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .fingerprint import state_fingerprint
-from .interrupt import interrupt_of, signal_name
-from .limits import LimitReached, Limits
-from .memory import MemoryGuard
-from .model import build_model
+from explorer.fingerprint import state_fingerprint
+from explorer.runtime.interrupt import interrupt_of, signal_name
+from explorer.runtime.limits import LimitReached, Limits
+from explorer.runtime.memory import MemoryGuard
+from explorer.model import build_model
 
 __all__ = ["StateGraph", "build_graph"]
 

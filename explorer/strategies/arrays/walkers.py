@@ -42,20 +42,20 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import (NSUB, SUB_SHIFT, TOUCH_FROM, _Store, _by_walker, _codes, _codes_to_ids, _find, _grow_sub,
+from explorer.strategies.arrays.table import (NSUB, SUB_SHIFT, TOUCH_FROM, _Store, _by_walker, _codes, _codes_to_ids, _find, _grow_sub,
                           _ids_to_codes, _next_size, _touch, _walker, chain)
-from .arrays import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
+from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
                      ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, Edges, _Expanded,
                      _pack_new, _unpack, _walk, chunk_rows, complete)
-from .arrays_narrow import Arena, Packed
-from .interrupt import interrupt_of
-from .limits import LimitReached
-from .memory import MemoryGuard, _reserve, _trim, mib
-from .model import CHECK, DONE, ArrayFallback
-from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
-from .result import Result, Stats
-from .settings import Settings
-from .threads import GRACE
+from explorer.strategies.arrays.narrow import Arena, Packed
+from explorer.runtime.interrupt import interrupt_of
+from explorer.runtime.limits import LimitReached
+from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib
+from explorer.model import CHECK, DONE, ArrayFallback
+from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
+from explorer.result import Result, Stats
+from explorer.settings import Settings
+from explorer.runtime.threads import GRACE
 
 __all__ = ["walkers_check"]
 
@@ -520,7 +520,7 @@ class _Run:
             return failed(self.final(self.queue_now()), hung)
         e = self.error
         if e is not None:
-            if isinstance(e, LimitReached):  # inside one expansion (explorer/limits.py)
+            if isinstance(e, LimitReached):  # inside one expansion (explorer/runtime/limits.py)
                 return bounded(self.final(self.queue_now()), e.reason, e.value)
             if isinstance(e, MemoryError):  # the tables could not grow: what was stored so far
                 return bounded(self.final(self.queue_now()), "memory", "MemoryError")

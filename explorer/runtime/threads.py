@@ -24,7 +24,7 @@ import threading
 import time
 from concurrent.futures import Future
 
-from .outcome import WorkerFailed
+from explorer.outcome import WorkerFailed
 
 __all__ = ["Workers", "GRACE"]
 
@@ -67,7 +67,7 @@ class Workers:
             try:
                 t.start()
             except RuntimeError as e:  # the system refused a thread (its limits, its memory): those started stop
-                from .outcome import WorkerFailed
+                from explorer.outcome import WorkerFailed
 
                 self._threads = self._threads[:i]
                 self.close()

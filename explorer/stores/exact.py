@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fingerprint import encode
-from .model import CANONICAL_BYTES, EXACT_KEY, FINGERPRINT, ROW_THREADS, ROWS, has
+from explorer.fingerprint import encode
+from explorer.model import CANONICAL_BYTES, EXACT_KEY, FINGERPRINT, ROW_THREADS, ROWS, has
 
 __all__ = ["Exact"]
 

@@ -29,8 +29,8 @@ import traceback
 from multiprocessing.connection import wait as wait_any
 from typing import Any, Callable, Iterable, Iterator
 
-from .interrupt import worker_signals
-from .outcome import WorkerFailed, exit_cause, poll_worker
+from explorer.runtime.interrupt import worker_signals
+from explorer.outcome import WorkerFailed, exit_cause, poll_worker
 
 __all__ = ["Supervised", "reap", "await_answer", "lost", "die_with_parent", "GRACE"]
 

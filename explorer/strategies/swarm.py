@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from .interrupt import interrupt_of
-from .limits import LimitReached
-from .memory import MemoryGuard, mib
-from .model import CHECK, DONE
-from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
-from .result import Result, Stats
-from .settings import Settings
-from .verdict import INCONCLUSIVE
+from explorer.runtime.interrupt import interrupt_of
+from explorer.runtime.limits import LimitReached
+from explorer.runtime.memory import MemoryGuard, mib
+from explorer.model import CHECK, DONE
+from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
+from explorer.result import Result, Stats
+from explorer.settings import Settings
+from explorer.runtime.verdict import INCONCLUSIVE
 
 __all__ = ["swarm_check", "depth_bound", "search_once", "Found", "DEFAULT_BUDGET"]
 
@@ -234,7 +234,7 @@ def _local(factory, jobs, processes: int, deadline, results: list, memory=None):
     import multiprocessing
     from functools import partial
 
-    from .supervise import Supervised
+    from explorer.runtime.supervise import Supervised
 
     methods = multiprocessing.get_all_start_methods()
     stop = multiprocessing.get_context("fork" if "fork" in methods else "spawn").Event()
@@ -264,7 +264,7 @@ def _local(factory, jobs, processes: int, deadline, results: list, memory=None):
 
 
 def _on_ray(factory, jobs, address: str, deadline, results: list):
-    from .distributed import connect
+    from explorer.strategies.partitions.driver import connect
 
     ray = connect(address)
     blob = ray.cloudpickle.dumps(factory)

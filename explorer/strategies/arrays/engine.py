@@ -41,16 +41,16 @@ from typing import Any, Callable
 import numpy as np
 from numba import njit
 
-from .array_table import NO_ORDER, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch, _walker
-from .arrays_narrow import Arena, Packed, Raw, pack_rows
-from .cycles import _acyclic_part, _cycle, _scc
-from .memory import MemoryGuard, _reserve, _trim, mib
-from .interrupt import interrupt_of
-from .limits import LimitReached
-from .model import CHECK, DONE, PROGRESS
-from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
-from .result import Result, Stats
-from .settings import Settings
+from explorer.strategies.arrays.table import NO_ORDER, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch, _walker
+from explorer.strategies.arrays.narrow import Arena, Packed, Raw, pack_rows
+from explorer.graph.cycles import _acyclic_part, _cycle, _scc
+from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib
+from explorer.runtime.interrupt import interrupt_of
+from explorer.runtime.limits import LimitReached
+from explorer.model import CHECK, DONE, PROGRESS
+from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
+from explorer.result import Result, Stats
+from explorer.settings import Settings
 
 __all__ = ["array_check", "array_check_on_processes"]
 
@@ -307,7 +307,7 @@ def array_check_on_processes(m: Any, factory: Any, s: Settings) -> Result:
     """`array_check` with the chunks expanded by `s.workers` worker
     processes (array_workers.py; a model that offers its rows on threads
     is walked by array_walkers.py instead)."""
-    from .array_workers import Expanders
+    from explorer.strategies.arrays.workers import Expanders
 
     pool = Expanders(factory, s.workers, s.time_limit)
     try:
@@ -500,7 +500,7 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
         return interrupted(final(queue_now), interrupt_of(e))
     except MemoryError:  # the tables could not grow: what was stored so far
         return bounded(final(queue_now), "memory", "MemoryError")
-    except LimitReached as e:  # inside one expansion (explorer/limits.py)
+    except LimitReached as e:  # inside one expansion (explorer/runtime/limits.py)
         return bounded(final(queue_now), e.reason, e.value)
     except WorkerFailed as e:  # a worker died, raised or hung: what was stored so far
         return failed(final(queue_now), e)

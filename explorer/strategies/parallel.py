@@ -43,19 +43,19 @@ import traceback
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from .fingerprint import state_fingerprint
-from .memory import MemoryGuard, mib
-from .model import ModelFactory
-from .interrupt import interrupt_of, worker_signals
-from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_or_pass, violation
-from .result import Result, Stats
-from .settings import Settings
-from .store import chain_from
-from .supervise import last_line, await_answer, lost, reap
+from explorer.fingerprint import state_fingerprint
+from explorer.runtime.memory import MemoryGuard, mib
+from explorer.model import ModelFactory
+from explorer.runtime.interrupt import interrupt_of, worker_signals
+from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_or_pass, violation
+from explorer.result import Result, Stats
+from explorer.settings import Settings
+from explorer.stores.seen import chain_from
+from explorer.runtime.supervise import last_line, await_answer, lost, reap
 
 __all__ = ["check_parallel", "WorkerError", "WorkerFailed"]
 
-log = logging.getLogger("explorer.parallel")
+log = logging.getLogger("explorer.strategies.parallel")
 
 Key = tuple  # (parent rank, action index); deadlock of a parent: (rank, -1)
 

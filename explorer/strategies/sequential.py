@@ -31,14 +31,14 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-from .fingerprint import state_fingerprint
-from .limits import LimitReached, Limits, limits_on
-from .memory import MemoryGuard, mib
-from .interrupt import interrupt_of
-from .outcome import bounded, deadlock, interrupted, livelock_or_pass, violation
-from .result import Result, Stats
-from .settings import Settings
-from .store import Store
+from explorer.fingerprint import state_fingerprint
+from explorer.runtime.limits import LimitReached, Limits, limits_on
+from explorer.runtime.memory import MemoryGuard, mib
+from explorer.runtime.interrupt import interrupt_of
+from explorer.outcome import bounded, deadlock, interrupted, livelock_or_pass, violation
+from explorer.result import Result, Stats
+from explorer.settings import Settings
+from explorer.stores.seen import Store
 
 __all__ = ["sequential_check"]
 
@@ -177,7 +177,7 @@ class _Search:
             return interrupted(self._final(self.pending), interrupt_of(e))
         except MemoryError:
             return bounded(self._final(self.pending), "memory", "MemoryError")
-        except LimitReached as e:  # inside one expansion (explorer/limits.py)
+        except LimitReached as e:  # inside one expansion (explorer/runtime/limits.py)
             return bounded(self._final(self.pending), e.reason, e.value)
 
     def _bfs(self) -> Result:

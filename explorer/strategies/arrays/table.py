@@ -1,4 +1,4 @@
-"""The array engine's table of states (`explorer/arrays.py`): per state id
+"""The array engine's table of states (`explorer/strategies/arrays/engine.py`): per state id
 (dense, in discovery order) its 64-bit fingerprint and its parent's id,
 found through a hash table split into NSUB sub-tables by the
 fingerprint's top bits (4 bytes a slot, at most 70 % full, each sub-table
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from .memory import _reserve, _zeros, limited
+from explorer.runtime.memory import _reserve, _zeros, limited
 
 __all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "NO_ORDER", "_Store", "_by_walker", "_codes", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_next_size", "_touch", "_walker", "chain"]
 
@@ -260,7 +260,7 @@ def chain(m: Any, init_rows: np.ndarray, init_fps: np.ndarray, i: int, parent_of
         succ, _, action, fps, _ = m.array_expand(row)
         at = np.nonzero(fps == f)[0]
         if at.size == 0:
-            from .trace import NondeterministicModel
+            from explorer.trace import NondeterministicModel
 
             raise NondeterministicModel(
                 f"nondeterministic model: no successor at step {step} has the stored fingerprint "

@@ -36,7 +36,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from .stored import StateGraph
+from explorer.graph.stored import StateGraph
 
 __all__ = ["completable", "NoReturn", "no_return", "point_of_no_return", "sccs", "Longest", "longest",
            "highest"]
@@ -114,7 +114,7 @@ def point_of_no_return(model: Any, result: Any, *, max_states: int | None = None
     ``result.no_return``."""
     if not result.trace:
         return None
-    from .stored import build_graph  # noqa: PLC0415 - keeps the import graph one-way
+    from explorer.graph.stored import build_graph  # noqa: PLC0415 - keeps the import graph one-way
 
     g = build_graph(model, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit)
     result.no_return = no_return(g, [s.fingerprint for s in result.trace])

@@ -46,18 +46,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .cycles import _acyclic_part, _cycle, _scc
-from .limits import LimitReached, Limits
-from .memory import MemoryGuard, mib
-from .model import CHECK, NOTES, ArrayFallback, has
-from .interrupt import interrupt_of
-from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
-from .result import Result, Stats
-from .settings import Settings
+from explorer.graph.cycles import _acyclic_part, _cycle, _scc
+from explorer.runtime.limits import LimitReached, Limits
+from explorer.runtime.memory import MemoryGuard, mib
+from explorer.model import CHECK, NOTES, ArrayFallback, has
+from explorer.runtime.interrupt import interrupt_of
+from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
+from explorer.result import Result, Stats
+from explorer.settings import Settings
 
-from .checkpoint import Checkpoint
-from .errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
-from .partition import SH, Partition, owner_of
+from explorer.strategies.partitions.checkpoint import Checkpoint
+from explorer.errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
+from explorer.strategies.partitions.partition import SH, Partition, owner_of
 
 __all__ = ["partitioned_check", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of"]
 
@@ -81,7 +81,7 @@ class _Local:
         self.pool = None
         self.threads = min(workers, k)
         if self.threads > 1:
-            from .threads import Workers  # daemon threads: the process never waits for a stuck one
+            from explorer.runtime.threads import Workers  # daemon threads: the process never waits for a stuck one
 
             self.pool = Workers(self.threads)
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from .analysis import NoReturn
-from .fingerprint import state_fingerprint
-from .limits import LimitReached, Limits
-from .memory import MemoryGuard
+from explorer.graph.analysis import NoReturn
+from explorer.fingerprint import state_fingerprint
+from explorer.runtime.limits import LimitReached, Limits
+from explorer.runtime.memory import MemoryGuard
 
 __all__ = ["forward_no_return"]
 

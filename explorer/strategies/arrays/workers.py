@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from .arrays_narrow import narrow as _narrow
-from .interrupt import worker_signals
-from .outcome import WorkerFailed, exit_cause
-from .supervise import await_answer, lost, reap
+from explorer.strategies.arrays.narrow import narrow as _narrow
+from explorer.runtime.interrupt import worker_signals
+from explorer.outcome import WorkerFailed, exit_cause
+from explorer.runtime.supervise import await_answer, lost, reap
 
 __all__ = ["Expanders", "WorkerFailed"]  # WorkerFailed: from outcome.py
 
@@ -58,7 +58,7 @@ def _recv(conn, wid: int) -> list[np.ndarray]:
     n = conn.recv()
     if isinstance(n, str):
         if n.startswith("fallback:"):
-            from .model import ArrayFallback
+            from explorer.model import ArrayFallback
 
             raise ArrayFallback(n[9:])
         lines = [x.strip() for x in n.splitlines() if x.strip()]
@@ -80,7 +80,7 @@ def _worker(conn, factory, wid: int) -> None:
     except (EOFError, KeyboardInterrupt):
         return
     except Exception as e:
-        from .model import ArrayFallback
+        from explorer.model import ArrayFallback
 
         msg = f"fallback:{e}" if isinstance(e, ArrayFallback) else f"worker {wid} failed:\n{traceback.format_exc()}"
         try:
