@@ -401,12 +401,13 @@ def session_text(sm: SerqModel, state, sid: int) -> str:
     elif k == "turn":
         where = f"waits at turn{line}"
     elif k == "acquire":
-        pools = ", ".join(_pool(sm, it[0]) for it in st.f["items"])
-        q = state[1][st.f["gate"]][2]
+        gate = m.gates[s[0]][s[1]]
+        pools = ", ".join(_pool(sm, m.pool_index[it.pool]) for it in st.hold.items)
+        q = state[1][gate][2]
         pos = q.index(sid) + 1 if sid in q else "?"
-        where = f"queued for {pools} (#{pos} in {_pool(sm, st.f['gate'])}'s queue){line}"
+        where = f"queued for {pools} (#{pos} in {_pool(sm, gate)}'s queue){line}"
     elif k == "run":
-        where = f"{st.ir.run} {s[3]}/{s[4]} on {m.stages[st.f['stage']].name}{line}"
+        where = f"{st.run} {s[3]}/{s[4]} on {st.stage}{line}"
     elif k == "join":
         where = f"waits at join for {s[7]} child{'ren' if s[7] != 1 else ''}{line}"
     else:
@@ -470,7 +471,7 @@ def session_phase(sm: SerqModel, state, sid: int) -> str:
         # scope completes or it reaches a turn: set means "re-queued"
         return "preempted" if s[10] != -1 else "queued"
     if k == "run":
-        return st.ir.run
+        return st.run
     if k in ("turn", "join"):
         return k
     return "other"

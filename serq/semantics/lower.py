@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import NamedTuple
 
 import numpy as np
 
 from serq import ir
 from serq.irutil import walk_expr
-from serq.expr import compile_expr
+from serq.expr import const_eval
 from serq.semantics.kernel.abi import (
     MAX_DOMAIN,
     OP_IADD, OP_ISUB, OP_IMUL, OP_IFDIV, OP_IMOD, OP_FADD, OP_FSUB, OP_FMUL, OP_FDIV, OP_FFDIV, OP_FMOD,
@@ -53,6 +54,19 @@ def f2bits(x: float) -> int:
 
 def bits2f(i: int) -> float:
     return struct.unpack("<d", struct.pack("<q", int(i)))[0]
+
+
+class ItemCode(NamedTuple):
+    """A hold item's clauses as lowered: code offsets in K (-1: none) and
+    whether each is a real."""
+
+    pool: int
+    reuse: int
+    need: int
+    take: int
+    reuse_real: int
+    need_real: int
+    take_real: int
 
 
 class Unlowerable(Exception):
@@ -235,7 +249,7 @@ class Lowered:
 
     def const_value(self, e):
         """A constant expression's value, as the language folds it."""
-        return compile_expr(e, {})(None, None)
+        return const_eval(e)
 
     # ------------------------------------------------------------ tables
     def _order(self, o: ir.Order | None) -> int:
@@ -281,14 +295,18 @@ class Lowered:
                               {"front": REQ_FRONT, "back": REQ_BACK, "order": REQ_ORDER}[p.requeue],
                               0 if p.hol == "block" else 1, 0])
         stage_rows = []
+        self.stage_code: list[dict[str, tuple[int, int]]] = []  # per stage: clause -> (code, real)
         for s in program.stages:
             via = [i for i, p in enumerate(program.pools) if p.admit_via == s.name]
             b, c, o = self.expr(s.budget, None), self.expr(s.chunk, None), self._order(s.serve)
             vo = len(code)
             code.extend(via)
             reads_pools = any(isinstance(x, ir.PoolRef) for e in (s.budget, s.chunk) for x in walk_expr(e))
-            stage_rows.append([b, c, o, len(via), vo, self.expr(s.cost, None, want_real=True),
-                               int(s.self_preempt == "continue"), int(reads_pools)])
+            cost = self.expr(s.cost, None)  # its own type: an int cost is exact (the simulator rounds a real)
+            stage_rows.append([b, c, o, len(via), vo, cost, int(s.self_preempt == "continue"), int(reads_pools)])
+            self.stage_code.append({"budget": (b, self.is_real(s.budget, None)),
+                                    "chunk": (c, self.is_real(s.chunk, None)),
+                                    "cost": (cost, self.is_real(s.cost, None))})
         segt = len(code)
         for pf in program.prefixes:
             code.extend((pf.length, self.seg_ix[pf.parent] if pf.parent is not None else -1))
@@ -303,6 +321,7 @@ class Lowered:
 
         prog_rows = []
         self.state_rows: list[list[list[int]]] = []
+        self.hold_codes: dict[tuple[int, int], list[ItemCode]] = {}  # (program, pc) of an acquire -> its items
         for pi, sp in enumerate(program.sessions):
             slots = self.slots[pi]
             rows = []
@@ -347,11 +366,14 @@ class Lowered:
                         sl = slots[bnd.attr]
                         spec += [sl, self.expr(bnd.e, pi, self.types[pi][sl] == T_REAL)]
                     spec += [self.expr(h.admit_if, pi), len(h.items)]
+                    items = []
                     for it in h.items:
-                        spec += [self.pool_ix[it.pool], self.expr(it.reuse, pi), self.expr(it.need, pi),
-                                 self.expr(it.take, pi), self.is_real(it.reuse, pi), self.is_real(it.need, pi),
-                                 self.is_real(it.take, pi),
-                                 self.seg_ix[it.prefix] if it.prefix is not None else -1]
+                        ic = ItemCode(self.pool_ix[it.pool], self.expr(it.reuse, pi), self.expr(it.need, pi),
+                                      self.expr(it.take, pi), self.is_real(it.reuse, pi), self.is_real(it.need, pi),
+                                      self.is_real(it.take, pi))
+                        items.append(ic)
+                        spec += [*ic, self.seg_ix[it.prefix] if it.prefix is not None else -1]
+                    self.hold_codes[pi, len(rows)] = items
                     so = len(code)
                     code.extend(spec)
                     r[3], r[4], r[5] = st.opens, self.pool_ix[h.items[0].pool], so
@@ -485,7 +507,7 @@ def initial_attrs(low: Lowered, prog: int, args) -> list:
         e = given.get(p.name, p.default)
         if e is None:
             continue
-        attrs[low.slots[prog][p.name]] = compile_expr(e, {})(None, None)
+        attrs[low.slots[prog][p.name]] = const_eval(e)
     return attrs
 
 
