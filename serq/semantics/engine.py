@@ -20,7 +20,7 @@ from serq.semantics.kernel.abi import (
     R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_QKIND, S_QN, S_QPOS, S_QSTATE, S_QVALS, S_SCRIPT,
     S_VALS, T_REAL,
 )
-from serq.semantics.lower import DIST, MAXQ, Lowered, bits2f, f2bits, initial_attrs, weights
+from serq.semantics.lower import DIST, MAXQ, bits2f, f2bits, initial_attrs, lower, weights
 from serq.semantics.rowstate import RowState
 
 KIND = {"arrive": A_ARRIVE, "turn": A_TURN, "iterate": A_ITERATE}
@@ -40,7 +40,7 @@ def _kernel():
 
 class Engine:
     def __init__(self, program: ir.Program, ties: str = "all"):
-        self.low = Lowered(program, ties)
+        self.low = lower(program, ties)  # once per program
         self.program = program
         self.limits = None  # explorer.limits.Limits: checked each time a step restarts
         self._fo = np.zeros(5, np.int64)  # an @step expression's fault: code and arguments

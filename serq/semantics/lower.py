@@ -498,6 +498,26 @@ class Lowered:
         return np.array(code, np.int64), off
 
 
+_LOWERED: dict[tuple[int, str], Lowered] = {}  # the last few programs lowered, by identity and ties
+_KEEP = 8
+
+
+def lower(program: ir.Program, ties: str) -> Lowered:
+    """The program's table, lowered once: the IR is frozen, so a program
+    lowers to one table, and a table is only read (each engine lays out
+    its own `K` from it). Every model of one program in a process (the
+    search's, its threads', the point of no return's, the trace words')
+    shares it; the last few programs are kept."""
+    key = (id(program), ties)
+    low = _LOWERED.pop(key, None)
+    if low is None or low.program is not program:
+        low = Lowered(program, ties)
+    _LOWERED[key] = low  # the newest last
+    while len(_LOWERED) > _KEEP:
+        _LOWERED.pop(next(iter(_LOWERED)))
+    return low
+
+
 def initial_attrs(low: Lowered, prog: int, args) -> list:
     """A workload session's attributes: its arguments and defaults, folded."""
     sp = low.program.sessions[prog]
