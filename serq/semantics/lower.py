@@ -21,6 +21,7 @@ import numpy as np
 from serq import ir
 from serq.irutil import walk_expr
 from serq.expr import const_eval
+from serq.exprtype import infer_type
 from serq.semantics.kernel.abi import (
     MAX_DOMAIN,
     OP_IADD, OP_ISUB, OP_IMUL, OP_IFDIV, OP_IMOD, OP_FADD, OP_FSUB, OP_FMUL, OP_FDIV, OP_FFDIV, OP_FMOD,
@@ -88,6 +89,7 @@ class Lowered:
         self.NP, self.NST, self.NPROG = len(program.pools), len(program.stages), len(program.sessions)
         self.NA = max([len(s.attrs) for s in program.sessions] + [1])
         self.types = [[_TYPES[a.type] for a in sp.attrs] for sp in program.sessions]
+        self.type_names = [{a.name: a.type for a in sp.attrs} for sp in program.sessions]
         self.slots = [{a.name: i for i, a in enumerate(sp.attrs)} for sp in program.sessions]
         self.HMAX = max([sum(len(sc.pools) for sc in sp.scopes) for sp in program.sessions] + [1])
         self.expr_at: dict[int, tuple | None] = {}  # code offset -> (line, col) of the expression
@@ -95,42 +97,24 @@ class Lowered:
         self._build()
 
     # ------------------------------------------------------------ expressions
-    def etype(self, e, types: dict[str, int]) -> int:
-        if isinstance(e, ir.Num):
-            return T_REAL if isinstance(e.v, float) else T_INT
-        if isinstance(e, ir.BoolLit):
-            return T_BOOL
-        if isinstance(e, ir.Name):
-            if e.name not in types:
-                raise Unlowerable(e.name)
-            return types[e.name]
-        if isinstance(e, (ir.Ctx, ir.PoolRef)):
-            return T_INT
-        if isinstance(e, ir.Un):
-            return T_BOOL if e.op == "not" else self.etype(e.e, types)
-        if isinstance(e, ir.Cond):
-            a, b = self.etype(e.t, types), self.etype(e.f, types)
-            return T_REAL if T_REAL in (a, b) else a
-        if isinstance(e, ir.Bin):
-            if e.op in ("and", "or", "==", "!=", "<", "<=", ">", ">="):
-                return T_BOOL
-            if e.op == "/":
-                return T_REAL
-            l, r = self.etype(e.l, types), self.etype(e.r, types)
-            return T_REAL if T_REAL in (l, r) else T_INT
-        if isinstance(e, ir.Call):
-            if e.fn in ("floor", "ceil"):
-                return T_INT
-            ts = [self.etype(a, types) for a in e.args]
-            return T_REAL if T_REAL in ts else T_INT
-        raise TypeError(e)
+    def etype(self, e, types: dict[str, str]) -> int:
+        """The type of `e` (T_INT, T_REAL or T_BOOL), by the front end's one
+        type inference (`exprtype.infer_type`) over the attribute types
+        `types`; a name not there is read by no program (Unlowerable)."""
+        t = infer_type(e, types)
+        if t == "?":
+            raise Unlowerable(e)
+        return _TYPES[t]
+
+    def _types(self, prog: int | None) -> dict[str, str]:
+        return {} if prog is None else self.type_names[prog]
 
     def expr(self, e, prog: int | None, want_real: bool = False) -> int:
         """Emit `e` (for session program `prog`, or None for no session);
         returns its offset in K, or -1 for no expression."""
         if e is None:
             return -1
-        types = {} if prog is None else {n: self.types[prog][i] for n, i in self.slots[prog].items()}
+        types = self._types(prog)
         slots = {} if prog is None else self.slots[prog]
         out: list[int] = []
 
@@ -157,7 +141,7 @@ class Lowered:
             elif isinstance(e, ir.Name):
                 if e.name not in slots:
                     raise Unlowerable(e.name)
-                out.extend((OP_FATTR if types[e.name] == T_REAL else OP_IATTR, slots[e.name]))
+                out.extend((OP_FATTR if types[e.name] == "real" else OP_IATTR, slots[e.name]))
             elif isinstance(e, ir.Ctx):
                 out.extend((OP_CTX, CTX_NAMES.index(e.name)))
             elif isinstance(e, ir.PoolRef):
@@ -244,8 +228,7 @@ class Lowered:
     def is_real(self, e, prog: int | None) -> int:
         if e is None:
             return 0
-        types = {} if prog is None else {n: self.types[prog][i] for n, i in self.slots[prog].items()}
-        return int(self.etype(e, types) == T_REAL)
+        return int(self.etype(e, self._types(prog)) == T_REAL)
 
     def const_value(self, e):
         """A constant expression's value, as the language folds it."""
