@@ -271,11 +271,10 @@ class MetricModel:
     def node_info(self, state):
         return self.counter.value(state[0])
 
-    def canonical(self, state):
-        return (self.sm.canonical(state[0]), state[1])
-
     def canonical_bytes(self, state) -> bytes:
-        return repr(self.canonical(state)).encode()
+        # the kernel's canonical row of the state (whole, its length first), then the phases
+        key = self.sm.exact_key(state[0])
+        return len(key).to_bytes(8, "little") + key + repr(state[1]).encode()
 
     def is_done(self, state):
         return self.sm.is_done(state[0])
