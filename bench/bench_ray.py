@@ -34,8 +34,8 @@ def main() -> None:
     from explorer.distributed import connect, partitioned_check
     from explorer.model import ModelFactory
     from explorer.search import check
-    from serq.explore import SerqModel
-    from serq.load import load_text
+    from serq.check.model import SerqModel
+    from serq.lang.load import load_text
 
     if args.ray == "local":
         ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False, logging_level="ERROR",

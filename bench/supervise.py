@@ -35,6 +35,7 @@ def _serve(conn, work: Callable[[Any], Any], init: Callable[[], None] | None) ->
     die_with_parent()
     os.setpgrp()  # a Ctrl-C on the terminal reaches the parent only, which stops the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler: a SIGTERM ends the worker
     if init is not None:
         init()
     while True:

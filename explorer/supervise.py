@@ -213,13 +213,14 @@ class Supervised:
         `seconds`; a worker lost meanwhile is not waited for."""
         out, end = [], time.perf_counter() + seconds
         saved, self.deadline = self.deadline, end - GRACE
+        watch, self.watch = self.watch, None  # a limit met already: collect what the workers counted
         try:
             while any(self.busy):
                 out.append(self._next())
         except WorkerFailed:
             pass
         finally:
-            self.deadline = saved
+            self.deadline, self.watch = saved, watch
         return out
 
     def close(self) -> None:

@@ -259,8 +259,10 @@ def _local(factory, jobs, processes: int, deadline, results: list, memory=None):
                 break
     finally:
         stop.set()  # the searches still running stop at their next look (every 256 steps) with their counts
-        results.extend(got for _, got in pool.drain(5.0))
-        pool.close()
+        try:
+            results.extend(got for _, got in pool.drain(5.0))
+        finally:
+            pool.close()  # whatever ended the search: no worker is left behind
     return results, winner
 
 

@@ -4,7 +4,7 @@ One table, shared by the engine and every command built on it, so that a
 script calling the checker can branch on the exit code alone: `EXITS`, in
 code order, each row a code, its name and what it means. The constants
 below and `EXIT_CODES` are read from it; the commands' `--help` and the
-docs list the rows that apply to each command (serq/exits.py).
+docs list the rows that apply to each command (serq/cli/exits.py).
 
 Codes 10..19 are verdicts about the checked system; 1 and 2 belong to the
 command line (1: `fmt --check` found a file out of layout; 2: an input
@@ -61,7 +61,7 @@ EXIT_DEADLOCK = EXIT_CODES[DEADLOCK]
 EXIT_LIVELOCK = EXIT_CODES[LIVELOCK]
 EXIT_VIOLATION = EXIT_CODES[VIOLATION]  # any invariant kind: "assert", "invariant", "stuck", "conservation", ...
 EXIT_BOUND = EXIT_CODES[BOUND]
-EXIT_THEOREM = EXIT_CODES["theorem"]  # decided outside the engine (serq/theorem.py)
+EXIT_THEOREM = EXIT_CODES["theorem"]  # decided outside the engine (serq/check/theorem.py)
 EXIT_NONDETERMINISTIC = EXIT_CODES["nondeterministic"]
 EXIT_INTERRUPTED = EXIT_CODES[INTERRUPTED]
 EXIT_INCONCLUSIVE = EXIT_CODES[INCONCLUSIVE]

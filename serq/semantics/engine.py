@@ -1,7 +1,7 @@
 """The kernel driven from Python: rows to and from the model's state
 tuples, one step with any oracle, events and faults in words.
 
-A state tuple (see `serq.model`) and a row hold the same facts; the row
+A state tuple (see `serq.semantics.model`) and a row hold the same facts; the row
 is what the kernel steps. The simulator and the explorer both step through
 `Engine.run`: one semantics."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from serq import ir
-from serq.expr import const_eval
+from serq.ir.fold import const_eval
 from serq.semantics import words
 from serq.semantics.kernel.abi import (
     R_HALT,

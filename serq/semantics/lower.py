@@ -19,9 +19,9 @@ from typing import NamedTuple
 import numpy as np
 
 from serq import ir
-from serq.irutil import walk_expr
-from serq.expr import const_eval
-from serq.exprtype import infer_type
+from serq.ir.util import walk_expr
+from serq.ir.fold import const_eval
+from serq.ir.types import infer_type
 from serq.semantics.kernel.abi import (
     MAX_DOMAIN,
     OP_IADD, OP_ISUB, OP_IMUL, OP_IFDIV, OP_IMOD, OP_FADD, OP_FSUB, OP_FMUL, OP_FDIV, OP_FFDIV, OP_FMOD,

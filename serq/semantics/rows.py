@@ -1,6 +1,6 @@
 """States as packed rows for the explorer: a state is its row (bytes), with
 its fingerprint and flags computed by the kernel when it was made; the
-state tuple of `serq.model` is decoded only when something reads it (a
+state tuple of `serq.semantics.model` is decoded only when something reads it (a
 trace, a property that needs words, a test).
 
 `Rows.expand` computes every successor of a row in one kernel call

@@ -1,6 +1,6 @@
 """A state as a packed row: the kernel's row (bytes) with its capacity,
 fingerprint (0 when not computed) and flags; the state tuple of
-`serq.model` is decoded by its source (`rows.decode`) only when read."""
+`serq.semantics.model` is decoded by its source (`rows.decode`) only when read."""
 
 from __future__ import annotations
 
