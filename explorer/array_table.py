@@ -85,13 +85,14 @@ NO_ORDER = np.zeros(0, np.int32)  # `_touch` of every successor in turn
 
 
 @njit(cache=True, nogil=True)
-def _touch(fps, tab, R, sz, fparr, order, q0, q1, shift):
+def _touch(fps, table, order, q0, q1, shift):
     """Load the table slot of successors q0..q1 (fps[order[q]] where order
     is given, a walker's group; fps[q] where it is empty), then the
     fingerprint each slot names: independent loads, so the memory system
     overlaps their misses, and the lookups that follow find them cached (a
     large table costs two misses a lookup otherwise). Returns a sum nobody
-    reads (so that the loads are not optimized away)."""
+    reads (so that the loads are not optimized away). `table`: (tab, R, sz, fparr)."""
+    tab, R, sz, fparr = table
     acc = 0
     by = order.shape[0] > 0
     for q in range(q0, q1):

@@ -1,5 +1,5 @@
 """The array engine on worker threads (`--workers N` for a model with
-`array_expander`): every part of a BFS level, the walk included, runs on
+rows on threads): every part of a BFS level, the walk included, runs on
 N threads, with the verdict, counts, queue figure and trace of one worker.
 
 The walk is split by fingerprint. Of the table's 16 sub-tables, walker t
@@ -33,6 +33,7 @@ grace period; it is abandoned, a daemon thread)."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 import traceback
@@ -43,15 +44,17 @@ from numba import njit
 
 from .array_table import (NSUB, SUB_SHIFT, TOUCH_FROM, _Store, _by_walker, _codes, _codes_to_ids, _find, _grow_sub,
                           _ids_to_codes, _next_size, _touch, _walker, chain)
-from .arrays import (CHECK, CHUNK, DONE, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
-                     ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, ArrayFallback, Edges, _Expanded,
+from .arrays import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
+                     ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, TRIM_EVERY, Edges, _Expanded,
                      _pack_new, _unpack, _walk, chunk_rows, complete)
 from .arrays_narrow import Arena, Packed
 from .interrupt import interrupt_of
 from .limits import LimitReached
-from .memory import _reserve, _trim, mib
+from .memory import MemoryGuard, _reserve, _trim, mib
+from .model import CHECK, DONE, ArrayFallback
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
 from .result import Result, Stats
+from .settings import Settings
 from .threads import GRACE
 
 __all__ = ["walkers_check"]
@@ -64,8 +67,7 @@ NO_TAB, NO_COUNTS, NO_FPS = np.zeros(0, np.int32), np.zeros(0, np.int64), np.zer
 
 
 @njit(cache=True, nogil=True)
-def _decide(t, W, q0, order, starts, parent, fps, pcode, depth, max_depth, tab, R, sz, cnt, fparr, parents, n,
-            shift, dnew, dtgt, touch_from):
+def _decide(t, W, q0, chunk, table, level, out):
     """Walker t's look at its own successors of a chunk (order[q0:
     starts[t + 1]], see `_by_walker`): dnew[t, i] 0 (stored before, as code
     dtgt[t, i]), 1 (new: stored now, parent pcode[parent[i]]) or 2 (new,
@@ -74,9 +76,11 @@ def _decide(t, W, q0, order, starts, parent, fps, pcode, depth, max_depth, tab, 
     a sub-table must outgrow its region (the same successor is looked at
     again once it is laid out anew); and the sum of `_touch` (unread), which
     goes over the group's slots first once the store has `touch_from` states."""
+    (order, starts, parent, fps, pcode), (tab, R, sz, cnt, fparr, parents, n, shift) = chunk, table
+    (depth, max_depth, touch_from), (dnew, dtgt) = level, out
     acc = 0
     if n[0] >= touch_from:
-        acc = _touch(fps, tab, R, sz, fparr, order, q0, starts[t + 1], shift)
+        acc = _touch(fps, (tab, R, sz, fparr), order, q0, starts[t + 1], shift)
     for q in range(q0, starts[t + 1]):
         i = order[q]
         fp = fps[i]
@@ -136,8 +140,10 @@ class _Run:
     """One search: the walkers' stores, the slots, the level under way,
     the counts (`S`, written by the merge only) and how it ended."""
 
-    def __init__(self, m: Any, T: int, memory, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                 progress, progress_interval) -> None:
+    def __init__(self, m: Any, T: int, memory, s: Settings) -> None:
+        max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
+        check_deadlock, check_livelock, progress = s.check_deadlock, s.check_livelock, s.progress
+        progress_interval = s.progress_interval
         self.m, self.T, self.memory = m, T, memory
         self.W = W = 1 << min(T.bit_length() - 1, 3)  # (16 walkers would shift a fingerprint by 64 bits)
         lw = W.bit_length() - 1
@@ -306,9 +312,9 @@ class _Run:
         st.reserve(int(st.n[0]), int(starts[t + 1] - starts[t]))
         q = int(starts[t])
         while True:
-            status, q, _ = _decide(t, self.W, q, order, starts, x.parent, x.fps, pcode, lv.depth, self.md, st.tab,
-                                   st.R, st.sz, st.cnt, st.fp, st.parent, st.n, st.shift, self.dnew[s], self.dtgt[s],
-                                   TOUCH_FROM)
+            status, q, _ = _decide(t, self.W, q, (order, starts, x.parent, x.fps, pcode),
+                                   (st.tab, st.R, st.sz, st.cnt, st.fp, st.parent, st.n, st.shift),
+                                   (lv.depth, self.md, TOUCH_FROM), (self.dnew[s], self.dtgt[s]))
             if status == ST_DONE:
                 return
             st.relayout()
@@ -361,11 +367,11 @@ class _Run:
         S[S_NEW] = S[S_CUT] = 0
         j, i = 0, 0
         while True:
-            status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, lv.id0 + pos, lv.depth, x.pdone, NO_TAB, 0,
-                                 NO_COUNTS, NO_COUNTS, S, NO_FPS, NO_TAB, newidx, self.edges.cnt, self.edges.ovf,
-                                 self.edges.dst, self.cut,
-                                 self.ms, self.md, self.livelock, self.check_deadlock, True, self.dnew[s], dtgt,
-                                 self.wk, self.W)
+            status, j, i = _walk(j, i, (nrows, x.pofs, x.fps, x.flags, lv.id0 + pos, lv.depth, x.pdone),
+                                 (NO_TAB, 0, NO_COUNTS, NO_COUNTS, NO_FPS, NO_TAB), S,
+                                 (newidx, self.edges.cnt, self.edges.ovf, self.edges.dst, self.cut),
+                                 (self.ms, self.md, self.livelock, self.check_deadlock),
+                                 (True, self.dnew[s], dtgt, self.wk, self.W))
             pending = (lv.nlevel - pos - j - 1) + lv.next_count + int(S[S_NEW])
             if status == ST_DONE:
                 break
@@ -571,17 +577,13 @@ class _Run:
                         graph if self.livelock and S[S_NP] else None, fps_of, self.chain)
 
 
-def walkers_check(m: Any, workers: int, memory, max_states: int | None, max_depth: int | None,
-                  time_limit: float | None, check_deadlock: bool, check_livelock: bool, progress: Callable | None,
-                  progress_interval: float) -> Result:
-    """`arrays.array_check` on `workers` threads (see the module's text)."""
-    import gc
-
+def walkers_check(m: Any, s: Settings) -> Result:
+    """`arrays.array_check` on `s.workers` threads (see the module's text)."""
+    workers = s.workers
     gc_was = gc.isenabled()
     gc.disable()  # no Python object per state: nothing for the collector but pauses
     try:
-        run = _Run(m, workers, memory, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                   progress_interval)
+        run = _Run(m, workers, MemoryGuard(s.memory_limit), s)
         try:
             r = run.run()
         except MemoryError:

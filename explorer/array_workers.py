@@ -58,7 +58,7 @@ def _recv(conn, wid: int) -> list[np.ndarray]:
     n = conn.recv()
     if isinstance(n, str):
         if n.startswith("fallback:"):
-            from .arrays import ArrayFallback
+            from .model import ArrayFallback
 
             raise ArrayFallback(n[9:])
         lines = [x.strip() for x in n.splitlines() if x.strip()]
@@ -80,7 +80,7 @@ def _worker(conn, factory, wid: int) -> None:
     except (EOFError, KeyboardInterrupt):
         return
     except Exception as e:
-        from .arrays import ArrayFallback
+        from .model import ArrayFallback
 
         msg = f"fallback:{e}" if isinstance(e, ArrayFallback) else f"worker {wid} failed:\n{traceback.format_exc()}"
         try:

@@ -27,7 +27,7 @@ each source's edges (4 bytes an edge) and a count per state (1 byte,
 are left, runs Pearce's compiled strongly-connected-components search over
 them (4 bytes a state, plus its stacks).
 
-With worker threads (a model with `array_expander`), the walk too is
+With worker threads (a model that offers its rows on threads), the walk too is
 split among them, by fingerprint, and a light ordered merge keeps the ids,
 counts and traces those of one worker: `array_walkers.py`. A model without
 it is expanded by worker processes (`array_workers.py`) and walked here."""
@@ -47,12 +47,13 @@ from .cycles import _acyclic_part, _cycle, _scc
 from .memory import MemoryGuard, _reserve, _trim, mib
 from .interrupt import interrupt_of
 from .limits import LimitReached
+from .model import CHECK, DONE, PROGRESS
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
+from .settings import Settings
 
-__all__ = ["ArrayFallback", "CHECK", "DONE", "PROGRESS", "array_check"]
+__all__ = ["array_check", "array_check_on_processes"]
 
-CHECK, DONE, PROGRESS = 1, 2, 4  # per successor: check its invariants; it is done; its edge is progress
 ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
 # counters in S (S_ROW0: the non-progress edges before the row being walked; S_OVF: counts in the overflow)
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB, S_ROW0, S_OVF = range(9)
@@ -66,21 +67,19 @@ TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
 NO_DNEW, NO_DTGT, NO_WK = np.zeros((1, 0), np.int8), np.zeros((1, 0), np.int64), np.zeros(0, np.uint8)
 
 
-class ArrayFallback(Exception):
-    """The model cannot go on with rows (e.g. a row must grow): the caller
-    runs the sequential engine instead."""
-
-
 # ---------------------------------------------------------------- the walk
 
 
 @njit(cache=True, nogil=True)
-def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt, S, fparr, parents,
-          newidx, ecnt, eovf, edst, cut, max_states, max_depth, livelock, deadlock_check,
-          decided, dnew, dtgt, wk, W):
+def _walk(j0, i0, chunk, table, S, out, bounds, given):
     """Walk successors from parent j0, successor i0; returns (status, j, i).
     ST_ROOM: sub-table S[S_SUB] must outgrow its region; the same successor
-    is walked again once the table is laid out anew.
+    is walked again once the table is laid out anew. The arguments, grouped:
+    `chunk` (nrows, pofs, fps, flags, pid0, pdepth, pdone): the chunk's
+    successors; `table` (tab, R, sz, cnt, fparr, parents): the store; `S`:
+    the counters; `out` (newidx, ecnt, eovf, edst, cut): what the walk
+    writes; `bounds` (max_states, max_depth, livelock, deadlock_check);
+    `given` (decided, dnew, dtgt, wk, W).
 
     `decided`: the walkers (`array_walkers.py`) have already looked each
     successor up: dnew[t, i] (t: the successor's walker) 0 (stored before,
@@ -89,6 +88,11 @@ def _walk(j0, i0, nrows, pofs, fps, flags, pid0, pdepth, pdone, tab, R, sz, cnt,
     walk only gives the new states their ids, in order, and does the rest
     (the table is not read; `wk[id]`, if given: the walker of each new
     state)."""
+    nrows, pofs, fps, flags, pid0, pdepth, pdone = chunk
+    tab, R, sz, cnt, fparr, parents = table
+    newidx, ecnt, eovf, edst, cut = out
+    max_states, max_depth, livelock, deadlock_check = bounds
+    decided, dnew, dtgt, wk, W = given
     for j in range(j0, nrows):
         a = pofs[j]
         b = pofs[j + 1]
@@ -287,37 +291,31 @@ def _procs(pool):
     return expand
 
 
-def array_check(m: Any, max_states: int | None, max_depth: int | None, time_limit: float | None,
-                check_deadlock: bool, check_livelock: bool, progress: Callable | None,
-                progress_interval: float, factory: Any = None, workers: int = 1,
-                memory_limit: int | None = None) -> Result:
-    """The sequential BFS's results, over the model's rows; with workers > 1
-    the chunks are expanded by worker threads (or processes,
-    array_workers.py, for a model without `array_expander`)."""
-    if workers > 1 and hasattr(m, "array_expander"):
-        from .array_walkers import walkers_check
-
-        return walkers_check(m, workers, MemoryGuard(memory_limit), max_states, max_depth, time_limit,
-                             check_deadlock, check_livelock, progress, progress_interval)
-    if workers > 1:
-        from .array_workers import Expanders
-
-        pool = Expanders(factory, workers, time_limit)
-        try:
-            r = _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                             progress_interval, _procs(pool), MemoryGuard(memory_limit))
-        finally:
-            pool.close()
-        r.stats.workers = workers
-        return r
+def array_check(m: Any, factory: Any, s: Settings) -> Result:
+    """The sequential BFS's results, over the model's rows, expanded in
+    this process."""
     gc_was = gc.isenabled()
     gc.disable()  # no Python object per state: nothing for the collector but pauses
     try:
-        return _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                            progress_interval, _local(m), MemoryGuard(memory_limit))
+        return _array_check(m, s, _local(m), MemoryGuard(s.memory_limit))
     finally:
         if gc_was:
             gc.enable()
+
+
+def array_check_on_processes(m: Any, factory: Any, s: Settings) -> Result:
+    """`array_check` with the chunks expanded by `s.workers` worker
+    processes (array_workers.py; a model that offers its rows on threads
+    is walked by array_walkers.py instead)."""
+    from .array_workers import Expanders
+
+    pool = Expanders(factory, s.workers, s.time_limit)
+    try:
+        r = _array_check(m, s, _procs(pool), MemoryGuard(s.memory_limit))
+    finally:
+        pool.close()
+    r.stats.workers = s.workers
+    return r
 
 
 def chunk_rows(cap: int, gen: int, rows: int, width: int, stored: int) -> int:
@@ -371,8 +369,10 @@ def _chunks(level, size: int = CHUNK):
         del block, bdone
 
 
-def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock, progress,
-                 progress_interval, expand, memory) -> Result:
+def _array_check(m, s: Settings, expand, memory) -> Result:
+    max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
+    check_deadlock, check_livelock = s.check_deadlock, s.check_livelock
+    progress, progress_interval = s.progress, s.progress_interval
     t0 = time.perf_counter()
     stats = Stats(strategy="bfs")
     st = _Store(m)
@@ -449,13 +449,13 @@ def _array_check(m, max_states, max_depth, time_limit, check_deadlock, check_liv
                 S[S_NEW] = 0
                 S[S_CUT] = 0
                 if n >= TOUCH_FROM:
-                    _touch(x.fps, st.tab, st.R, st.sz, st.fp, NO_ORDER, 0, x.fps.shape[0], st.shift)
+                    _touch(x.fps, (st.tab, st.R, st.sz, st.fp), NO_ORDER, 0, x.fps.shape[0], st.shift)
                 j, i = 0, 0
                 while True:
-                    status, j, i = _walk(j, i, nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth,
-                                         x.pdone, st.tab, st.R, st.sz, st.cnt, S, st.fp, st.parent, newidx,
-                                         edges.cnt, edges.ovf, edges.dst, cut, ms, md, livelock, check_deadlock,
-                                         False, NO_DNEW, NO_DTGT, NO_WK, 1)
+                    status, j, i = _walk(j, i, (nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth, x.pdone),
+                                         (st.tab, st.R, st.sz, st.cnt, st.fp, st.parent), S,
+                                         (newidx, edges.cnt, edges.ovf, edges.dst, cut),
+                                         (ms, md, livelock, check_deadlock), (False, NO_DNEW, NO_DTGT, NO_WK, 1))
                     pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
                     if status == ST_DONE:
                         break

@@ -47,7 +47,10 @@ def _pack(rows, idx, var, base, wd, sh, spill, out):
 
 
 @njit(cache=True, nogil=True)
-def _unpack(data, var, base, wd, sh, spill, mask, const, a, b, out):
+def _unpack(data, layout, a, b, out):
+    """Rows a..b of the packed words `data` into `out`; `layout`: (var,
+    base, wd, sh, spill, mask, const), the columns' places (`Packed`)."""
+    var, base, wd, sh, spill, mask, const = layout
     for i in range(b - a):
         d = data[a + i]
         o = out[i]
@@ -338,5 +341,5 @@ class Packed:
         """Rows a..b as int64, written into `out` (at least b - a rows of
         this width) when given."""
         out = np.empty((b - a, self.width), np.int64) if out is None else out[: b - a]
-        _unpack(self._words(), self.var, self.base, self.wd, self.sh, self.spill, self.mask, self.const, a, b, out)
+        _unpack(self._words(), (self.var, self.base, self.wd, self.sh, self.spill, self.mask, self.const), a, b, out)
         return out

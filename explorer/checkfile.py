@@ -30,6 +30,7 @@ import zlib
 import numpy as np
 
 from .arrays_narrow import Packed, _layout
+from .errors import CheckpointError
 from .outfile import Output, OutputError, cause
 
 __all__ = ["CheckpointError", "FORMAT", "VERSION", "write_arrays", "read_arrays", "frontier_arrays",
@@ -40,10 +41,6 @@ VERSION = 2
 MAX_HEADER = 1 << 16  # bytes of a header line
 _CHUNK = 1 << 20
 _ALLOWED = {np.dtype(t) for t in (np.int8, np.int32, np.int64, np.uint8, np.uint64)}
-
-
-class CheckpointError(ValueError):
-    """A checkpoint directory that cannot be used for this run."""
 
 
 class _Hashing:

@@ -46,16 +46,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .arrays import CHECK, ArrayFallback, _acyclic_part, _cycle, _scc
+from .cycles import _acyclic_part, _cycle, _scc
 from .limits import LimitReached, Limits
 from .memory import MemoryGuard, mib
-from .model import build_model
+from .model import CHECK, NOTES, ArrayFallback, has
 from .interrupt import interrupt_of
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from .result import Result, Stats
+from .settings import Settings
 
-from .checkpoint import Checkpoint, CheckpointError
-from .partition import SH, Partition, PartitionError, RayUnavailable, WorkerLost, owner_of
+from .checkpoint import Checkpoint
+from .errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
+from .partition import SH, Partition, owner_of
 
 __all__ = ["partitioned_check", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of"]
 
@@ -240,25 +242,19 @@ def _probe(address: str) -> None:
 # ---------------------------------------------------------------- the driver
 
 
-def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | None = None,
-                      max_states: int | None = None, max_depth: int | None = None,
-                      time_limit: float | None = None, check_deadlock: bool = True, check_livelock: bool = True,
-                      progress: Callable | None = None, progress_interval: float = 1.0,
-                      memory_limit: int | None = None, checkpoint: str | None = None,
-                      resume: str | None = None, identity: dict | None = None, workers: int = 1) -> Result:
-    """The sequential array engine's result, computed by `partitions` hash
-    partitions in this process (`ray` None; on `workers` threads) or as Ray
-    actors (`ray`: a cluster address, "auto" or "local"). `checkpoint`: a directory to write
-    the run into at each level boundary; `resume`: a directory to continue
-    from (the same run: `identity` -- what the caller knows of the model --
+def partitioned_check(m: Any, factory: Any, s: Settings) -> Result:
+    """The sequential array engine's result, computed by `s.partitions` hash
+    partitions in this process (`s.ray` None; on `s.workers` threads) or as Ray
+    actors (`s.ray`: a cluster address, "auto" or "local"). `s.checkpoint`: a directory to write
+    the run into at each level boundary; `s.resume`: a directory to continue
+    from (the same run: `s.identity` -- what the caller knows of the model --
     and the search flags must match). Raises WorkerLost when a partition's
     worker is lost, CheckpointError for a checkpoint that does not fit."""
-    if partitions is not None and partitions < 1:
-        raise ValueError("partitions must be >= 1")
-    m, factory = build_model(model)
-    flags = {"max_states": max_states, "max_depth": max_depth, "deadlock": check_deadlock,
-             "livelock": check_livelock}
-    ident = {"model": dict(identity or {}), "search": flags}
+    partitions, ray, checkpoint, resume = s.partitions, s.ray, s.checkpoint, s.resume
+    workers = 1 if ray is not None else s.workers  # a Ray actor is one partition
+    flags = {"max_states": s.max_states, "max_depth": s.max_depth, "deadlock": s.check_deadlock,
+             "livelock": s.check_livelock}
+    ident = {"model": dict(s.identity or {}), "search": flags}
     state = None
     if resume is not None:
         state = Checkpoint.read(resume, ident, partitions)
@@ -275,8 +271,7 @@ def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | N
         return failed(Stats(strategy="bfs", workers=workers), e)
     broke = True
     try:
-        r = _Driver(m, factory, backend, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                    progress, progress_interval, MemoryGuard(memory_limit), cp, state).run()
+        r = _Driver(m, factory, backend, s, MemoryGuard(s.memory_limit), cp, state).run()
         r.stats.workers = getattr(backend, "threads", 1)
         broke = False
         return r
@@ -293,10 +288,12 @@ def partitioned_check(model: Any, *, partitions: int | None = None, ray: str | N
 
 
 class _Driver:
-    def __init__(self, m, factory, backend, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                 progress, progress_interval, memory, cp, state) -> None:
+    def __init__(self, m, factory, backend, s: Settings, memory, cp, state) -> None:
         self.m, self.factory, self.b = m, factory, backend
         self.k = backend.k
+        max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
+        check_deadlock, check_livelock, progress_interval = s.check_deadlock, s.check_livelock, s.progress_interval
+        progress = s.progress
         self.ms = -1 if max_states is None else max_states
         self.md = -1 if max_depth is None else max_depth
         self.max_states, self.max_depth, self.time_limit = max_states, max_depth, time_limit
@@ -335,7 +332,7 @@ class _Driver:
     def run(self) -> Result:
         b = self.b
         b.call("start", lambda i: (self.factory, i, self.k, self.check_livelock, self.check_deadlock))
-        if hasattr(b, "set_limits"):  # partitions in this process: the limits hold inside a level too
+        if isinstance(b, _Local):  # partitions in this process: the limits hold inside a level too
             b.set_limits(Limits(self.time_limit, self.memory, self.t0))
         try:
             r = self._run()
@@ -351,9 +348,9 @@ class _Driver:
     def _gather_notes(self) -> None:
         """The partitions' notes into the driver's model (Ray actors keep
         their own; threads share the driver's list), in partition order."""
-        mine = getattr(self.m, "notes", None)
-        if mine is None:
+        if not has(self.m, NOTES):
             return
+        mine = self.m.notes
         for part in self.b.call("notes", lambda i: ()):
             mine.extend(n for n in part if n not in mine)
 

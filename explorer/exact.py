@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from .fingerprint import encode
+from .model import CANONICAL_BYTES, EXACT_KEY, FINGERPRINT, ROW_THREADS, ROWS, has
 
 __all__ = ["Exact"]
 
@@ -23,11 +24,13 @@ class Exact:
     def __init__(self, model: Any) -> None:
         self.model = model
         self.ids: dict[bytes, int] = {}
-        key = getattr(model, "exact_key", None)
-        if key is None:
-            cb = getattr(model, "canonical_bytes", None)
-            key = cb if cb is not None else (lambda s: encode(model.canonical(s)))
+        if has(model, EXACT_KEY):
+            key = model.exact_key
+        else:
+            key = model.canonical_bytes if has(model, CANONICAL_BYTES) else (lambda s: encode(model.canonical(s)))
         self._key = key
+        # its own fingerprints; rows carry fingerprints only: not used exactly
+        self.capabilities = (frozenset(getattr(model, "capabilities", ())) - {ROWS, ROW_THREADS}) | {FINGERPRINT}
 
     def fingerprint(self, state: Any) -> int:
         k = self._key(state)

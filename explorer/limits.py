@@ -13,6 +13,7 @@ import time
 from contextlib import contextmanager
 
 from .memory import MemoryGuard, mib, rss
+from .model import LIMITS, has
 
 __all__ = ["Limits", "LimitReached", "limits_on"]
 
@@ -50,10 +51,10 @@ class Limits:
 def limits_on(model, limits: Limits):
     """The model checks `limits` inside its expansions meanwhile (a model
     without `set_limits` has no such expansions)."""
-    if hasattr(model, "set_limits"):
+    if has(model, LIMITS):
         model.set_limits(limits)
     try:
         yield
     finally:
-        if hasattr(model, "set_limits"):
+        if has(model, LIMITS):
             model.set_limits(None)

@@ -41,14 +41,15 @@ import multiprocessing
 import time
 import traceback
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from .fingerprint import state_fingerprint
 from .memory import MemoryGuard, mib
-from .model import ModelFactory, build_model
+from .model import ModelFactory
 from .interrupt import interrupt_of, worker_signals
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
+from .settings import Settings
 from .store import chain_from
 from .supervise import last_line, await_answer, lost, reap
 
@@ -262,24 +263,22 @@ class _Pool:
             conn.close()
 
 
-def check_parallel(model: Any, workers: int, *, max_states: int | None, max_depth: int | None,
-                   time_limit: float | None, check_deadlock: bool, check_livelock: bool,
-                   progress: Callable[[Stats], None] | None, progress_interval: float,
-                   memory_limit: int | None = None) -> Result:
-    m, factory = build_model(model)
-    opts = dict(max_depth=max_depth, check_deadlock=check_deadlock, check_livelock=check_livelock)
+def check_parallel(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    """The sequential BFS's result, the states partitioned among
+    `s.workers` worker processes (each builds its model from `factory`)."""
+    opts = dict(max_depth=s.max_depth, check_deadlock=s.check_deadlock, check_livelock=s.check_livelock)
     with _worker_logging():
-        pool = _Pool(factory, workers, opts)
+        pool = _Pool(factory, s.workers, opts)
         try:
-            return _Coordinator(m, pool, workers, max_states, max_depth, time_limit,
-                                progress, progress_interval, MemoryGuard(memory_limit)).run()
+            return _Coordinator(m, pool, s.workers, s, MemoryGuard(s.memory_limit)).run()
         finally:
             pool.close()
 
 
 class _Coordinator:
-    def __init__(self, model, pool: _Pool, n: int, max_states, max_depth, time_limit,
-                 progress, progress_interval, memory: MemoryGuard | None = None) -> None:
+    def __init__(self, model, pool: _Pool, n: int, s: Settings, memory: MemoryGuard | None = None) -> None:
+        max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
+        progress, progress_interval = s.progress, s.progress_interval
         self.m, self.pool, self.n = model, pool, n
         self.memory = memory or MemoryGuard(None)
         self.max_states, self.max_depth, self.time_limit = max_states, max_depth, time_limit

@@ -12,7 +12,8 @@ import pickle
 import numpy as np
 from numba import njit
 
-from .arrays import CHECK, DONE, PROGRESS
+from .errors import PartitionError, RayUnavailable, WorkerLost
+from .model import CHECK, DONE, LIMITS, NOTES, PROGRESS, ROWS, has
 from .flat_store import _find, _Store
 from .arrays_narrow import Packed
 from .checkfile import unresumable
@@ -23,18 +24,6 @@ SH = 24  # bits of a successor's rank in its order key
 CHUNK = 4096
 
 
-class WorkerLost(RuntimeError):
-    """A partition's worker died or its node left: the run cannot go on."""
-
-
-class RayUnavailable(RuntimeError):
-    """Ray is not installed (it is an optional dependency)."""
-
-
-class PartitionError(RuntimeError):
-    """The partitioned engine cannot run this model (e.g. rows must grow)."""
-
-
 def owner_of(fps: np.ndarray, k: int) -> np.ndarray:
     """The partition of each fingerprint: its high word modulo k (the table
     probes from the low bits, which stay spread within a partition)."""
@@ -42,10 +31,12 @@ def owner_of(fps: np.ndarray, k: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _merge_walk(order, keys, fps, flags, acts, tab, fparr, parents, actions, n0, cut_level, livelock,
-                e_key, e_dst, out_new):
+def _merge_walk(order, got, table, n0, cut_level, livelock, out):
     """Walk received successors in key order against the table: returns
-    (stored, edges, cut, new)."""
+    (stored, edges, cut, new). Grouped: `got` (keys, fps, flags, acts), the
+    successors received; `table` (tab, fparr, parents, actions); `out`
+    (e_key, e_dst, out_new), what the walk writes."""
+    (keys, fps, flags, acts), (tab, fparr, parents, actions), (e_key, e_dst, out_new) = got, table, out
     n = n0
     ne = 0
     ncut = 0
@@ -92,7 +83,7 @@ class Partition:
         if isinstance(factory, bytes):  # pickled by the driver: arrays in it arrive writable
             factory = pickle.loads(factory)
         self.m = factory()
-        if not hasattr(self.m, "array_expand"):
+        if not has(self.m, ROWS):
             raise PartitionError("the model does not offer the array protocol")
         self.index, self.k = index, k
         self.livelock, self.deadlock_check = livelock, deadlock_check
@@ -117,7 +108,7 @@ class Partition:
         """What this partition's model noted beside the verdict (`notes`, a
         list a model may keep: the first stuck session under `completes`),
         for the driver to gather from other processes."""
-        return list(getattr(self.m, "notes", None) or ())
+        return list(self.m.notes) if has(self.m, NOTES) else []
 
     def set_limits(self, limits) -> None:
         """The run's time and memory limits (`explorer.limits.Limits`),
@@ -125,7 +116,7 @@ class Partition:
         expansions; a partition in this process only (a Ray actor is
         stopped between levels)."""
         self.limits = limits
-        if hasattr(self.m, "set_limits"):
+        if has(self.m, LIMITS):
             self.m.set_limits(limits)
 
     def _check(self) -> None:
@@ -269,8 +260,9 @@ class Partition:
         e_key = np.zeros(max(total, 1), np.int64)
         e_dst = np.zeros(max(total, 1), np.int64)
         out_new = np.zeros(max(total, 1), np.int64)
-        n1, ne, ncut, nn = _merge_walk(order, keys, fps, flags, acts, self.st.tab, self.st.fp, self.st.parent,
-                                       self.st.action, self.n, cut_level, self.livelock, e_key, e_dst, out_new)
+        n1, ne, ncut, nn = _merge_walk(order, (keys, fps, flags, acts),
+                                       (self.st.tab, self.st.fp, self.st.parent, self.st.action), self.n, cut_level,
+                                       self.livelock, (e_key, e_dst, out_new))
         self.n = int(n1)
         newpos = out_new[:nn]
         bad = None

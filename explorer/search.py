@@ -1,4 +1,4 @@
-"""Sequential BFS/DFS exploration and the ``check`` entry point.
+"""Sequential BFS/DFS exploration (reached through ``explorer.check``).
 
 Event semantics (the parallel engine reproduces them exactly, see
 parallel.py):
@@ -34,72 +34,27 @@ from typing import Any, Callable
 from .fingerprint import state_fingerprint
 from .limits import LimitReached, Limits, limits_on
 from .memory import MemoryGuard, mib
-from .model import build_model
 from .interrupt import interrupt_of
 from .outcome import bounded, deadlock, interrupted, livelock_or_pass, violation
 from .result import Result, Stats
+from .settings import Settings
 from .store import Store
 
-__all__ = ["check"]
-
-ProgressFn = Callable[[Stats], None]
+__all__ = ["sequential_check"]
 
 
-def check(
-    model: Any,
-    strategy: str = "bfs",
-    max_states: int | None = None,
-    max_depth: int | None = None,
-    time_limit: float | None = None,
-    check_deadlock: bool = True,
-    check_livelock: bool = True,
-    progress: ProgressFn | None = None,
-    workers: int = 1,
-    progress_interval: float = 1.0,
-    memory_limit: int | None = None,
-) -> Result:
-    """Explore ``model`` (a Model or a ModelFactory) and return a Result.
+def sequential_check(m: Any, s: Settings) -> Result:
+    """Explore the model `m` over its Python states, breadth or depth first
+    (`s.strategy`), in this process (the engine `explorer.check` gives a
+    model without rows, or one that fell back from them).
 
-    ``memory_limit``: bytes of resident memory (this process and its
-    workers, see memory.py); above it, or at a MemoryError, the verdict is
-    "bound" with reason "memory".
+    ``memory_limit``: bytes of resident memory (this process, see
+    memory.py); above it, or at a MemoryError, the verdict is "bound" with
+    reason "memory".
 
     May raise NondeterministicModel when a counterexample cannot be replayed.
     """
-    if strategy not in ("bfs", "dfs"):
-        raise ValueError(f"unknown strategy {strategy!r} (expected 'bfs' or 'dfs')")
-    if workers < 1:
-        raise ValueError("workers must be >= 1")
-    for name, val in (("max_states", max_states), ("max_depth", max_depth)):
-        if val is not None and val < 0:
-            raise ValueError(f"{name} must be >= 0")
-    if workers > 1 and strategy != "bfs":
-        raise ValueError("parallel mode (workers > 1) supports strategy 'bfs' only")
-    try:
-        m, factory = build_model(model)
-    except MemoryError:  # the model itself (a huge workload's rows) does not fit
-        return bounded(Stats(strategy=strategy), "memory", "MemoryError")
-    if strategy == "bfs" and hasattr(m, "array_expand"):
-        from .arrays import ArrayFallback, array_check
-
-        try:  # with workers: the chunks' expansion and walk on threads (array_walkers.py) or processes
-            with limits_on(m, Limits(time_limit, MemoryGuard(memory_limit))):  # inside an expansion too
-                return array_check(m, max_states, max_depth, time_limit, check_deadlock, check_livelock,
-                                   progress, progress_interval, factory=factory, workers=workers,
-                                   memory_limit=memory_limit)
-        except ArrayFallback:
-            pass  # the model cannot go on with rows: the engines below
-    if workers > 1:
-        from .parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
-
-        return check_parallel(
-            model, workers, max_states=max_states, max_depth=max_depth, time_limit=time_limit,
-            check_deadlock=check_deadlock, check_livelock=check_livelock,
-            progress=progress, progress_interval=progress_interval, memory_limit=memory_limit,
-        )
-    s = _Search(m, strategy, max_states, max_depth, time_limit, check_deadlock,
-                check_livelock, progress, progress_interval, memory_limit)
-    return s.run()
+    return _Search(m, s).run()
 
 
 class _Stop(Exception):
@@ -110,17 +65,17 @@ class _Stop(Exception):
 
 
 class _Search:
-    def __init__(self, model, strategy, max_states, max_depth, time_limit,
-                 check_deadlock, check_livelock, progress, progress_interval, memory_limit=None) -> None:
+    def __init__(self, model, s: Settings) -> None:
         self.m = model
-        self.strategy = strategy
-        self.max_states = max_states
-        self.max_depth = max_depth
-        self.time_limit = time_limit
-        self.check_deadlock = check_deadlock
-        self.check_livelock = check_livelock
-        self.progress = progress
-        self.interval = progress_interval
+        self.strategy = strategy = s.strategy
+        self.max_states = s.max_states
+        self.max_depth = s.max_depth
+        self.time_limit = time_limit = s.time_limit
+        self.check_deadlock = s.check_deadlock
+        self.check_livelock = s.check_livelock
+        self.progress = s.progress
+        self.interval = progress_interval = s.progress_interval
+        memory_limit = s.memory_limit
         self.store = Store()
         self.stats = Stats(strategy=strategy)
         self.np_edges: dict[int, list[int]] = {}

@@ -26,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from .arrays import CHECK, DONE
 from .interrupt import interrupt_of
 from .limits import LimitReached
 from .memory import MemoryGuard, mib
-from .model import build_model
+from .model import CHECK, DONE
 from .outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
 from .result import Result, Stats
+from .settings import Settings
 from .verdict import INCONCLUSIVE
 
 __all__ = ["swarm_check", "depth_bound", "search_once", "Found", "DEFAULT_BUDGET"]
@@ -155,14 +155,11 @@ def _search_job(factory, stop, job) -> Found:
     return search_once(factory, *job, stop=stop)
 
 
-def swarm_check(model: Any, n: int, *, seed: int = 0, max_depth: int | None = None,
-                max_states: int | None = None, time_limit: float | None = None, check_deadlock: bool = True,
-                processes: int | None = None, ray: str | None = None, memory_limit: int | None = None) -> Result:
-    """Run n randomized searches; the first violation or deadlock found, or
-    the verdict `inconclusive`."""
-    if n < 1:
-        raise ValueError("a swarm needs at least one search")
-    m, factory = build_model(model)
+def swarm_check(m: Any, factory: Any, s: Settings) -> Result:
+    """Run `s.searches` randomized searches; the first violation or deadlock
+    found, or the verdict `inconclusive`."""
+    n, seed, max_depth, max_states, time_limit = s.searches, s.seed, s.max_depth, s.max_states, s.time_limit
+    check_deadlock, processes, ray, memory_limit = s.check_deadlock, s.processes, s.ray, s.memory_limit
     budget = DEFAULT_BUDGET if max_states is None else max_states
     t0 = time.perf_counter()
     deadline = None if time_limit is None else time.monotonic() + time_limit

@@ -1,14 +1,11 @@
-"""Verdicts and the process exit codes that go with them.
+"""The engine's verdicts and the process exit codes that go with them.
 
-One table, shared by the engine and every command built on it, so that a
-script calling the checker can branch on the exit code alone: `EXITS`, in
-code order, each row a code, its name and what it means. The constants
-below and `EXIT_CODES` are read from it; the commands' `--help` and the
-docs list the rows that apply to each command (serq/cli/exits.py).
-
-Codes 10..19 are verdicts about the checked system; 1 and 2 belong to the
-command line (1: `fmt --check` found a file out of layout; 2: an input
-error, as is conventional for argparse).
+`EXITS`, in code order, each row a code, its name and what it means: the
+verdicts a check can give (codes 0 and 10..19, beside `nondeterministic`,
+a trace that did not replay). The constants below and `EXIT_CODES` are
+read from it. The command line's own codes (a file out of layout, an
+input error, a theorem) are not the engine's: serq/cli/exits.py adds them to
+make the one table every command's `--help` and the docs list.
 """
 
 from __future__ import annotations
@@ -29,21 +26,18 @@ VERDICTS = (PASS, DEADLOCK, LIVELOCK, VIOLATION, BOUND, INTERRUPTED, INCONCLUSIV
 
 class Exit(NamedTuple):
     code: int
-    name: str  # a verdict, or a key of the command line ("input_error", "theorem", ...)
+    name: str  # a verdict, or a key of the command line ("input_error", "theorem", ...: serq/cli/exits.py)
     meaning: str
 
 
 EXITS: tuple[Exit, ...] = (
     Exit(0, PASS, "no violation: every reachable state explored, or the run ended as the instance says"),
-    Exit(1, "not_canonical", "the file is not in canonical layout (fmt --check)"),
-    Exit(2, "input_error", "bad input: an instance, IR file or flag value (a located diagnostic on stderr)"),
     Exit(10, DEADLOCK, "a state where no action applies and the instance is not done"),
     Exit(11, LIVELOCK, "a cycle of steps that make no progress"),
     Exit(12, VIOLATION, "a failed assert or invariant, a stuck session, a broken conservation "
                         "law or an evaluation error"),
     Exit(13, BOUND, "a limit (time, states, depth, steps, memory) stopped the work first; no "
                     "violation within it, never a pass"),
-    Exit(14, "theorem", "every hypothesis of a theorem holds, yet a counterexample was found"),
     Exit(15, "nondeterministic", "the model replayed differently than it explored (no trace printed)"),
     Exit(16, INTERRUPTED, "SIGINT (Ctrl-C) or SIGTERM stopped the work; what was found so "
                           "far is printed, never a pass"),
@@ -55,13 +49,10 @@ EXITS: tuple[Exit, ...] = (
 EXIT_CODES: dict[str, int] = {e.name: e.code for e in EXITS}
 
 EXIT_PASS = EXIT_CODES[PASS]
-EXIT_NOT_CANONICAL = EXIT_CODES["not_canonical"]
-EXIT_INPUT_ERROR = EXIT_CODES["input_error"]  # the command line's: the engine never returns it
 EXIT_DEADLOCK = EXIT_CODES[DEADLOCK]
 EXIT_LIVELOCK = EXIT_CODES[LIVELOCK]
 EXIT_VIOLATION = EXIT_CODES[VIOLATION]  # any invariant kind: "assert", "invariant", "stuck", "conservation", ...
 EXIT_BOUND = EXIT_CODES[BOUND]
-EXIT_THEOREM = EXIT_CODES["theorem"]  # decided outside the engine (serq/check/theorem.py)
 EXIT_NONDETERMINISTIC = EXIT_CODES["nondeterministic"]
 EXIT_INTERRUPTED = EXIT_CODES[INTERRUPTED]
 EXIT_INCONCLUSIVE = EXIT_CODES[INCONCLUSIVE]
@@ -70,7 +61,7 @@ EXIT_WORKER_LOST = EXIT_FAILED  # a partition's worker (Ray) was lost: the messa
 
 
 def exit_code(verdict: str) -> int:
-    """Exit code for a verdict string (one of VERDICTS or a reserved key)."""
+    """Exit code for a verdict string (one of VERDICTS, or "nondeterministic")."""
     try:
         return EXIT_CODES[verdict]
     except KeyError:

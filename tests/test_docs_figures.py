@@ -20,7 +20,7 @@ is `instances/theorem.sq` with its capacity a constant, as
 docs/explorer.md ("Sweeps") says.
 
 Also here: the exit codes the docs' verdict tables give, against
-`explorer.verdict.EXIT_CODES`; every repository path the docs quote
+`serq.cli.exits.EXIT_CODES`; every repository path the docs quote
 exists; and claims about the code that the docs once got wrong.
 """
 
@@ -168,7 +168,7 @@ def _verdict_rows():
 
 
 def test_the_exit_codes_in_the_docs_tables_are_the_codes():
-    from explorer.verdict import EXIT_CODES
+    from serq.cli.exits import EXIT_CODES
 
     words = {"pass": "pass", "interrupted": "interrupted", "failed": "failed", "inconclusive": "inconclusive",
              "deadlock": "deadlock", "livelock": "livelock", "bound": "bound", "THEOREM VIOLATED": "theorem",

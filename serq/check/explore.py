@@ -4,13 +4,12 @@ then the point of no return of a counterexample."""
 
 from __future__ import annotations
 
-from explorer.analysis import NoReturn, point_of_no_return
+from explorer.check import NoReturn, check, forward_no_return, point_of_no_return
 from explorer.exact import Exact
-from explorer.forward import forward_no_return
 from explorer.model import ModelFactory
 from explorer.outcome import bounded
 from explorer.result import Stats
-from explorer.search import check
+from explorer.settings import Settings
 from serq import ir
 from serq.check.model import Checks, SerqModel
 
@@ -39,29 +38,23 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     notes: list = []  # the first stuck session, when `completes` watches them (shared by the search's models)
     factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
                                                      "notes": notes})
-    if ray is not None or partitions is not None or checkpoint is not None or resume is not None:
-        from explorer.distributed import partitioned_check
-
-        result = partitioned_check(factory, partitions=partitions, ray=ray, max_states=max_states,
-                                   max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
-                                   check_livelock=ch.livelock, progress=progress, memory_limit=memory_limit,
-                                   checkpoint=checkpoint, resume=resume,
-                                   identity=model_identity(program, ties, symmetry, ch),
-                                   workers=1 if ray is not None else workers)
+    partitioned = ray is not None or partitions is not None or checkpoint is not None or resume is not None
+    settings = Settings(strategy="partitioned" if partitioned else strategy, max_states=max_states,
+                        max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
+                        check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit,
+                        partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume,
+                        identity=model_identity(program, ties, symmetry, ch) if partitioned else None)
+    model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
+    if exact:
+        try:
+            model = Exact(factory())  # its own state identities: kept for the point of no return
+        except MemoryError:
+            model = None
+    if model is None:
+        result = bounded(Stats(strategy=strategy), "memory", "MemoryError")
     else:
-        model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
-        if exact:
-            try:
-                model = Exact(factory())
-            except MemoryError:
-                model = None
-        if model is None:
-            result = bounded(Stats(strategy=strategy), "memory", "MemoryError")
-        else:
-            result = check(model, strategy=strategy, max_states=max_states,
-                           max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
-                           check_livelock=ch.livelock, workers=workers, progress=progress,
-                           memory_limit=memory_limit)
+        result = check(model, settings)
+    if not partitioned:
         result.stats.exact = exact
     note_stuck(result, ch, notes)
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,

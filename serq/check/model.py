@@ -20,7 +20,8 @@ from serq import ir
 from serq.semantics.model import ITERATE, TURN, Model
 import numpy as np
 
-from explorer.arrays import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS, ArrayFallback
+from explorer import model as protocol
+from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS, ArrayFallback
 from serq.semantics.rows import Rows, explorer_flags
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
@@ -70,6 +71,9 @@ class Checks:
 class SerqModel:
     """The engine's model protocol (see explorer/model.py)."""
 
+    capabilities = frozenset({protocol.ROWS, protocol.ROW_THREADS, protocol.LIMITS, protocol.FINGERPRINT,
+                              protocol.EXACT_KEY, protocol.FORMAT_STATE, protocol.NOTES})
+
     def __init__(self, program: ir.Program, *, ties: str = "all", symmetry: bool = True,
                  checks: Checks | None = None, notes: list | None = None):
         self.program = program
@@ -99,7 +103,7 @@ class SerqModel:
         nxt = self.m.step(state.tuple() if isinstance(state, RowState) else state, action)
         return None if nxt is None else self.rows.pack(nxt)
 
-    # -- the array protocol (explorer/arrays.py) ------------------------------
+    # -- the array protocol (explorer/model.py) -------------------------------
     def array_initial(self):
         rs = self.initial_states()[0]
         row = np.frombuffer(rs.row, np.int64).reshape(1, -1).copy()

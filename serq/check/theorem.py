@@ -33,8 +33,8 @@ import time
 from dataclasses import dataclass, field
 
 from explorer.interrupt import Interrupted
-from explorer.verdict import EXIT_THEOREM
-from explorer.walk import walk
+from serq.cli.exits import EXIT_THEOREM
+from explorer.check import walk
 from serq import ir
 from serq.ir.util import enclosing_pools, same_expr, walk_expr
 from serq.check.explore import explore

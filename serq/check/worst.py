@@ -248,6 +248,8 @@ class MetricModel:
     """The explorer's model protocol over a SerqModel and a Counter: a state
     is (serq state, phases), an action the serq model's action."""
 
+    capabilities = frozenset({"canonical_bytes", "format_state"})  # declared: explorer/model.py
+
     def __init__(self, sm, counter: Counter):
         self.sm = sm
         self.counter = counter
@@ -337,9 +339,7 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
     end a behaviour here; a fault does: it has no successor). The limits
     cut the state graph: the value found is then a lower bound (verdict
     bound)."""
-    from explorer.analysis import highest, longest
-    from explorer.stored import build_graph
-    from explorer.trace import follow
+    from explorer.check import build_graph, follow, highest, longest
     from serq.check.model import Checks, SerqModel
 
     metric, pool = parse_metric(metric_text, program)

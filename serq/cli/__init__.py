@@ -17,8 +17,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from serq import __version__
 from serq.diagnostics import Diagnostic, SerqError, render_all
 from explorer.outfile import OutputError, Stdout, write_output
-from explorer.verdict import EXIT_INPUT_ERROR, EXIT_INTERRUPTED, EXIT_NOT_CANONICAL, EXIT_PASS
-from serq.cli.exits import add_parser
+from explorer.verdict import EXIT_INTERRUPTED, EXIT_PASS
+from serq.cli.exits import EXIT_INPUT_ERROR, EXIT_NOT_CANONICAL, add_parser
 
 
 def _print_warnings(loaded) -> None:

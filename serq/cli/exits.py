@@ -1,10 +1,27 @@
-"""Which rows of the one exit-code table (explorer.verdict.EXITS) each
-command can end with. The commands' `--help` is generated from here, and a
-test checks the docs and the help against it."""
+"""The one exit-code table: the engine's verdicts (explorer.verdict.EXITS)
+and the command line's own codes, and which rows each command can end
+with. The commands' `--help` is generated from here, and a test checks
+the docs and the help against it.
+
+1 and 2 belong to the command line (1: `fmt --check` found a file out of
+layout; 2: an input error, as is conventional for argparse); 14 is the
+theorem's, decided outside the engine (serq/check/theorem.py)."""
 
 from __future__ import annotations
 
-from explorer.verdict import EXIT_CODES, EXITS
+from explorer.verdict import EXITS as ENGINE_EXITS
+from explorer.verdict import Exit
+
+COMMAND_CODES: tuple[Exit, ...] = (
+    Exit(1, "not_canonical", "the file is not in canonical layout (fmt --check)"),
+    Exit(2, "input_error", "bad input: an instance, IR file or flag value (a located diagnostic on stderr)"),
+    Exit(14, "theorem", "every hypothesis of a theorem holds, yet a counterexample was found"),
+)
+EXITS: tuple[Exit, ...] = tuple(sorted(ENGINE_EXITS + COMMAND_CODES, key=lambda e: e.code))
+EXIT_CODES: dict[str, int] = {e.name: e.code for e in EXITS}
+EXIT_NOT_CANONICAL = EXIT_CODES["not_canonical"]
+EXIT_INPUT_ERROR = EXIT_CODES["input_error"]  # the engine never returns it
+EXIT_THEOREM = EXIT_CODES["theorem"]
 
 # command -> the names of its exit codes (rows of EXITS), in code order
 COMMAND_EXITS: dict[str, tuple[str, ...]] = {

@@ -7,8 +7,7 @@ import sys
 
 from explorer.report import render_json, render_text
 from explorer.trace import NondeterministicModel, ReplayError
-from explorer.checkpoint import CheckpointError
-from explorer.distributed import PartitionError, RayUnavailable, WorkerLost
+from explorer.check import CheckpointError, PartitionError, RayUnavailable, WorkerLost
 from explorer.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
 from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.cli.exits import add_parser
@@ -340,8 +339,6 @@ def cluster_kwargs(args) -> dict:
 def cluster_error(e: Exception) -> SerqError:
     """A checkpoint that does not fit (E021), a cluster that cannot be
     reached or a model the partitions cannot run (E022): input errors."""
-    from explorer.checkpoint import CheckpointError
-
     if isinstance(e, RayUnavailable):
         return SerqError([Diagnostic(0, 0, "E020", f"--ray needs the Python package `ray` ({e}); install serq "
                                      "with the `ray` extra: pip install 'serq[ray]'", file="serq explore")])
@@ -354,11 +351,12 @@ def cluster_error(e: Exception) -> SerqError:
 
 
 def run_swarm(args, prog):
+    from explorer.check import check
     from explorer.model import ModelFactory
-    from explorer.swarm import swarm_check
+    from explorer.settings import Settings
 
     ch = Checks.of_program(prog, args.check)
     factory = ModelFactory(SerqModel, (prog,), {"ties": args.ties, "symmetry": not args.no_symmetry, "checks": ch})
-    return swarm_check(factory, args.swarm, seed=args.seed, max_depth=args.max_depth, max_states=args.max_states,
-                       time_limit=args.time_limit, check_deadlock=ch.deadlock, ray=args.ray,
-                       memory_limit=memory_limit(args))
+    return check(factory, Settings(strategy="swarm", searches=args.swarm, seed=args.seed, max_depth=args.max_depth,
+                                   max_states=args.max_states, time_limit=args.time_limit, check_deadlock=ch.deadlock,
+                                   ray=args.ray, memory_limit=memory_limit(args)))

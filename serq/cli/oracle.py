@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from explorer.verdict import EXIT_CODES
+from serq.cli.exits import EXIT_CODES
 from serq.diagnostics import Diagnostic, SerqError
 from serq.cli.exits import add_parser
 

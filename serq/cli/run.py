@@ -1,6 +1,6 @@
 """`serq run` and `serq check`: flags -> `serq.sim.simulator.Simulator` (and, for
 check, `serq.sim.checking.judge`) -> the report or the verdict's lines. The
-exit codes are the rows of explorer.verdict.EXITS listed for each command
+exit codes are the rows of serq.cli.exits.EXITS listed for each command
 in serq/cli/exits.py (and in `--help`)."""
 
 from __future__ import annotations

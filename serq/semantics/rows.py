@@ -13,7 +13,7 @@ import time
 import numpy as np
 from numba import njit
 
-from explorer.arrays import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
+from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
 from serq.semantics.engine import Engine
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 

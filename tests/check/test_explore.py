@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from explorer.fingerprint import state_fingerprint
-from explorer.search import check
+from explorer import check
 from explorer.trace import replay
 from serq.check.model import Checks, SerqModel
 from serq.check.explore import explore

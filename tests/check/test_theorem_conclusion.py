@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from explorer.verdict import EXIT_CODES
+from serq.cli.exits import EXIT_CODES
 from serq.cli import main
 from serq.check.model import Checks, SerqModel
 from serq.check.explore import explore

@@ -1,4 +1,4 @@
-"""One exit-code table (explorer.verdict.EXITS): each command's --help
+"""One exit-code table (serq.cli.exits.EXITS): each command's --help
 lists exactly its rows, the docs list every code each command can exit
 with, and the library verdicts map onto it."""
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.verdict import EXIT_CODES, EXITS
+from serq.cli.exits import EXIT_CODES, EXITS
 from serq.cli import build_parser
 from serq.cli.exits import COMMAND_EXITS, exits_of
 

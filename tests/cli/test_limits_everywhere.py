@@ -149,6 +149,8 @@ def test_exact_identities_never_collide():
     from explorer.exact import Exact
 
     class M:
+        capabilities = frozenset({"exact_key"})
+
         def exact_key(self, s):
             return bytes([s % 3])
     e = Exact(M())

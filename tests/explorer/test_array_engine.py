@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.search import check
+from explorer import check
 from serq.check.model import SerqModel
 from serq.lang.load import load_path
 
@@ -21,6 +21,7 @@ class Sequential:
 
     def __init__(self, m):
         self._m = m
+        self.capabilities = m.capabilities - {"rows", "row_threads"}
 
     def __getattr__(self, name):
         if name.startswith("array_"):

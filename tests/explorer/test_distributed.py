@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from explorer.distributed import partitioned_check
 from explorer.model import ModelFactory
-from explorer.search import check
-from explorer.swarm import depth_bound, swarm_check
+from explorer import check
+from explorer.swarm import depth_bound
 from serq.cli import main
 from serq.check.model import Checks, SerqModel
 from serq.check.explore import model_identity
@@ -65,9 +64,9 @@ def factory(path, **kw):
 def test_partitions_match_the_array_engine(path):
     f = factory(path)
     for kw, k in (({}, 1), ({}, 3), ({"max_states": 40}, 3), ({"max_depth": 3}, 2)):
-        assert key(partitioned_check(f, partitions=k, **kw)) == key(check(f(), **kw)), (k, kw)
+        assert key(check(f, strategy="partitioned", partitions=k, **kw)) == key(check(f(), **kw)), (k, kw)
     for kw, k in (({}, 2), ({"max_states": 40}, 3)):  # partitions on 2 threads
-        assert key(partitioned_check(f, partitions=k, workers=2, **kw)) == key(check(f(), **kw)), (k, kw)
+        assert key(check(f, strategy="partitioned", partitions=k, workers=2, **kw)) == key(check(f(), **kw)), (k, kw)
 
 
 @pytest.mark.parametrize("inst", [ROOT / "instances" / f"{n}.sq"
@@ -100,21 +99,21 @@ def test_resume_gives_the_uninterrupted_result(name, tmp_path):
     f = factory(path)
     ident = {"instance": name}
     want = key(check(f()))
-    cut = partitioned_check(f, partitions=2, checkpoint=str(tmp_path / "cp"), identity=ident,
+    cut = check(f, strategy="partitioned", partitions=2, checkpoint=str(tmp_path / "cp"), identity=ident,
                             progress=StopAfter(2), progress_interval=0.0)
     if cut.verdict != "interrupted":  # the verdict came in the first levels
         assert key(cut) == want
         return
     manifest = json.loads((tmp_path / "cp" / "manifest.json").read_text())
     assert manifest["depth"] >= 1
-    got = partitioned_check(f, resume=str(tmp_path / "cp"), identity=ident)
+    got = check(f, strategy="partitioned", resume=str(tmp_path / "cp"), identity=ident)
     assert key(got) == want
     # and once more from where the resumed run left its checkpoint
-    assert key(partitioned_check(f, resume=str(tmp_path / "cp"), identity=ident)) == want
+    assert key(check(f, strategy="partitioned", resume=str(tmp_path / "cp"), identity=ident)) == want
     # a run resumed into another directory saves everything there
-    cut = partitioned_check(f, resume=str(tmp_path / "cp"), checkpoint=str(tmp_path / "cp2"), identity=ident)
+    cut = check(f, strategy="partitioned", resume=str(tmp_path / "cp"), checkpoint=str(tmp_path / "cp2"), identity=ident)
     assert key(cut) == want
-    assert key(partitioned_check(f, resume=str(tmp_path / "cp2"), identity=ident)) == want
+    assert key(check(f, strategy="partitioned", resume=str(tmp_path / "cp2"), identity=ident)) == want
 
 
 def test_resume_refuses_another_run(tmp_path, capsys):
@@ -191,7 +190,7 @@ def test_resume_after_sigkill(tmp_path, capsys):
 
 def test_checkpoint_is_committed_by_rename(tmp_path):
     f = factory(ROOT / "instances" / "multiturn_chat.sq")
-    partitioned_check(f, partitions=2, checkpoint=str(tmp_path), identity={})
+    check(f, strategy="partitioned", partitions=2, checkpoint=str(tmp_path), identity={})
     names = sorted(os.listdir(tmp_path))
     assert not [n for n in names if n.endswith(".tmp")]
     doc = json.loads((tmp_path / "manifest.json").read_text())
@@ -217,7 +216,7 @@ def test_swarm_finds_a_deadlock_that_replays(capsys):
 def test_swarm_finds_a_violation():
     # a swarm looks for no livelock: the stuck check finds this one
     f = factory(ROOT / "instances" / "theorem_no_fit.sq", checks=Checks(stuck=True))
-    r = swarm_check(f, 2, seed=5)
+    r = check(f, strategy="swarm", searches=2, seed=5)
     assert (r.verdict, r.kind) == ("violation", "stuck")
     assert r.exit_code == 12 and r.replay_path
 

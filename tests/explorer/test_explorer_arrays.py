@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.search import check
+from explorer import check
 from explorer_toys import AsArrays, CounterPair, Spread, TwoLocks, retry_loop
 
 CASES = [
@@ -41,6 +41,10 @@ def test_array_engine_with_two_workers(name, make, width):
 class _OnThreads(AsArrays):
     """The toy with `array_expander`: workers are threads of this process
     (the path serq takes), not processes."""
+
+    def __init__(self, model, width):
+        super().__init__(model, width)
+        self.capabilities = self.capabilities | {"row_threads"}
 
     def array_expander(self):
         return self.array_expand

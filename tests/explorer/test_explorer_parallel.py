@@ -130,6 +130,7 @@ class _ThreadsRaise:
         from explorer_toys import AsArrays
 
         self.a = AsArrays(CounterPair(5), 2)
+        self.capabilities = self.a.capabilities | {"row_threads"}
 
     def __getattr__(self, name):
         return getattr(self.a, name)
