@@ -65,7 +65,7 @@ def refusal(m, state, sid: int, now: int = 0) -> Refusal:
     admitted now."""
     s = state[0][sid]
     st = m.progs[s[0]].states[s[1]]
-    gate = st.f["gate"]
+    gate = m.gates[s[0]][s[1]]
     r = Refusal(sid)
     queue = state[1][gate][2]
     pool = m.pools[gate]
@@ -74,7 +74,7 @@ def refusal(m, state, sid: int, now: int = 0) -> Refusal:
     evictable = m.engine.evictable(state)
     why = []
     if admit_if is False:
-        hold = st.ir.hold
+        hold = st.hold
         r.gate = expr_text(hold.admit_if)
         at = hold.admit_if.at or st.at
         why.append(f"its `admit if {r.gate}`{f' (line {at[0]})' if at else ''} is false")
@@ -122,10 +122,10 @@ def grower_text(m, state, sid: int) -> str | None:
     grows a finite pool that preempts no one, its hold has no unit to
     spare, and less than a block is free or evictable. None otherwise."""
     s = state[0][sid]
-    st = m.progs[s[0]].states[s[1]]
-    if st.kind != "run" or s[3] >= s[4] or st.f["growing"] is None:
+    run = m.runs[s[0]][s[1]]
+    if run is None or s[3] >= s[4] or run.growing is None:
         return None
-    p = st.f["growing"]
+    p = run.growing
     pool = m.pools[p]
     hold = next((h for h in s[5] if h[1] == p), None)
     if pool.cap is None or pool.victim is not None or hold is None or hold[2] > hold[3]:

@@ -2,10 +2,11 @@
 
 The engine (`explorer/`) knows nothing of serq; this adapter gives it the
 canonical form (relative orders instead of sequence numbers, no clock,
-symmetry between sessions of one program), the properties an instance's
-`check` lines select, and the words a trace is printed in. Every
-successor comes from `Model.transitions`: the explorer and the simulator
-drive the same step function.
+symmetry between sessions of one program: the kernel's, `kernel/canon.py`),
+the properties an instance's `check` lines select, and the words a trace is
+printed in. Every successor comes from the kernel's enumeration
+(`Rows.expand`): the explorer and the simulator drive the same step
+function.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class SerqModel:
     """The engine's model protocol (see explorer/model.py)."""
 
     capabilities = frozenset({protocol.ROWS, protocol.ROW_THREADS, protocol.LIMITS, protocol.FINGERPRINT,
-                              protocol.EXACT_KEY, protocol.CANONICAL_BYTES, protocol.FORMAT_STATE, protocol.NOTES})
+                              protocol.EXACT_KEY, protocol.FORMAT_STATE, protocol.NOTES})
 
     def __init__(self, program: ir.Program, *, ties: str = "all", symmetry: bool = True,
                  checks: Checks | None = None, notes: list | None = None):
@@ -82,10 +83,8 @@ class SerqModel:
         self.m = Model(program, ties=ties)
         self.symmetry = symmetry
         self.checks = checks or Checks.of_program(program)
-        self._is_end = [[st.kind == "end" for st in p.states] for p in self.m.progs]
         # states are packed rows; the kernel gives successors, fingerprints
-        # and flags in one call per state (the canonical form below is the
-        # same identity, in Python, for analyses that need the values)
+        # and flags in one call per state, and the canonical form (`exact_key`)
         self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.positions)
         self.rows.warm()  # numba's start-up here, not in the search's time
         self._plain_invariants = not self.m.engine.low.invariants
@@ -223,60 +222,6 @@ class SerqModel:
             out.append((kind, msg))
         return out[:1]
 
-    # -- canonical form -----------------------------------------------------
-    def canonical(self, state):
-        """Relative orders instead of sequence numbers, no clock; with
-        symmetry, sessions sorted by their local state (ids remapped in
-        parents, cache owners and queues). The sort may leave two like
-        sessions in id order when only their relations differ: the reduction
-        is then incomplete, never unsound (the result is still a
-        permutation of the state)."""
-        sessions, pools, _seq, fault = state
-        is_end = self._is_end
-        done = [is_end[s[0]][s[1]] for s in sessions]
-        seqs = set()
-        for s, d in zip(sessions, done):
-            if not d:
-                seqs.add(s[8])
-                seqs.add(s[9])
-                for h in s[5]:
-                    seqs.add(h[4])
-        for p in pools:
-            for e in p[1]:
-                seqs.add(e[2])
-        rank = {v: i for i, v in enumerate(sorted(seqs))}
-        keep_pos = self.checks.positions
-        locs = []
-        for s, d in zip(sessions, done):
-            if d:
-                # a finished session only matters through its cache entries
-                locs.append((s[0], s[1], (), 0, 0, (), s[7], -1, -1, -1, s[11]))
-            else:
-                holds = tuple((h[0], h[1], h[2], h[3], rank[h[4]]) for h in s[5]) if s[5] else ()
-                # the previous preemption position only feeds the stuck check
-                locs.append((s[0], s[1], s[2], s[3], s[4], holds, s[7], rank[s[8]], rank[s[9]],
-                             s[10] if keep_pos else -1, s[11] if keep_pos else 0))
-        n = len(sessions)
-        if self.symmetry and n > 1:
-            perm = sorted(range(n), key=lambda i: (locs[i], locs[sessions[i][6]] if sessions[i][6] >= 0 else ()))
-            new = [0] * n
-            for pos, old in enumerate(perm):
-                new[old] = pos
-        else:
-            perm = new = list(range(n))
-        out_sessions = tuple(locs[old] + ((new[sessions[old][6]] if sessions[old][6] >= 0 else -1),)
-                             for old in perm)
-        out_pools = tuple(
-            (free, tuple(sorted(((new[o] if not done[o] else -1), u, rank[r]) for o, u, r, _tick in cache)),
-             tuple(new[q] for q in queue))
-            for free, cache, queue in pools)
-        return (out_sessions, out_pools, fault)
-
-    def canonical_bytes(self, state) -> bytes:
-        # The canonical form holds only tuples, ints, strings, bools and
-        # None, whose repr is the same in every process (no hash order).
-        return repr(self.canonical(state)).encode()
-
     # -- words --------------------------------------------------------------
     def label(self, state, sid: int) -> str:
         return self.m.session_label(state, sid)
@@ -405,12 +350,13 @@ def session_text(sm: SerqModel, state, sid: int) -> str:
     elif k == "turn":
         where = f"waits at turn{line}"
     elif k == "acquire":
-        pools = ", ".join(_pool(sm, it[0]) for it in st.f["items"])
-        q = state[1][st.f["gate"]][2]
+        gate = m.gates[s[0]][s[1]]
+        pools = ", ".join(_pool(sm, m.pool_index[it.pool]) for it in st.hold.items)
+        q = state[1][gate][2]
         pos = q.index(sid) + 1 if sid in q else "?"
-        where = f"queued for {pools} (#{pos} in {_pool(sm, st.f['gate'])}'s queue){line}"
+        where = f"queued for {pools} (#{pos} in {_pool(sm, gate)}'s queue){line}"
     elif k == "run":
-        where = f"{st.ir.run} {s[3]}/{s[4]} on {m.stages[st.f['stage']].name}{line}"
+        where = f"{st.run} {s[3]}/{s[4]} on {st.stage}{line}"
     elif k == "join":
         where = f"waits at join for {s[7]} child{'ren' if s[7] != 1 else ''}{line}"
     else:
@@ -474,7 +420,7 @@ def session_phase(sm: SerqModel, state, sid: int) -> str:
         # scope completes or it reaches a turn: set means "re-queued"
         return "preempted" if s[10] != -1 else "queued"
     if k == "run":
-        return st.ir.run
+        return st.run
     if k in ("turn", "join"):
         return k
     return "other"

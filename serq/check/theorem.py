@@ -36,9 +36,8 @@ from explorer.runtime.interrupt import Interrupted
 from serq.cli.exits import EXIT_THEOREM
 from explorer.check import walk
 from serq import ir
-from serq.ir.util import enclosing_pools, same_expr
+from serq.ir.util import enclosing_pools, same_expr, walk_expr
 from serq.check.explore import explore
-from serq.ir.fold import compile_expr
 from serq.check.admission import refusals
 from serq.semantics.model import Model
 from serq.words import blocks_over_cap
@@ -145,22 +144,27 @@ def _bound_slot(sp: ir.SessionProgram, attr: str) -> str | None:
     return None
 
 
-def _taken(prog: ir.Program, cp, session, pool: str, scope: int | None):
-    """Units a hold took at admission (take rounded up to blocks, plus
-    reuse), from the session's attributes; None if its clauses read more
+def _taken(m: Model, state, sid: int, pool: str, scope: int | None):
+    """Units the hold of session sid took at admission (take rounded up to
+    blocks, plus reuse), from its attributes in `state`, by the kernel's
+    evaluator over the clauses' lowered code; None if its clauses read more
     than attributes or the hold is not known (`scope` None: released in the
     same step, found only if one hold of the program is on the pool)."""
-    sp = prog.session(cp.name)
-    acqs = [st for st in sp.states if isinstance(st, ir.SAcquire) and (st.opens == scope or scope is None)
-            and any(i.pool == pool for i in st.hold.items)]
+    prog = state[0][sid][0]
+    states = m.progs[prog].states
+    acqs = [pc for pc, st in enumerate(states) if isinstance(st, ir.SAcquire)
+            and (st.opens == scope or scope is None) and any(i.pool == pool for i in st.hold.items)]
     if len(acqs) != 1:
         return None
-    item = next(i for i in acqs[0].hold.items if i.pool == pool)
-    bs = prog.pool(pool).block
+    i, item = next((i, it) for i, it in enumerate(states[acqs[0]].hold.items) if it.pool == pool)
+    if any(isinstance(x, (ir.Ctx, ir.PoolRef)) for e in (item.take, item.reuse) for x in walk_expr(e)):
+        return None  # a clause reading the context or a pool: not decided here
+    code = m.engine.low.hold_codes[prog, acqs[0]][i]
+    bs = m.blocks[m.pool_index[pool]]
     try:
-        take = compile_expr(item.take, cp.slots)(session[2], None)
-        reuse = compile_expr(item.reuse, cp.slots)(session[2], None) if item.reuse is not None else 0
-    except Exception:  # noqa: BLE001 - a clause reading the context: not decided here
+        take = m.engine.eval_session(state, sid, code.take, code.take_real)
+        reuse = m.engine.eval_session(state, sid, code.reuse, code.reuse_real) if code.reuse >= 0 else 0
+    except ValueError:  # a clause that cannot be evaluated: not decided here
         return None
     return -(-int(take) // bs) * bs + int(reuse)
 
@@ -178,7 +182,7 @@ def _prefill_growth(prog, m, st, nxt, e, grown) -> str | None:
         before = held[0][2]
     else:  # admitted in this very step: what the hold's clauses took
         scope = next((h[0] for h in nxt[0][sid][5] if h[1] == p), None)
-        before = _taken(prog, cp, nxt[0][sid], pool, scope)
+        before = _taken(m, nxt, sid, pool, scope)
         if before is None:
             return None
     bs = m.blocks[p]

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from serq import ir
 from serq.semantics.words import first_token as is_first_token
-from serq.ir.fold import EvalError, compile_expr
-from serq.semantics.model import ITERATE
+from serq.ir.fold import EvalError
+from serq.semantics.model import ITERATE, Model
 
 WHOLE_RUN = -1  # the track of a metric counted for the whole run
 
@@ -106,23 +106,6 @@ def parse_metric(text: str, program: ir.Program) -> tuple[Metric, int | None]:
     return m, p
 
 
-class _Shape:
-    """The context a stage's `cost` reads: the iteration's shape."""
-
-    __slots__ = ("vars",)
-
-    def __init__(self, shape):
-        self.vars = shape
-
-    def ctx(self, name):
-        if name in self.vars:
-            return self.vars[name]
-        raise EvalError(f"`{name}` has no value in the explorer")
-
-    def pool(self, fn, pool):
-        raise EvalError(f"`{fn}({pool})` has no value in a cost")
-
-
 def request_starts(events) -> list[int]:
     """The sessions whose request starts in a step: one that arrives or
     leaves a `turn` (its user's reply), and one spawned in it."""
@@ -132,20 +115,22 @@ def request_starts(events) -> list[int]:
 class Counter:
     """Phases and weights of one metric on one instance."""
 
-    def __init__(self, metric: Metric, program: ir.Program, pool: int | None):
+    def __init__(self, metric: Metric, m: Model, pool: int | None):
         self.metric = metric
         self.pool = pool
-        self.caps = [p.cap for p in program.pools]
-        self.cost_f = [compile_expr(s.cost, {}) if s.cost is not None else None for s in program.stages]
+        self.caps = m.caps
+        self.engine = m.engine
         self.timed = metric.unit == "ticks"
 
     def cost(self, stage: int, shape: dict) -> int:
         """Ticks of one iteration, as the simulator counts them (a stage
-        without `cost` takes one tick)."""
-        f = self.cost_f[stage]
-        if f is None:
-            return 1
-        return max(int(round(f(None, _Shape(shape)))), 1)
+        without `cost` takes one tick), by the kernel's evaluator (the
+        explorer has no clock: an instance it explores never reads `now`)."""
+        try:
+            v = self.engine.eval_stage(stage, "cost", shape)
+        except ValueError as e:
+            raise EvalError(str(e)) from None
+        return 1 if v is None else max(int(round(v)), 1)
 
     # -- phases: one small tuple per session ---------------------------------
     def initial(self, state) -> tuple:
@@ -288,11 +273,10 @@ class MetricModel:
     def node_info(self, state):
         return self.counter.value(state[0])
 
-    def canonical(self, state):
-        return (self.sm.canonical(state[0]), state[1])
-
     def canonical_bytes(self, state) -> bytes:
-        return repr(self.canonical(state)).encode()
+        # the kernel's canonical row of the state (whole, its length first), then the phases
+        key = self.sm.exact_key(state[0])
+        return len(key).to_bytes(8, "little") + key + repr(state[1]).encode()
 
     def is_done(self, state):
         return self.sm.is_done(state[0])
@@ -361,7 +345,7 @@ def find_worst(program: ir.Program, metric_text: str, *, ties: str = "all", symm
     metric, pool = parse_metric(metric_text, program)
     sym = symmetry and not metric.per_session
     sm = SerqModel(program, ties=ties, symmetry=sym, checks=checks or Checks.of_program(program))
-    counter = Counter(metric, program, pool)
+    counter = Counter(metric, sm.m, pool)
     mm = MetricModel(sm, counter)
     path_metric = metric.kind == "path"
     from explorer.runtime.limits import Limits, limits_on

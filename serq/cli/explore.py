@@ -256,8 +256,8 @@ def cmd_theorem(args, loaded) -> int:
     finally:
         if display is not None:
             display.close()
-    write_timeline(args, SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                                   checks=Checks.of_program(prog, ["completes"])), result)
+    write_timeline(args, lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
+                                           checks=Checks.of_program(prog, ["completes"])), result)
     timing = not args.no_timing
     if args.json:
         out = {"theorem": line, "exit_code": code,

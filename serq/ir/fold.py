@@ -1,19 +1,17 @@
-"""Expression evaluation, shared by constant folding and the model.
+"""The front end's constant folder: the value of an expression that reads
+no session, context or pool, for the compiler, the validator, the lowering
+(parameter defaults, workload arguments) and the lint. Expressions with a
+session are evaluated by the kernel only (`serq.semantics.kernel.evaluate`).
 
-An IR expression is compiled once to a Python function `f(a, x)`: `a` is
-the attribute vector of the session the moment evaluates for (or None),
-`x` the moment's context (`x.ctx(name)`, `x.pool(fn, pool)`). Arithmetic is
-on Python ints checked against the language's 64-bit range (as the kernel
-computes), `/` is true division (a real), `//` floor division;
-`floor`/`ceil` return ints. A division by zero and an integer result
-beyond 64 bits are `EvalError`s the caller reports with the expression's
-location."""
+Arithmetic is on Python ints checked against the language's 64-bit range
+(as the kernel computes), `/` is true division (a real), `//` floor
+division; `floor`/`ceil` return ints. A division by zero and an integer
+result beyond 64 bits are `EvalError`s the caller reports with the
+expression's location."""
 
 from __future__ import annotations
 
 import math
-from typing import Callable
-
 from serq import ir
 from serq.vocab import FUNCS, arity_ok
 
@@ -104,61 +102,6 @@ def apply_call(fn: str, args: list):
     raise EvalError(f"unknown function `{fn}`")
 
 
-def _src(e: ir.Expr, slots: dict[str, int]) -> str:
-    if isinstance(e, ir.Num):
-        return repr(e.v)
-    if isinstance(e, ir.BoolLit):
-        return repr(e.v)
-    if isinstance(e, ir.Name):
-        return f"a[{slots[e.name]}]"
-    if isinstance(e, ir.Ctx):
-        return f"x.ctx({e.name!r})"
-    if isinstance(e, ir.PoolRef):
-        return f"x.pool({e.fn!r}, {e.pool!r})"
-    if isinstance(e, ir.Un):
-        inner = _src(e.e, slots)
-        return f"(not {inner})" if e.op == "not" else f"_ck(-{inner})"
-    if isinstance(e, ir.Cond):
-        return f"({_src(e.t, slots)} if {_src(e.c, slots)} else {_src(e.f, slots)})"
-    if isinstance(e, ir.Bin):
-        l, r = _src(e.l, slots), _src(e.r, slots)
-        if e.op in ("and", "or"):
-            return f"bool({l} {e.op} {r})"
-        if e.op in ("/", "//", "%"):
-            fn = {"/": "_div", "//": "_fdiv", "%": "_mod"}[e.op]
-            return f"{fn}({l}, {r})"
-        if e.op in ("+", "-", "*"):
-            return f"_ck({l} {e.op} {r})"
-        return f"({l} {e.op} {r})"
-    if isinstance(e, ir.Call):
-        args = ", ".join(_src(a, slots) for a in e.args)
-        fn = {"min": "min", "max": "max", "floor": "_floor", "ceil": "_ceil", "abs": "_abs"}[e.fn]
-        return f"{fn}({args})"
-    raise TypeError(e)
-
-
-_GLOBALS = {"_div": _div, "_fdiv": _fdiv, "_mod": _mod, "_floor": _floor, "_ceil": _ceil, "_abs": _abs,
-            "_ck": _ck, "min": min, "max": max, "bool": bool}
-
-
-def compile_expr(e: ir.Expr, slots: dict[str, int]) -> Callable:
-    """A function `f(a, x)` computing `e`; errors carry `e.at`."""
-    src = _src(e, slots)
-    code = eval(f"lambda a, x: {src}", dict(_GLOBALS))  # noqa: S307 - generated from the IR only
-    at = e.at
-
-    def run(a, x):
-        try:
-            return code(a, x)
-        except EvalError as err:
-            raise EvalError(str(err), err.at or at) from None
-        except (OverflowError, ValueError, TypeError) as err:
-            raise EvalError(f"cannot evaluate: {err}", at) from None
-
-    run.src = src  # type: ignore[attr-defined]
-    return run
-
-
 class NotConstant(Exception):
     def __init__(self, at, what: str):
         self.at, self.what = at, what
@@ -175,8 +118,8 @@ def fold(e: ir.Expr | None):
     operands are all constant and which cannot be evaluated (a division by
     zero, an integer beyond 64 bits, a real overflowing to inf);
     `not_constant` (position, what) the
-    first leaf that is not a constant. The operators are the ones
-    `compile_expr` generates code for (`_BIN`, `apply_call`), and branches
+    first leaf that is not a constant. The operators are `_BIN` and
+    `apply_call`, and branches
     that a constant `and`, `or` or `if` never evaluates are skipped, as at
     run time: `X != 0 and 10 / X > 1` is a constant when X is 0. One pass."""
     faults: list = []

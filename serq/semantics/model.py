@@ -11,12 +11,14 @@ takes, which of several elements tied on an order's declared keys goes
 first — is resolved through an *oracle*: the step asks `oracle.draw(...)`
 or `oracle.tie(n)` and follows the answer. The simulator's oracle samples
 with its RNG and breaks ties by the tie event's sequence number; the
-explorer enumerates every sequence of answers (`expand`), so an action is
-`(kind, subject, choices)` and each choice sequence is one successor.
+explorer enumerates every sequence of answers (the kernel's `canon.expand`,
+through `Rows.expand`), so an action is `(kind, subject, choices)` and each
+choice sequence is one successor.
 
-The step itself runs in the compiled kernel (`serq.semantics`); this module
-keeps the instance's compiled metadata the simulator and the trace words
-read, and turns the kernel's rows into the state tuples below.
+The step itself runs in the compiled kernel (`serq.semantics`), over the
+table the IR is lowered to once (`semantics/lower.py`); this module reads
+the IR's programs and that table for the simulator and the trace words,
+and turns the kernel's rows into the state tuples below.
 
 State (plain tuples; the kernel's row holds the same facts):
   (sessions, pools, seq, fault)
@@ -33,12 +35,12 @@ from __future__ import annotations
 
 from serq.words import stuck_text
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from serq import ir
 from serq.vocab import MAX_INT
-from serq.ir.fold import EvalError, compile_expr
+from serq.ir.fold import EvalError
 from serq.semantics.engine import Engine
 
 # action kinds
@@ -58,85 +60,30 @@ class FirstOracle:
         return 0
 
 
-class ScriptOracle:
-    """Follows a recorded choice prefix, then answers 0, recording how many
-    options every question had: the explorer's enumeration device."""
-
-    def __init__(self, script, ties_all: bool):
-        self.script = script
-        self.ties_all = ties_all
-        self.pos = 0
-        self.arity: list[int] = []
-
-    def _ask(self, n):
-        i = self.script[self.pos] if self.pos < len(self.script) else 0
-        self.pos += 1
-        self.arity.append(n)
-        return i
-
-    def draw(self, values, weights):
-        return self._ask(len(values))
-
-    def tie(self, n):
-        return self._ask(n) if self.ties_all else 0
+# ---------------------------------------------------------------- programs
 
 
-# ---------------------------------------------------------------- compiled program
+class RunInfo(NamedTuple):
+    """A run state as the lowered table has it."""
+
+    stage: int
+    growing: int | None  # the pool the run grows
+    progress: int | None  # the slot of its progress attribute
+    decode: bool
 
 
-@dataclass
-class CState:
-    kind: str
-    next: int | None
-    scope: int
-    at: Any
-    ir: Any
-    f: dict = field(default_factory=dict)  # compiled expressions
+@dataclass(frozen=True)
+class Prog:
+    """A session program as the model reads it: the IR's states (each with
+    its kind, position and clauses) and the attribute slots of the lowered
+    table."""
 
-
-@dataclass
-class CScope:
-    id: int
-    parent: int | None
-    reentry: int | None
-    pools: tuple[int, ...]
-    keep: dict  # pool index -> "full" | compiled expr
-
-
-@dataclass
-class CProg:
     index: int
     name: str
     slots: dict[str, int]
     attrs: tuple[ir.Attr, ...]
-    states: list[CState]
-    scopes: list[CScope]
+    states: tuple
     entry: int
-    progress_slots: tuple[int, ...]
-    params: tuple[ir.Param, ...]
-
-
-@dataclass
-class COrder:
-    keys: tuple[tuple[Callable, bool], ...]  # (f(a, x), desc)
-    tie: str
-    tie_desc: bool
-    implicit: bool  # ties on the keys exist (keys declared, tie implicit)
-
-
-class _Vars:
-    """The context of a cost expression: the iteration's shape and `now`."""
-
-    def __init__(self, vars):
-        self.vars = vars
-
-    def ctx(self, name):
-        if name in self.vars:
-            return self.vars[name]
-        raise EvalError(f"`{name}` has no value here")
-
-    def pool(self, fn, pool):
-        raise EvalError(f"`{fn}({pool})` has no value here")
 
 
 # ---------------------------------------------------------------- the model
@@ -155,96 +102,25 @@ class Model:
         self.stages = program.stages
         self.blocks = [p.block for p in program.pools]
         self.caps = [p.cap for p in program.pools]
-        self.progs = [self._compile_prog(i, s) for i, s in enumerate(program.sessions)]
-        self.prog_index = {p.name: p.index for p in self.progs}
-        self.queue_order = [self._order(p.queue, p.name) for p in program.pools]
-        self.victim_order = [self._order(p.victim, p.name) if p.victim else None for p in program.pools]
-        self.evict_order = [self._order(p.evict, None) for p in program.pools]
-        self.serve_order = [self._order(s.serve, s.name) for s in program.stages]
-        self.budget_f = [compile_expr(s.budget, {}) if s.budget is not None else None for s in program.stages]
-        self.chunk_f = [compile_expr(s.chunk, {}) if s.chunk is not None else None for s in program.stages]
-        self.cost_f = [compile_expr(s.cost, {}) if s.cost is not None else None for s in program.stages]
         self.via = [[i for i, p in enumerate(program.pools) if p.admit_via == s.name] for s in program.stages]
         self.event_pools = [i for i, p in enumerate(program.pools) if p.admit_via is None]
-        self.invariant_f = [(c, compile_expr(c.e, {})) for c in program.checks if c.kind == "invariant"]
         self.engine = Engine(program, ties)
+        low = self.engine.low
+        self.progs = [Prog(i, sp.name, low.slots[i], sp.attrs, sp.states, sp.entry)
+                      for i, sp in enumerate(program.sessions)]
+        self.prog_index = dict(low.prog_ix)
+        # per program and pc, from the lowered table: a run state's stage,
+        # growing pool, progress slot and phase; an acquire state's gate pool
+        self.runs = [[RunInfo(r[4], None if r[5] < 0 else r[5], None if r[6] < 0 else r[6], bool(r[7]))
+                      if st.kind == "run" else None for st, r in zip(sp.states, rows)]
+                     for sp, rows in zip(program.sessions, low.state_rows)]
+        self.gates = [[r[4] if st.kind == "acquire" else None for st, r in zip(sp.states, rows)]
+                      for sp, rows in zip(program.sessions, low.state_rows)]
         self.packed = False
         self.workload = self.engine.workload  # (program, initial attributes) per session
+        self._rows = None  # the kernel's enumeration of successors, made when first asked
         self._memo_key = None
         self._memo: dict = {}
-
-    # -- compilation ----------------------------------------------------
-    def _compile_prog(self, index: int, sp: ir.SessionProgram) -> CProg:
-        slots = {a.name: i for i, a in enumerate(sp.attrs)}
-        C = lambda e: compile_expr(e, slots) if e is not None else None  # noqa: E731
-        states = []
-        for st in sp.states:
-            cs = CState(st.kind, getattr(st, "next", None), st.scope, st.at, st)
-            if isinstance(st, ir.SSet):
-                cs.f = {"slot": slots[st.attr], "e": C(st.e)}
-            elif isinstance(st, ir.SBranch):
-                cs.f = {"cond": C(st.cond)}
-            elif isinstance(st, (ir.SDraw, ir.SChoose)):
-                d = st.domain
-                cs.f = {"slot": slots[st.attr], "values": tuple(C(v) for v in d.values),
-                        "lo": C(d.lo), "hi": C(d.hi)}
-                if isinstance(st, ir.SDraw):
-                    cs.f["dist"] = st.dist.name if st.dist else "uniform"
-                    cs.f["params"] = tuple(C(p) for p in st.dist.params) if st.dist else ()
-                else:
-                    cs.f["key"] = C(st.key)
-            elif isinstance(st, ir.STurn):
-                cs.f = {"think": C(st.think)}
-            elif isinstance(st, ir.SAcquire):
-                h = st.hold
-                cs.f = {
-                    "bindings": tuple((slots[b.attr], C(b.e)) for b in h.bindings),
-                    "items": tuple((self.pool_index[i.pool], C(i.reuse), C(i.need), C(i.take)) for i in h.items),
-                    "admit_if": C(h.admit_if),
-                    "opens": st.opens,
-                    "gate": self.pool_index[h.items[0].pool],
-                }
-            elif isinstance(st, ir.SRun):
-                cs.f = {"amount": C(st.amount), "stage": self.stage_index[st.stage],
-                        "growing": self.pool_index[st.growing] if st.growing else None,
-                        "progress": slots[st.progress] if st.progress else None,
-                        "decode": st.run == "decode"}
-            elif isinstance(st, ir.SSpawn):
-                cs.f = {"program": st.program, "args": tuple((n, C(e)) for n, e in st.args), "count": C(st.count)}
-            elif isinstance(st, ir.SDrop):
-                cs.f = {"pool": self.pool_index[st.pool]}
-            elif isinstance(st, ir.SAssert):
-                cs.f = {"e": C(st.e)}
-            elif isinstance(st, ir.SExit):
-                cs.f = {"closes": st.closes}
-            states.append(cs)
-        scopes = []
-        for sc in sp.scopes:
-            keep = {}
-            for k in sc.keep:
-                keep[self.pool_index[k.pool]] = "full" if k.full else C(k.e)
-            scopes.append(CScope(sc.id, sc.parent, sc.reentry, tuple(self.pool_index[p] for p in sc.pools), keep))
-        progress = sorted({slots[st.progress] for st in sp.states if isinstance(st, ir.SRun) and st.progress})
-        return CProg(index, sp.name, slots, sp.attrs, states, scopes, sp.entry, tuple(progress), sp.params)
-
-    def _order(self, o: ir.Order, where) -> COrder:
-        # keys read session attributes by name; sessions of different
-        # programs have different slot layouts, so compile per program.
-        keys = []
-        for k in o.keys:
-            per_prog = {}
-            for p in self.progs:
-                try:
-                    per_prog[p.index] = compile_expr(k.e, p.slots)
-                except KeyError:
-                    per_prog[p.index] = None
-            glob = None
-            try:
-                glob = compile_expr(k.e, {})
-            except KeyError:
-                pass
-            keys.append(((per_prog, glob), k.desc))
-        return COrder(tuple(keys), o.tie.event, o.tie.desc, implicit=bool(o.keys))
 
     # -- states -----------------------------------------------------------
     def initial_state(self):
@@ -280,80 +156,50 @@ class Model:
             out.append((ITERATE, si))
         return out
 
-    def expand(self, state, base, oracle_factory=None):
-        """Every (action, successor, events) of a base action: one per
-        sequence of oracle answers. A zero-work iteration has none."""
-        results = []
-        script: list[int] = []
-        while True:
-            oracle = ScriptOracle(script, self.ties_all)
-            events: list = []
-            nxt = self._run(state, base, oracle, events)
-            arity = oracle.arity
-            used = script[: len(arity)] + [0] * (len(arity) - len(script))
-            if nxt is not None:
-                results.append(((base[0], base[1], tuple(used)), nxt, events))
-                if nxt[3] is not None and self.engine.question_overflow(nxt):
-                    return results  # as the kernel's expansion: one faulted successor says so
-            # odometer: advance the last question that has options left
-            i = len(arity) - 1
-            while i >= 0 and used[i] + 1 >= arity[i]:
-                i -= 1
-            if i < 0:
-                return results
-            script = used[:i] + [used[i] + 1]
+    def successors(self, state) -> list:
+        """Every (action, successor RowState) in the model's action order,
+        one per sequence of oracle answers: the kernel's enumeration
+        (`Rows.expand`). A zero-work iteration has none."""
+        if self._rows is None:
+            from serq.semantics.rows import Rows
+
+            self._rows = Rows(self.engine, symmetry=False, keep_pos=True)
+        return self._rows.expand(self._rows.pack(state))
 
     def transitions(self, state):
-        """All (action, successor, events), deterministic order; memoised for
-        the last state so `actions` followed by `step` does the work once."""
-        if self._memo_key is state:
-            return self._memo
-        out = []
-        for base in self.base_actions(state):
-            out.extend(self.expand(state, base))
-        self._memo_key, self._memo = state, out
-        return out
+        """All (action, successor, events), deterministic order."""
+        return [(a, *self.step_events(state, a)) for a, _ in self.successors(state)]
 
     def actions(self, state):
-        return [a for a, _, _ in self.transitions(state)]
+        return [a for a, _ in self.successors(state)]
 
     def step(self, state, action):
-        for a, nxt, _ in self.transitions(state):
-            if a == action:
-                return nxt
-        return self._run(state, (action[0], action[1]), ScriptOracle(list(action[2]), self.ties_all), None)
+        return self.step_events(state, action)[0]
 
     def step_events(self, state, action):
-        for a, nxt, ev in self.transitions(state):
-            if a == action:
-                return nxt, ev
-        events: list = []
-        nxt = self._run(state, (action[0], action[1]), ScriptOracle(list(action[2]), self.ties_all), events)
-        return nxt, events
+        """(successor or None, events) of an action: the step run with the
+        action's oracle answers. Memoised for the last state, so that
+        `actions` followed by several steps from one state does each once."""
+        if self._memo_key is not state:
+            self._memo_key, self._memo = state, {}
+        got = self._memo.get(action)
+        if got is None:
+            if action[0] not in (ARRIVE, TURN, ITERATE):
+                raise ValueError(f"unknown action {action!r}")
+            got = self.engine.run(state, (action[0], action[1]), list(action[2]), 0, True, False)
+            self._memo[action] = got
+        return got[0], list(got[1])
 
     def run_with(self, state, base, oracle, now: int = 0):
-        """One step with a given oracle (the simulator's way). Returns
-        (successor or None for a zero-work iteration, events); with
+        """One step with a given oracle (the simulator's way): an object with
+        `draw` and `tie`, a FirstOracle, or a list of answers (then 0s).
+        Returns (successor or None for a zero-work iteration, events); with
         `self.packed` the successor is a RowState, decoded only when read."""
-        events: list = []
-        return self._run(state, base, oracle, events, now, self.packed), events
-
-    def _run(self, state, base, oracle, events, now: int = 0, packed: bool = False):
-        """One step through the kernel; `events` (a list or None) receives
-        the step's events."""
         if base[0] not in (ARRIVE, TURN, ITERATE):
             raise ValueError(f"unknown action {base!r}")
-        if isinstance(oracle, ScriptOracle):
-            nxt, evs = self.engine.run(state, base, list(oracle.script), now, events is not None, packed)
-            oracle.arity = list(self.engine.arity)
-            oracle.pos = len(oracle.arity)
-        elif isinstance(oracle, FirstOracle):
-            nxt, evs = self.engine.run(state, base, [], now, events is not None, packed)
-        else:
-            nxt, evs = self.engine.run(state, base, oracle, now, events is not None, packed)
-        if events is not None:
-            events.extend(evs)
-        return nxt
+        if isinstance(oracle, FirstOracle):
+            oracle = []
+        return self.engine.run(state, base, oracle, now, True, self.packed)
 
     def think(self, state, sid: int, now: int = 0):
         """A session's think time at its turn (simulator only), evaluated by
@@ -366,12 +212,15 @@ class Model:
             raise EvalError(str(e), st.at) from None
 
     def cost(self, si: int, shape: dict, now: int = 0) -> int:
-        """Ticks an iteration of this shape takes (simulator only)."""
-        f = self.cost_f[si]
-        if f is None:
+        """Ticks an iteration of this shape takes (simulator only), evaluated
+        by the kernel; an EvalError (its message located) when it cannot be."""
+        try:
+            v = self.engine.eval_stage(si, "cost", shape, now)
+        except ValueError as e:
+            raise EvalError(str(e)) from None
+        if v is None:
             return 1
-        v = f(None, _Vars({**shape, "now": now}))
-        if not (isinstance(v, (int, float)) and -MAX_INT < v < MAX_INT):  # inf and nan too
+        if not -MAX_INT < v < MAX_INT:  # inf and nan too
             raise EvalError(f"the cost {v:.6g} ns is out of range (at most 2^62 ns, about 146 years)")
         return max(int(round(v)), 1)
 

@@ -146,25 +146,6 @@ class Block:
     evicted: tuple[int, ...] = ()  # cached units evicted per pool by the block's growth
 
 
-class _Shape:
-    """The context an @step expression reads (no `now`: the licence)."""
-
-    __slots__ = ("vars",)
-
-    def __init__(self, vars):
-        self.vars = vars
-
-    def ctx(self, name):
-        return self.vars[name]
-
-    def pool(self, fn, pool):  # pragma: no cover - excluded by the licence
-        raise KeyError(fn)
-
-
-def _integral(v) -> bool:
-    return isinstance(v, int) or (isinstance(v, float) and v.is_integer())
-
-
 BLOCK_START = 64  # iterations the first plan of a block may cover
 BLOCK_MAX = 1 << 16  # iterations one block covers at most: the work of one plan, between two checks of the limits
 
@@ -207,7 +188,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     for p in m.event_pools:
         if pools[p][2]:
             return None
-    progs = m.progs
+    runs = m.runs
     res = view.residents(si)
     sessions = {sid: view.session(sid) for sid in res}
     if not res:
@@ -215,23 +196,21 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     nreq = len(res)
     ndec = 0
     chunk = None
-    if m.chunk_f[si] is not None:
-        shape0 = {"nreq": nreq, "ndec": sum(1 for sid in res if progs[sessions[sid][0]].states[sessions[sid][1]].f["decode"])}
+    # @step expressions by the kernel's evaluator (the licence: they read only the shape)
+    if m.stages[si].chunk is not None:
+        shape0 = {"nreq": nreq, "ndec": sum(1 for sid in res if runs[sessions[sid][0]][sessions[sid][1]].decode)}
         try:
-            chunk = m.chunk_f[si](None, _Shape(shape0))
-        except Exception:
+            chunk = m.engine.eval_stage(si, "chunk", shape0, now)
+        except ValueError:
             return None
-        if not _integral(chunk):
-            return None
-        chunk = int(chunk)
     # per resident: tokens per iteration, iterations before its run completes
     kmax = None
     served = []  # (sid, n, decode, g, hold index, use0, own0)
     for sid in res:
         s = sessions[sid]
-        st = progs[s[0]].states[s[1]]
+        run = runs[s[0]][s[1]]
         rem = s[4] - s[3]
-        if st.f["decode"]:
+        if run.decode:
             n = 1
             ndec += 1
         else:
@@ -240,7 +219,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
             n = chunk
         kc = (rem - 1) // n  # iterations that leave the run unfinished
         kmax = kc if kmax is None else min(kmax, kc)
-        g = st.f["growing"]
+        g = run.growing
         hi = None
         if g is not None:
             for i, h in enumerate(s[5]):
@@ -249,7 +228,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
                     break
             if hi is None:
                 return None  # the model decides what a growing run without a hold does
-        served.append((sid, n, bool(st.f["decode"]), g, hi))
+        served.append((sid, n, run.decode, g, hi))
     if kmax is None or kmax < 2:
         return None
     kmax = min(kmax, limit)
@@ -284,7 +263,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
             continue
         b = m.blocks[p]
         avail = free // b * b
-        if not m.evict_order[p].keys:
+        if not m.pools[p].evict.keys:
             avail += sum(e[1] for e in pools[p][1])
         cum = 0
         for j in sorted(take[p]):
@@ -295,7 +274,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     if kmax < 2:
         return None
     # walk the iterations: budget, cost, time limits
-    budget_f = m.budget_f[si]
+    has_budget = m.stages[si].budget is not None
     cost_memo: dict[int, int] = {}
     budget_memo: dict[int, object] = {}
     costs: list[int] = []
@@ -304,14 +283,14 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     for j in range(kmax):
         if j >= 1 and t_next is not None and t >= t_next:
             break
-        if budget_f is not None:
+        if has_budget:
             if kvb not in budget_memo:
                 try:
-                    budget_memo[kvb] = budget_f(None, _Shape({"nreq": nreq, "ndec": ndec, "kvb": kvb}))
-                except Exception:
+                    budget_memo[kvb] = m.engine.eval_stage(si, "budget", {"nreq": nreq, "ndec": ndec, "kvb": kvb}, t)
+                except ValueError:
                     budget_memo[kvb] = None
             bud = budget_memo[kvb]
-            if bud is None or not (bud == float("inf") or _integral(bud)) or bud < D:
+            if bud is None or bud < D:
                 break
         kvb_after = kvb + kvb_inc.get(j, 0)
         if kvb_after not in cost_memo:
@@ -343,10 +322,9 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     new_sessions = {}
     for sid, n, _dec, g, hi in served:
         s = sessions[sid]
-        st = progs[s[0]].states[s[1]]
         adv = k * n
         attrs = s[2]
-        ps = st.f["progress"]
+        ps = runs[s[0]][s[1]].progress
         if ps is not None:
             attrs = attrs[:ps] + (attrs[ps] + adv,) + attrs[ps + 1:]
         holds = s[5]
@@ -368,7 +346,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
         from_free = min(used, free // b * b)
         cache = pools[p][1]
         if used > from_free:
-            cache = _evict(cache, used - from_free, m.evict_order[p].tie_desc)
+            cache = _evict(cache, used - from_free, m.pools[p].evict.tie.desc)
             evicted[p] = used - from_free
         new_pools[p] = (free - from_free, cache, pools[p][2])
     new_state = view.patched(new_sessions, new_pools)

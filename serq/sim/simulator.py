@@ -152,8 +152,6 @@ class Simulator:
         self.arrivals = arrival_times(program, self.cfg.seed, base_dir)
         self.licence = licence(program)
         m = self.m
-        # per program, per pc: the stage a run state runs on (-1 otherwise)
-        self.run_stage = [[st.f["stage"] if st.kind == "run" else -1 for st in p.states] for p in m.progs]
         self.stats = Stats(program, m, self.cfg.warmup)
         self.checks = self.cfg.checks or Checks.of_program(program)
 
@@ -176,7 +174,7 @@ class Simulator:
         st = self.m.progs[prog].states[pc]
         if st.kind != "turn":
             return None  # no longer waiting at this turn (preempted meanwhile)
-        if st.f["think"] is None:
+        if st.think is None:
             return 0
         v = self.m.think(state, sid, now)
         return max(int(round(v)), 0)
@@ -476,15 +474,15 @@ class Simulator:
                 continue
             label = m.session_label(st, sid)
             if cs.kind == "acquire":
-                p = cs.f["gate"]
+                p = m.gates[s[0]][s[1]]
                 q = st[1][p][2]
                 pos = q.index(sid) + 1 if sid in q else "?"
                 out.append(f"{label} waits in the queue of `{m.pools[p].name}` (position {pos} of {len(q)}) "
                            f"and {refusal(m, st, sid, self.now).why}")
             elif cs.kind == "run":
                 grow = grower_text(m, st, sid)
-                out.append(f"{label} waits to be served by `{m.stages[cs.f['stage']].name}` "
-                           f"({cs.ir.run}, {s[3]} of {s[4]} tokens done)" + (f": {grow}" if grow else ""))
+                out.append(f"{label} waits to be served by `{cs.stage}` "
+                           f"({cs.run}, {s[3]} of {s[4]} tokens done)" + (f": {grow}" if grow else ""))
             elif cs.kind == "join":
                 out.append(f"{label} waits at `join` for {s[7]} child session(s)")
             else:

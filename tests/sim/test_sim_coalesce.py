@@ -7,7 +7,8 @@
 * runs with and without coalescing end in equal states and equal reports
   (all but the count of evaluated iterations);
 * every action the simulator takes is a transition the explorer's
-  enumeration (`Model.step` with the recorded oracle answers) also takes.
+  enumeration (the kernel's, `Model.successors`) also takes, and the step
+  replayed with the recorded oracle answers reaches the same state.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from serq.sim.coalesce import licence
 from serq.lang.load import load_path, load_text
-from serq.semantics.model import FirstOracle, Model, ScriptOracle
+from serq.semantics.model import FirstOracle, Model
 from serq.sim.report import build_report
 from serq.sim.simulator import SimConfig, Simulator, simulate
 from tests.semantics.test_semantics_properties import instances  # the random instance strategy (at import: not nested)
@@ -109,11 +110,11 @@ class CheckedSimulator(Simulator):
         assert made is nxt and state is self.state
         m2 = self._replay_model
         # a replay of the recorded answers reaches the same state ...
-        assert m2._run(state, base, ScriptOracle(list(answers), False), None, self.now) == nxt
+        assert m2.run_with(state, base, list(answers), self.now)[0] == nxt
         if self.enumerate:
             # ... and the explorer's enumeration of this base action has the transition
             # (the explorer has no clock: cache entries' release ticks are 0)
-            succ = {a: n for a, n, _ in m2.expand(state, base)}
+            succ = {a: n for a, n in m2.successors(state) if a[:2] == base}
             assert untimed(succ[(base[0], base[1], answers)]) == untimed(nxt)
         self.checked_actions += 1
         return super()._commit(nxt, events, tick)
