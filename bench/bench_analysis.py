@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from serq.explore_cli import explore  # noqa: E402
-from serq.load import load_path, load_text  # noqa: E402
-from serq.sweep import sweep  # noqa: E402
-from serq.worst import METRICS, find_worst  # noqa: E402
+from serq.cli.explore import explore  # noqa: E402
+from serq.lang.load import load_path, load_text  # noqa: E402
+from serq.check.sweep import sweep  # noqa: E402
+from serq.check.worst import METRICS, find_worst  # noqa: E402
 
 FAILING = ["theorem_no_fit", "theorem_no_lifo", "theorem_no_join_rule", "hol_none"]
 WORST = ["theorem", "decode_preempt", "multiturn_chat", "vllm_chat"]

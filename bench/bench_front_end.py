@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from serq.compiler import Compiler  # noqa: E402
+from serq.lang.compiler import Compiler  # noqa: E402
 from serq.diagnostics import Sink  # noqa: E402
-from serq.parser import parse_tree  # noqa: E402
-from serq.validate import validate  # noqa: E402
+from serq.lang.parser import parse_tree  # noqa: E402
+from serq.lang.validate import validate  # noqa: E402
 
 
 def instance(n: int) -> str:

@@ -16,9 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from serq.explore_cli import explore  # noqa: E402
-from serq.load import load_path  # noqa: E402
-from serq.model import Model  # noqa: E402
+from serq.cli.explore import explore  # noqa: E402
+from serq.lang.load import load_path  # noqa: E402
+from serq.semantics.model import Model  # noqa: E402
 from serq.semantics.engine import KIND  # noqa: E402
 from serq.semantics.kernel import entry  # noqa: E402
 

@@ -31,11 +31,11 @@ def main() -> None:
 
     import ray
 
-    from explorer.distributed import connect, partitioned_check
+    from explorer import check
+    from explorer.strategies.partitions.driver import connect
     from explorer.model import ModelFactory
-    from explorer.search import check
-    from serq.explore import SerqModel
-    from serq.load import load_text
+    from serq.check.model import SerqModel
+    from serq.lang.load import load_text
 
     if args.ray == "local":
         ray.init(num_cpus=2, object_store_memory=200 * 2**20, include_dashboard=False, logging_level="ERROR",
@@ -57,16 +57,16 @@ def main() -> None:
     print(f"{'array engine (in process)':<28} {t_arr:8.2f} {base.stats.distinct / t_arr:10.0f} {1.0:8.2f}x")
     for k in args.partitions:
         t = time.perf_counter()
-        r = partitioned_check(f, partitions=k)
+        r = check(f, strategy="partitioned", partitions=k)
         dt = time.perf_counter() - t
         assert (r.verdict, r.stats.distinct, r.stats.generated) == want
         print(f"{f'partitions={k} (in process)':<28} {dt:8.2f} {r.stats.distinct / dt:10.0f} {dt / t_arr:8.2f}x")
     for k in args.partitions:
         t = time.perf_counter()
-        partitioned_check(ModelFactory(SerqModel, (small,), {}), partitions=k, ray=args.ray)
+        check(ModelFactory(SerqModel, (small,), {}), strategy="partitioned", partitions=k, ray=args.ray)
         start = time.perf_counter() - t
         t = time.perf_counter()
-        r = partitioned_check(f, partitions=k, ray=args.ray)
+        r = check(f, strategy="partitioned", partitions=k, ray=args.ray)
         dt = time.perf_counter() - t
         assert (r.verdict, r.stats.distinct, r.stats.generated) == want
         print(f"{f'partitions={k} (Ray)':<28} {dt:8.2f} {r.stats.distinct / dt:10.0f} {dt / t_arr:8.2f}x"
@@ -74,10 +74,10 @@ def main() -> None:
         # Ray's cost per level: a small instance (few states, all levels) on Ray and in process
         sf = ModelFactory(SerqModel, (small,), {})
         t = time.perf_counter()
-        rs = partitioned_check(sf, partitions=k, ray=args.ray)
+        rs = check(sf, strategy="partitioned", partitions=k, ray=args.ray)
         on_ray = time.perf_counter() - t
         t = time.perf_counter()
-        partitioned_check(sf, partitions=k)
+        check(sf, strategy="partitioned", partitions=k)
         here = time.perf_counter() - t
         levels = rs.stats.max_depth + 1
         print(f"{'':<28} Ray's overhead per level: {(on_ray - here) / levels * 1000:.0f} ms "

@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from serq.load import load_text  # noqa: E402
-from serq.report import build_report  # noqa: E402
-from serq.sim import simulate  # noqa: E402
+from serq.lang.load import load_text  # noqa: E402
+from serq.sim.report import build_report  # noqa: E402
+from serq.sim.simulator import simulate  # noqa: E402
 
 INSTANCE = """
 // vLLM-like: 16-token blocks, 16k KV tokens, 128 sequences, budget 2048,

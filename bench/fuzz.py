@@ -27,7 +27,7 @@ Kinds:
   ir       the compiled IR JSON with one to three leaves replaced (edge
            numbers, wrong types, null), keys deleted, lists cut or doubled.
 
-The same generators drive tests/test_fuzz_pipeline.py (hypothesis, a few
+The same generators drive tests/lang/test_fuzz_pipeline.py (hypothesis, a few
 hundred mutants); this campaign is not part of the test suite.
 """
 
@@ -194,7 +194,7 @@ _IR_CACHE: dict[str, str] = {}
 
 def _ir_texts() -> dict[str, str]:
     if not _IR_CACHE:
-        from serq.load import load_text
+        from serq.lang.load import load_text
 
         for name, text in TEXTS.items():
             try:
@@ -267,7 +267,7 @@ def pipeline(kind: str, text: str, *, run: bool = True, max_states: int = 200, m
     """Compile, validate, fmt, run and explore one mutant. Returns how it
     ended ("rejected", or the explorer's verdict); raises Crash on anything
     but located diagnostics."""
-    from serq.load import load_ir, load_text
+    from serq.lang.load import load_ir, load_text
 
     stage = "load"
     try:
@@ -276,7 +276,7 @@ def pipeline(kind: str, text: str, *, run: bool = True, max_states: int = 200, m
         else:
             loaded = load_text(text, "fuzz.sq")
             stage = "fmt"
-            from serq.fmt import format_program_source
+            from serq.lang.fmt import format_program_source
 
             format_program_source(text, "fuzz.sq")
     except SerqError as e:
@@ -293,15 +293,15 @@ def pipeline(kind: str, text: str, *, run: bool = True, max_states: int = 200, m
     prog = loaded.program
     try:
         stage = "run"
-        from serq.sim import SimConfig, Simulator
+        from serq.sim.simulator import SimConfig, Simulator
 
         try:
             Simulator(prog, SimConfig(max_steps=max_steps, time_limit=time_limit)).run()
         except MemoryError:  # setting up a huge workload: `serq run` says so and exits 13 (the run stops cleanly at one)
             return "out of memory"
         stage = "explore"
-        from serq.exploration import explore
-        from serq.validate import validate
+        from serq.check.explore import explore
+        from serq.lang.validate import validate
 
         if any(d.severity == "error" for d in validate(prog, explorer=True)):
             return "not explorable"

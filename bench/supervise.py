@@ -22,7 +22,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from explorer.outcome import exit_cause
-from explorer.supervise import die_with_parent
+from explorer.runtime.supervise import die_with_parent
 
 # statuses of a job
 DONE = "done"  # work(job) returned: the value
@@ -35,6 +35,7 @@ def _serve(conn, work: Callable[[Any], Any], init: Callable[[], None] | None) ->
     die_with_parent()
     os.setpgrp()  # a Ctrl-C on the terminal reaches the parent only, which stops the workers
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the parent's handler: a SIGTERM ends the worker
     if init is not None:
         init()
     while True:

@@ -17,6 +17,8 @@ import hashlib
 import struct
 from typing import Any, Callable
 
+from explorer.model import CANONICAL_BYTES, FINGERPRINT
+
 __all__ = ["encode", "fingerprint", "state_fingerprint", "format_fp"]
 
 _PACK_DOUBLE = struct.Struct(">d").pack
@@ -127,12 +129,11 @@ def state_fingerprint(model: Any, state: Any) -> int:
     also give the fingerprint itself, ``fingerprint(state) -> int`` in
     [1, 2**64): a stable 64-bit hash of its canonical form (a compiled
     model hashes its packed rows without building Python values)."""
-    fpf = getattr(model, "fingerprint", None)
-    if fpf is not None:
-        return fpf(state)
-    cb = getattr(model, "canonical_bytes", None)
-    if cb is not None:
-        return int.from_bytes(hashlib.blake2b(cb(state), digest_size=8).digest(), "big")
+    caps = getattr(model, "capabilities", ())  # declared (explorer/model.py)
+    if FINGERPRINT in caps:
+        return model.fingerprint(state)
+    if CANONICAL_BYTES in caps:
+        return int.from_bytes(hashlib.blake2b(model.canonical_bytes(state), digest_size=8).digest(), "big")
     return fingerprint(model.canonical(state))
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Protocol, Sequence, runtime_checkable
 
-__all__ = ["Model", "ModelFactory", "build_model", "successor_with_events"]
+__all__ = ["Model", "ModelFactory", "build_model", "successor_with_events", "has", "declared", "CAPABILITIES",
+           "ArrayFallback", "CHECK", "DONE", "PROGRESS"]
 
 
 @runtime_checkable
@@ -59,23 +60,68 @@ class Model(Protocol):
     def describe_deadlock(self, state: Any) -> list[str]:
         ...
 
-    # Optional, looked up with getattr (not part of the runtime check):
-    #   step_events(state, action) -> (nxt | None, list)  -- events shown in traces
-    #   format_state(state) -> list[str]                   -- lines for step 0
-    #   fingerprint(state) -> int                          -- its own stable 64-bit fingerprint
-    #
-    # The array protocol (explorer/arrays.py; BFS with one worker uses it
-    # when a model has `array_expand`): states as rows of an int64 array.
-    #   array_initial() -> (rows[n, W], fps uint64[n], flags int64[n])
-    #   array_expand(rows[m, W]) -> (succ[k, W], parent int64[k], action int64[k],
-    #                                fps uint64[k], flags int64[k])
-    #       successors in (parent, action) order; `action` indexes `actions(state)`;
-    #       flags: arrays.CHECK (call `invariants` on it), arrays.DONE (`is_done`),
-    #       arrays.PROGRESS (the edge into it is progress); fps as `fingerprint`;
-    #       the arrays may be the model's buffers: they are read before the next call
-    #   array_state(row) -> state   -- the state of the Python protocol, for
-    #       invariants and traces (replayed through `actions`/`step`)
-    # It may raise arrays.ArrayFallback: the run restarts on the sequential engine.
+    # Optional methods are *declared*: a model names the ones it offers in
+    # its `capabilities` (a set of the names below); the engine calls only
+    # what is declared (`has`), and `declared` refuses a declaration whose
+    # methods are missing.
+
+
+# The optional protocol: a capability and the attributes it promises.
+STEP_EVENTS = "step_events"  # step_events(state, action) -> (nxt | None, list): events shown in traces
+FORMAT_STATE = "format_state"  # format_state(state) -> list[str]: lines for step 0
+FINGERPRINT = "fingerprint"  # fingerprint(state) -> int: its own stable 64-bit fingerprint
+CANONICAL_BYTES = "canonical_bytes"  # canonical_bytes(state) -> bytes: its own injective encoding
+EXACT_KEY = "exact_key"  # exact_key(state) -> bytes: the identity of an exact search (explorer/stores/exact.py)
+LIMITS = "limits"  # set_limits(Limits | None): the run's limits, checked inside its expansions
+NOTES = "notes"  # notes: a list the model fills beside the verdict, gathered from partitions
+# The array protocol: states as rows of an int64 array (BFS uses it).
+#   array_initial() -> (rows[n, W], fps uint64[n], flags int64[n])
+#   array_expand(rows[m, W]) -> (succ[k, W], parent int64[k], action int64[k],
+#                                fps uint64[k], flags int64[k])
+#       successors in (parent, action) order; `action` indexes `actions(state)`;
+#       flags: CHECK (call `invariants` on it), DONE (`is_done`), PROGRESS
+#       (the edge into it is progress); fps as `fingerprint`; the arrays may
+#       be the model's buffers: they are read before the next call
+#   array_state(row) -> state   -- the state of the Python protocol, for
+#       invariants and traces (replayed through `actions`/`step`)
+# It may raise ArrayFallback: the run restarts on an engine without rows.
+ROWS = "rows"
+ROW_THREADS = "row_threads"  # array_expander() -> an expand function per worker thread (array_walkers.py)
+
+CAPABILITIES: dict[str, tuple[str, ...]] = {
+    STEP_EVENTS: ("step_events",), FORMAT_STATE: ("format_state",), FINGERPRINT: ("fingerprint",),
+    CANONICAL_BYTES: ("canonical_bytes",), EXACT_KEY: ("exact_key",), LIMITS: ("set_limits",),
+    NOTES: ("notes",), ROWS: ("array_initial", "array_expand", "array_state"),
+    ROW_THREADS: ("array_expander",),
+}
+
+CHECK, DONE, PROGRESS = 1, 2, 4  # a row's flags: check its invariants; it is done; its edge is progress
+
+
+class ArrayFallback(Exception):
+    """The model cannot go on with rows (e.g. a row must grow): the caller
+    runs an engine without rows instead."""
+
+
+def has(model: Any, capability: str) -> bool:
+    """Whether `model` declares `capability` (one of CAPABILITIES)."""
+    return capability in getattr(model, "capabilities", ())
+
+
+def declared(model: Any) -> frozenset[str]:
+    """The model's declared capabilities, each known and with its
+    attributes present (a TypeError names what is not)."""
+    caps = frozenset(getattr(model, "capabilities", ()))
+    for cap in sorted(caps):
+        if cap not in CAPABILITIES:
+            raise TypeError(f"{type(model).__name__} declares an unknown capability {cap!r} "
+                            f"(known: {', '.join(sorted(CAPABILITIES))})")
+        missing = [a for a in CAPABILITIES[cap] if not hasattr(model, a)]
+        if missing:
+            raise TypeError(f"{type(model).__name__} declares {cap!r} without {', '.join(missing)}")
+    if ROW_THREADS in caps and ROWS not in caps:
+        raise TypeError(f"{type(model).__name__} declares {ROW_THREADS!r} without {ROWS!r}")
+    return caps
 
 
 @dataclass(frozen=True)
@@ -111,8 +157,7 @@ def build_model(model_or_factory: Any) -> tuple[Any, ModelFactory]:
 
 def successor_with_events(model: Any, state: Any, action: Any) -> tuple[Any | None, list]:
     """``step`` plus the optional events of ``step_events`` (used for traces only)."""
-    step_events = getattr(model, "step_events", None)
-    if step_events is not None:
-        nxt, events = step_events(state, action)
+    if has(model, STEP_EVENTS):
+        nxt, events = model.step_events(state, action)
         return nxt, list(events or [])
     return model.step(state, action), []

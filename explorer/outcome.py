@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .graph import find_livelock
-from .result import Result, Stats
-from .trace import extend_along, format_path, rebuild
-from .interrupt import signal_name
-from .verdict import BOUND, DEADLOCK, FAILED, INTERRUPTED, LIVELOCK, PASS, VIOLATION
+from explorer.graph.livelock import find_livelock
+from explorer.result import Result, Stats
+from explorer.trace import extend_along, format_path, rebuild
+from explorer.runtime.interrupt import signal_name
+from explorer.runtime.verdict import BOUND, DEADLOCK, FAILED, INTERRUPTED, LIVELOCK, PASS, VIOLATION
 
 ChainOf = Callable[[int], list[tuple[int, int]]]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .fingerprint import format_fp
-from .result import Result, Stats
-from .trace import Step
+from explorer.fingerprint import format_fp
+from explorer.result import Result, Stats
+from explorer.trace import Step
 
 __all__ = ["verdict_line", "render_text", "render_json", "stats_line", "trace_lines", "no_return_line"]
 
@@ -103,7 +103,7 @@ def no_return_line(r: Result) -> str | None:
 
 
 def forward_words(nr) -> str:
-    """How a forward search (explorer/forward.py) found the point of no return, or where it was cut."""
+    """How a forward search (explorer/graph/forward.py) found the point of no return, or where it was cut."""
     if nr.status == "unknown":
         return (f"the state graph and the forward searches from the trace's states were cut by {nr.cut_by}, "
                 f"after {nr.searched} states")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .analysis import NoReturn
-from .trace import Step
-from .verdict import PASS, exit_code
+from explorer.graph.analysis import NoReturn
+from explorer.trace import Step
+from explorer.runtime.verdict import PASS, exit_code
 
 __all__ = ["Stats", "Result"]
 
@@ -21,7 +21,7 @@ class Stats:
     elapsed: float = 0.0  # wall seconds
     workers: int = 1
     strategy: str = "bfs"
-    exact: bool = False  # states identified by their whole canonical form (explorer/exact.py)
+    exact: bool = False  # states identified by their whole canonical form (explorer/stores/exact.py)
 
     @property
     def states_per_sec(self) -> float:

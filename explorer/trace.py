@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .fingerprint import format_fp, state_fingerprint
-from .model import successor_with_events
+from explorer.fingerprint import format_fp, state_fingerprint
+from explorer.model import FORMAT_STATE, has, successor_with_events
 
 __all__ = [
     "Step",
@@ -84,8 +84,7 @@ class NondeterministicModel(RuntimeError):
 
 
 def _initial_step(model: Any, index: int, state: Any, fp: int) -> Step:
-    fmt = getattr(model, "format_state", None)
-    lines = [str(x) for x in fmt(state)] if fmt is not None else []
+    lines = [str(x) for x in model.format_state(state)] if has(model, FORMAT_STATE) else []
     return Step(0, index, None, state, fp, None, lines, [])
 
 

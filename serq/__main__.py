@@ -7,8 +7,8 @@ traceback. `serq.cli.main` then takes over the handlers for the command."""
 import signal
 import sys
 
-# explorer.verdict.EXIT_INTERRUPTED, written out here: importing it would
-# load the engine before the handlers are in place (tests/test_interrupts.py
+# explorer.runtime.verdict.EXIT_INTERRUPTED, written out here: importing it would
+# load the engine before the handlers are in place (tests/cli/test_interrupts.py
 # checks the two agree).
 EXIT_INTERRUPTED = 16
 

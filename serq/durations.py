@@ -17,7 +17,7 @@ def duration_text(ns: int | float) -> str:
     return f"{ns:g} ns"
 
 
-# When no stage has a cost every iteration takes one tick (serq.lint,
+# When no stage has a cost every iteration takes one tick (serq.lang.lint,
 # W506): the simulator's times then count iterations, and say so.
 ITERATION = "iteration"
 
@@ -25,7 +25,7 @@ ITERATION = "iteration"
 def time_unit(program) -> str:
     """`iteration` when no stage has a cost, else `ns`: the unit of every
     time of a run's report (the JSON's `time_unit`)."""
-    from serq.lint import costless
+    from serq.lang.lint import costless
 
     return ITERATION if costless(program) else "ns"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-# Context variables (each legal only at some moments, see serq.validate).
+# Context variables (each legal only at some moments, see serq.lang.validate).
 CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last", "now",
              "arrived", "admitted", "released")
 SEQ_EVENTS = ("arrived", "admitted", "released")

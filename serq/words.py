@@ -7,7 +7,7 @@ from __future__ import annotations
 def stuck_text(label: str, pool: str | None = None, why: str | None = None) -> str:
     """A session preempted again before passing the position of its
     previous preemption (the `stuck` check), with the pool and why when
-    known (serq.admission.stuck_why)."""
+    known (serq.check.admission.stuck_why)."""
     where = f" from pool `{pool}`" if pool else ""
     return (f"{label} was preempted again{where} without passing the position of its previous preemption"
             + (f": {why}" if why else ""))

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 # Two chats on a 2-block pool: chunked prefill, lifo preemption, a prefix
 # cache. Small enough to count by hand-checked runs; pinned exactly so any
-# change of the semantics shows up first in tests/test_explore.py.
+# change of the semantics shows up first in tests/check/test_explore.py.
 TWO_CHATS = """
 pool kv { cap 8; block 4; admit via gpu; preempt lifo; evict lru; }
 stage gpu { budget 4; cost 1ms + 10us * ntok; }

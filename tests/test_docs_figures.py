@@ -20,7 +20,7 @@ is `instances/theorem.sq` with its capacity a constant, as
 docs/explorer.md ("Sweeps") says.
 
 Also here: the exit codes the docs' verdict tables give, against
-`explorer.verdict.EXIT_CODES`; every repository path the docs quote
+`serq.cli.exits.EXIT_CODES`; every repository path the docs quote
 exists; and claims about the code that the docs once got wrong.
 """
 
@@ -168,7 +168,7 @@ def _verdict_rows():
 
 
 def test_the_exit_codes_in_the_docs_tables_are_the_codes():
-    from explorer.verdict import EXIT_CODES
+    from serq.cli.exits import EXIT_CODES
 
     words = {"pass": "pass", "interrupted": "interrupted", "failed": "failed", "inconclusive": "inconclusive",
              "deadlock": "deadlock", "livelock": "livelock", "bound": "bound", "THEOREM VIOLATED": "theorem",
@@ -194,18 +194,20 @@ def test_every_path_the_docs_quote_exists():
 
 
 def test_the_layout_names_where_the_step_is():
-    # the step runs in the compiled kernel, driven by the engine; serq/model.py only wraps it
+    # the step runs in the compiled kernel, driven by the engine; serq/semantics/model.py only wraps it
     assert (ROOT / "serq/semantics/kernel/entry.py").exists()
     from serq.semantics.engine import Engine
 
     assert callable(Engine.run)
     layout = (ROOT / "README.md").read_text().split("## Layout", 1)[1]
     assert "`serq/semantics/kernel/`" in layout and "`serq/semantics/engine.py`" in layout
-    assert "relation in `serq/model.py`" not in layout
+    for folder in ("lang", "ir", "semantics", "sim", "check", "cli"):  # the README's table names every folder
+        assert f"`serq/{folder}/`" in layout and (ROOT / "serq" / folder / "__init__.py").exists(), folder
 
 
 def test_the_explorer_report_is_plain_text_as_the_docs_say():
-    for f in ("explore.py", "explore_cli.py", "exploration.py", "worst.py", "sweep.py", "sweep_cli.py", "theorem.py"):
+    for f in ("check/model.py", "cli/explore.py", "check/explore.py", "check/worst.py", "check/sweep.py", "cli/sweep.py",
+              "check/theorem.py"):
         assert "rich" not in re.findall(r"^\s*(?:from|import) (\w+)", (ROOT / "serq" / f).read_text(), re.M), f
     text = (ROOT / "docs" / "language.md").read_text()
     bullet = text[text.index("- **rich**"):].split("\n- ", 1)[0]

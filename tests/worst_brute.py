@@ -1,7 +1,7 @@
 """Brute force for `serq explore --worst`: every metric as the maximum over
 every path of the model, enumerated one by one from the initial state.
 
-Independent of serq/worst.py and of the graph analysis: it reads only the
+Independent of serq/check/worst.py and of the graph analysis: it reads only the
 model's transitions, its events and its states, and follows each path as a
 reader of docs/explorer.md would count it:
 
@@ -23,7 +23,7 @@ let a path go round a cycle.
 
 from __future__ import annotations
 
-from serq.model import ITERATE, Model
+from serq.semantics.model import ITERATE, Model
 
 METRIC_NAMES = ("ttft", "ttft-time", "latency", "latency-time", "preemptions", "recomputed",
                 "iterations", "time", "queue", "peak")

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Print the session automata of an instance (`.sq` or `.ir.json`) as
 tables of states and scopes: `python tools/show_automaton.py x.sq`.
-The tables come from `serq.irutil.automaton_table` (docs/ir.md)."""
+The tables come from `serq.ir.util.automaton_table` (docs/ir.md)."""
 
 from __future__ import annotations
 
 import sys
 
 from serq.diagnostics import SerqError
-from serq.irutil import automaton_table
-from serq.load import load_path
+from serq.ir.util import automaton_table
+from serq.lang.load import load_path
 
 
 def main(argv: list[str]) -> int:

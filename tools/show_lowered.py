@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from serq.load import load_path
+from serq.lang.load import load_path
 from serq.semantics.kernel import abi
 from serq.semantics.lower import Lowered
 

@@ -1,5 +1,5 @@
 """Rewrite docs/vllm.md's agreement table from the recorded traces
-(tests/vllm/): the same computation tests/test_vllm_agreement.py checks.
+(tests/vllm/): the same computation tests/sim/test_vllm_agreement.py checks.
 
     python tools/vllm_table.py
 """

@@ -162,9 +162,9 @@ def side_by_side(step: int, v: dict | None, s: dict | None, field: str | None) -
 
 def schedule_of(text: str, *, coalesce: bool = True, max_steps: int = 200_000) -> tuple[list[dict], str]:
     """serq's schedule (iterations) of an instance text, and how its run stopped."""
-    from serq.load import load_text
-    from serq.schedule import ScheduleWriter
-    from serq.sim import SimConfig, Simulator
+    from serq.lang.load import load_text
+    from serq.sim.schedule import ScheduleWriter
+    from serq.sim.simulator import SimConfig, Simulator
 
     loaded = load_text(text, "<converted scenario>")
     sim = Simulator(loaded.program, SimConfig(coalesce=coalesce, max_steps=max_steps))

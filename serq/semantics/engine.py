@@ -1,7 +1,7 @@
 """The kernel driven from Python: rows to and from the model's state
 tuples, one step with any oracle, events and faults in words.
 
-A state tuple (see `serq.model`) and a row hold the same facts; the row
+A state tuple (see `serq.semantics.model`) and a row hold the same facts; the row
 is what the kernel steps. The simulator and the explorer both step through
 `Engine.run`: one semantics."""
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from serq import ir
-from serq.expr import compile_expr
+from serq.ir.fold import const_eval
 from serq.semantics import words
 from serq.semantics.kernel.abi import (
     R_HALT,
@@ -20,7 +20,7 @@ from serq.semantics.kernel.abi import (
     R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_QKIND, S_QN, S_QPOS, S_QSTATE, S_QVALS, S_SCRIPT,
     S_VALS, T_REAL,
 )
-from serq.semantics.lower import DIST, MAXQ, Lowered, bits2f, f2bits, initial_attrs, weights
+from serq.semantics.lower import DIST, MAXQ, bits2f, f2bits, initial_attrs, lower, weights
 from serq.semantics.rowstate import RowState
 from serq.semantics.state import CacheEntry, Hold, Pool, Session, State
 
@@ -42,9 +42,10 @@ def _kernel():
 
 class Engine:
     def __init__(self, program: ir.Program, ties: str = "all"):
-        self.low = Lowered(program, ties)
+        self.low = lower(program, ties)  # once per program
         self.program = program
-        self.limits = None  # explorer.limits.Limits: checked each time a step restarts
+        self.limits = None  # explorer.runtime.limits.Limits: checked each time a step restarts
+        self._fo = np.zeros(5, np.int64)  # an @step expression's fault: code and arguments
         n = sum(line.count for line in program.workload)
         spawns = any(st.kind == "spawn" for sp in program.sessions for st in sp.states)
         self._evmul = 1
@@ -323,15 +324,16 @@ class Engine:
                     params.append(bits2f(v) if self.low.is_real(prm, prog) else v)
             listed = None
             if st.dist is not None and st.dist.name == "weights" and st.domain.values:
-                listed = [compile_expr(v, {})(None, None) for v in st.domain.values]  # constants (validated)
+                listed = [const_eval(v) for v in st.domain.values]  # constants (validated)
             ws = weights(DIST[st.dist.name] if st.dist else 0, params, values, listed)
         else:
             ws = [1.0] * n
         return int(oracle.draw(values, ws))
 
-    def _fault(self, code: int) -> tuple[str, str]:
+    def _fault(self, code: int, args=None) -> tuple[str, str]:
+        """(kind, message) of a fault code, its arguments `args` or the row's."""
         w = self.w
-        a, b, c, d = (int(w[R_FA0]), int(w[R_FA1]), int(w[R_FA2]), int(w[R_FA3]))
+        a, b, c, d = args or (int(w[R_FA0]), int(w[R_FA1]), int(w[R_FA2]), int(w[R_FA3]))
         names = [sp.name for sp in self.program.sessions]
 
         def label(sid):
@@ -376,6 +378,22 @@ class Engine:
             if not v:
                 out.append(("invariant", f"invariant at line {line} is violated"))
         return out
+
+    def eval_stage(self, si: int, which: str, shape: dict, now: int = 0):
+        """Stage si's `budget`, `chunk` or `cost` (`which`) for an iteration
+        of this shape (nreq, ndec, kvb, ntok: those not given are 0), by the
+        kernel's evaluator over the lowered table: its value (an int, or a
+        real), None when the stage has no such clause; raises ValueError
+        with the fault's words. The working row is left as it was."""
+        code, real = self.low.stage_code[si][which]
+        if code < 0:
+            return None
+        g, fo = shape.get, self._fo
+        v = _kernel().eval_shape(self.K, self.w, code, g("nreq", 0), g("ndec", 0), g("kvb", 0), g("ntok", 0),
+                                 now, fo)
+        if fo[0]:
+            raise ValueError(self._fault(int(fo[0]), fo[1:5].tolist())[1])
+        return bits2f(int(v)) if real else int(v)
 
     def eval_session(self, state, sid: int, code: int, real: bool, now: int = 0):
         """A session expression (a think time) against a state: its value, or

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import NamedTuple
 
 import numpy as np
 
 from serq import ir
-from serq.irutil import walk_expr
-from serq.expr import compile_expr
+from serq.ir.util import walk_expr
+from serq.ir.fold import const_eval
+from serq.ir.types import infer_type
 from serq.semantics.kernel.abi import (
     MAX_DOMAIN,
     OP_IADD, OP_ISUB, OP_IMUL, OP_IFDIV, OP_IMOD, OP_FADD, OP_FSUB, OP_FMUL, OP_FDIV, OP_FFDIV, OP_FMOD,
@@ -55,6 +57,19 @@ def bits2f(i: int) -> float:
     return struct.unpack("<d", struct.pack("<q", int(i)))[0]
 
 
+class ItemCode(NamedTuple):
+    """A hold item's clauses as lowered: code offsets in K (-1: none) and
+    whether each is a real."""
+
+    pool: int
+    reuse: int
+    need: int
+    take: int
+    reuse_real: int
+    need_real: int
+    take_real: int
+
+
 class Unlowerable(Exception):
     """An expression names something its moment cannot read (an order key
     over attributes a program lacks): the kernel reads 0, as the model did."""
@@ -74,6 +89,7 @@ class Lowered:
         self.NP, self.NST, self.NPROG = len(program.pools), len(program.stages), len(program.sessions)
         self.NA = max([len(s.attrs) for s in program.sessions] + [1])
         self.types = [[_TYPES[a.type] for a in sp.attrs] for sp in program.sessions]
+        self.type_names = [{a.name: a.type for a in sp.attrs} for sp in program.sessions]
         self.slots = [{a.name: i for i, a in enumerate(sp.attrs)} for sp in program.sessions]
         self.HMAX = max([sum(len(sc.pools) for sc in sp.scopes) for sp in program.sessions] + [1])
         self.expr_at: dict[int, tuple | None] = {}  # code offset -> (line, col) of the expression
@@ -81,42 +97,24 @@ class Lowered:
         self._build()
 
     # ------------------------------------------------------------ expressions
-    def etype(self, e, types: dict[str, int]) -> int:
-        if isinstance(e, ir.Num):
-            return T_REAL if isinstance(e.v, float) else T_INT
-        if isinstance(e, ir.BoolLit):
-            return T_BOOL
-        if isinstance(e, ir.Name):
-            if e.name not in types:
-                raise Unlowerable(e.name)
-            return types[e.name]
-        if isinstance(e, (ir.Ctx, ir.PoolRef)):
-            return T_INT
-        if isinstance(e, ir.Un):
-            return T_BOOL if e.op == "not" else self.etype(e.e, types)
-        if isinstance(e, ir.Cond):
-            a, b = self.etype(e.t, types), self.etype(e.f, types)
-            return T_REAL if T_REAL in (a, b) else a
-        if isinstance(e, ir.Bin):
-            if e.op in ("and", "or", "==", "!=", "<", "<=", ">", ">="):
-                return T_BOOL
-            if e.op == "/":
-                return T_REAL
-            l, r = self.etype(e.l, types), self.etype(e.r, types)
-            return T_REAL if T_REAL in (l, r) else T_INT
-        if isinstance(e, ir.Call):
-            if e.fn in ("floor", "ceil"):
-                return T_INT
-            ts = [self.etype(a, types) for a in e.args]
-            return T_REAL if T_REAL in ts else T_INT
-        raise TypeError(e)
+    def etype(self, e, types: dict[str, str]) -> int:
+        """The type of `e` (T_INT, T_REAL or T_BOOL), by the front end's one
+        type inference (`exprtype.infer_type`) over the attribute types
+        `types`; a name not there is read by no program (Unlowerable)."""
+        t = infer_type(e, types)
+        if t == "?":
+            raise Unlowerable(e)
+        return _TYPES[t]
+
+    def _types(self, prog: int | None) -> dict[str, str]:
+        return {} if prog is None else self.type_names[prog]
 
     def expr(self, e, prog: int | None, want_real: bool = False) -> int:
         """Emit `e` (for session program `prog`, or None for no session);
         returns its offset in K, or -1 for no expression."""
         if e is None:
             return -1
-        types = {} if prog is None else {n: self.types[prog][i] for n, i in self.slots[prog].items()}
+        types = self._types(prog)
         slots = {} if prog is None else self.slots[prog]
         out: list[int] = []
 
@@ -143,7 +141,7 @@ class Lowered:
             elif isinstance(e, ir.Name):
                 if e.name not in slots:
                     raise Unlowerable(e.name)
-                out.extend((OP_FATTR if types[e.name] == T_REAL else OP_IATTR, slots[e.name]))
+                out.extend((OP_FATTR if types[e.name] == "real" else OP_IATTR, slots[e.name]))
             elif isinstance(e, ir.Ctx):
                 out.extend((OP_CTX, CTX_NAMES.index(e.name)))
             elif isinstance(e, ir.PoolRef):
@@ -230,12 +228,11 @@ class Lowered:
     def is_real(self, e, prog: int | None) -> int:
         if e is None:
             return 0
-        types = {} if prog is None else {n: self.types[prog][i] for n, i in self.slots[prog].items()}
-        return int(self.etype(e, types) == T_REAL)
+        return int(self.etype(e, self._types(prog)) == T_REAL)
 
     def const_value(self, e):
         """A constant expression's value, as the language folds it."""
-        return compile_expr(e, {})(None, None)
+        return const_eval(e)
 
     # ------------------------------------------------------------ tables
     def _order(self, o: ir.Order | None) -> int:
@@ -281,14 +278,18 @@ class Lowered:
                               {"front": REQ_FRONT, "back": REQ_BACK, "order": REQ_ORDER}[p.requeue],
                               0 if p.hol == "block" else 1, 0])
         stage_rows = []
+        self.stage_code: list[dict[str, tuple[int, int]]] = []  # per stage: clause -> (code, real)
         for s in program.stages:
             via = [i for i, p in enumerate(program.pools) if p.admit_via == s.name]
             b, c, o = self.expr(s.budget, None), self.expr(s.chunk, None), self._order(s.serve)
             vo = len(code)
             code.extend(via)
             reads_pools = any(isinstance(x, ir.PoolRef) for e in (s.budget, s.chunk) for x in walk_expr(e))
-            stage_rows.append([b, c, o, len(via), vo, self.expr(s.cost, None, want_real=True),
-                               int(s.self_preempt == "continue"), int(reads_pools)])
+            cost = self.expr(s.cost, None)  # its own type: an int cost is exact (the simulator rounds a real)
+            stage_rows.append([b, c, o, len(via), vo, cost, int(s.self_preempt == "continue"), int(reads_pools)])
+            self.stage_code.append({"budget": (b, self.is_real(s.budget, None)),
+                                    "chunk": (c, self.is_real(s.chunk, None)),
+                                    "cost": (cost, self.is_real(s.cost, None))})
         segt = len(code)
         for pf in program.prefixes:
             code.extend((pf.length, self.seg_ix[pf.parent] if pf.parent is not None else -1))
@@ -303,6 +304,7 @@ class Lowered:
 
         prog_rows = []
         self.state_rows: list[list[list[int]]] = []
+        self.hold_codes: dict[tuple[int, int], list[ItemCode]] = {}  # (program, pc) of an acquire -> its items
         for pi, sp in enumerate(program.sessions):
             slots = self.slots[pi]
             rows = []
@@ -347,11 +349,14 @@ class Lowered:
                         sl = slots[bnd.attr]
                         spec += [sl, self.expr(bnd.e, pi, self.types[pi][sl] == T_REAL)]
                     spec += [self.expr(h.admit_if, pi), len(h.items)]
+                    items = []
                     for it in h.items:
-                        spec += [self.pool_ix[it.pool], self.expr(it.reuse, pi), self.expr(it.need, pi),
-                                 self.expr(it.take, pi), self.is_real(it.reuse, pi), self.is_real(it.need, pi),
-                                 self.is_real(it.take, pi),
-                                 self.seg_ix[it.prefix] if it.prefix is not None else -1]
+                        ic = ItemCode(self.pool_ix[it.pool], self.expr(it.reuse, pi), self.expr(it.need, pi),
+                                      self.expr(it.take, pi), self.is_real(it.reuse, pi), self.is_real(it.need, pi),
+                                      self.is_real(it.take, pi))
+                        items.append(ic)
+                        spec += [*ic, self.seg_ix[it.prefix] if it.prefix is not None else -1]
+                    self.hold_codes[pi, len(rows)] = items
                     so = len(code)
                     code.extend(spec)
                     r[3], r[4], r[5] = st.opens, self.pool_ix[h.items[0].pool], so
@@ -476,6 +481,26 @@ class Lowered:
         return np.array(code, np.int64), off
 
 
+_LOWERED: dict[tuple[int, str], Lowered] = {}  # the last few programs lowered, by identity and ties
+_KEEP = 8
+
+
+def lower(program: ir.Program, ties: str) -> Lowered:
+    """The program's table, lowered once: the IR is frozen, so a program
+    lowers to one table, and a table is only read (each engine lays out
+    its own `K` from it). Every model of one program in a process (the
+    search's, its threads', the point of no return's, the trace words')
+    shares it; the last few programs are kept."""
+    key = (id(program), ties)
+    low = _LOWERED.pop(key, None)
+    if low is None or low.program is not program:
+        low = Lowered(program, ties)
+    _LOWERED[key] = low  # the newest last
+    while len(_LOWERED) > _KEEP:
+        _LOWERED.pop(next(iter(_LOWERED)))
+    return low
+
+
 def initial_attrs(low: Lowered, prog: int, args) -> list:
     """A workload session's attributes: its arguments and defaults, folded."""
     sp = low.program.sessions[prog]
@@ -485,7 +510,7 @@ def initial_attrs(low: Lowered, prog: int, args) -> list:
         e = given.get(p.name, p.default)
         if e is None:
             continue
-        attrs[low.slots[prog][p.name]] = compile_expr(e, {})(None, None)
+        attrs[low.slots[prog][p.name]] = const_eval(e)
     return attrs
 
 

@@ -1,6 +1,6 @@
 """States as packed rows for the explorer: a state is its row (bytes), with
 its fingerprint and flags computed by the kernel when it was made; the
-state tuple of `serq.model` is decoded only when something reads it (a
+state tuple of `serq.semantics.model` is decoded only when something reads it (a
 trace, a property that needs words, a test).
 
 `Rows.expand` computes every successor of a row in one kernel call
@@ -13,7 +13,7 @@ import time
 import numpy as np
 from numba import njit
 
-from explorer.arrays import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
+from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
 from serq.semantics.engine import Engine
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
@@ -59,7 +59,7 @@ class Rows:
         # successors a buffer holds at first: 64, fewer for rows of many
         # sessions (a row of a million sessions is about 200 MiB), grown as needed
         self._out = max(1, min(64, FIRST_BUFFERS // (8 * max(engine.W, 1))))
-        self.limits = None  # explorer.limits.Limits: checked each time an expansion outgrows its buffers
+        self.limits = None  # explorer.runtime.limits.Limits: checked each time an expansion outgrows its buffers
         self._alloc()
         self._memo_key = None
         self._memo: list = []
@@ -179,7 +179,7 @@ class Rows:
         self._memo_key, self._memo = rs, out
         return out
 
-    # ------------------------------------------------------------ batches (explorer/arrays.py)
+    # ------------------------------------------------------------ batches (explorer/strategies/arrays/engine.py)
     def batch(self, rows: np.ndarray):
         """Successors of rows[0:n]: (rows, parent index, fingerprints, row
         flags, action kinds)."""

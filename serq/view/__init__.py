@@ -39,10 +39,10 @@ def environment():
 
 
 def write_page(path: str, text: str, command: str) -> None:
-    """Write a page whole (explorer.outfile), or fail with a clear message
+    """Write a page whole (explorer.runtime.outfile), or fail with a clear message
     (a directory that does not exist, no permission, a path that is a
     directory, no space left)."""
-    from explorer.outfile import OutputError, write_output
+    from explorer.runtime.outfile import OutputError, write_output
 
     try:
         write_output(path, text)

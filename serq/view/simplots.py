@@ -7,14 +7,14 @@ tables, on one self-contained page (plotly, its script inlined).
 does not: the change points of the pool levels, the busy intervals of
 every stage, and per request the first-token tick and decode tokens (for
 TPOT). It consumes exactly the stamped events and levels the report does,
-so its latency samples are the report's (tests/test_view.py checks it).
+so its latency samples are the report's (tests/view/test_view.py checks it).
 """
 
 from __future__ import annotations
 
 from serq import __version__
 from serq.durations import ITERATION, cell_text, cell_unit, span_text
-from serq.report import NS, Stats, _num
+from serq.sim.report import NS, Stats, _num
 
 BINS = 400  # time bins of the series: a page stays small however long the run
 
@@ -233,6 +233,6 @@ def sim_page(report: dict, rec: Recorder) -> str:
 
 
 def _summary(xs: list[int]) -> dict:
-    from serq.report import summary
+    from serq.sim.report import summary
 
     return summary(xs)

@@ -6,14 +6,14 @@ with its phase at every step, one stacked bar per pool and step
 changed, the livelock's cycle and the deadlock's wait-for cycle.
 `render_timeline` lays that data out as one self-contained HTML page.
 Both read the trace through the model's API only (states, `step_events`,
-the words of `serq.explore`), never the search's internals.
+the words of `serq.check.model`), never the search's internals.
 """
 
 from __future__ import annotations
 
 from explorer.report import no_return_line
 from serq import __version__
-from serq.explore import SerqModel, pool_levels, session_phase, session_text, wait_for
+from serq.check.model import SerqModel, pool_levels, session_phase, session_text, wait_for
 
 # the short text in a lane cell, by phase (the title says everything)
 _SHORT = {"not-arrived": "", "queued": "queued", "preempted": "queued", "turn": "turn", "join": "join",
@@ -112,7 +112,7 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
 def warnings(prog) -> list[dict]:
     """The instance's validation warnings (W500, W504, ... that may have
     predicted the counterexample), located."""
-    from serq.validate import validate
+    from serq.lang.validate import validate
 
     return [{"code": d.code, "where": f"line {d.line}:{d.col}" if d.line >= 1 else "",
              "message": d.message, "notes": list(d.notes)}
@@ -145,7 +145,7 @@ def worst_page(w, instance: str) -> str:
     from dataclasses import replace
 
     from explorer.result import Result
-    from serq.worst import counted_text, headline
+    from serq.check.worst import counted_text, headline
 
     # the witness's states carry the metric's phases: the model's state is the first half
     trace = [replace(s, state=s.state.state) for s in w.trace]

@@ -31,8 +31,8 @@ from contextlib import contextmanager
 from explorer.fingerprint import format_fp
 from explorer.trace import NondeterministicModel, ReplayError, format_path, parse_path, replay
 from serq.diagnostics import Diagnostic, SerqError
-from serq.exits import add_parser
-from serq.explore import Checks, pool_levels, pool_text, session_phase, session_text
+from serq.cli.exits import add_parser
+from serq.check.model import Checks, pool_levels, pool_text, session_phase, session_text
 from serq.view.uilimits import (MAX_PAGE, MAX_STEPS, MODELS, REQUEST_SECONDS, Budget, BudgetedModel, ModelPool,
                                 Refused, check_request, check_search, check_steps, render)
 
@@ -130,7 +130,7 @@ class Explorer:
                 self._search.start()
 
     def _run_search(self) -> None:
-        from serq.exploration import explore
+        from serq.check.explore import explore
 
         try:
             self._violation = explore(self.program, ties=self.ties, symmetry=self.symmetry,
@@ -162,7 +162,7 @@ class Explorer:
         return self._violation
 
     def timeline(self, path: str, budget: Budget | None = None) -> str:
-        from serq.exploration import judged
+        from serq.check.explore import judged
 
         budget = budget or self.budget()
         with self.replayed(path, budget) as (m, trace):  # judged as `serq explore --replay PATH` judges it
@@ -179,10 +179,10 @@ class Explorer:
 
 
 def path_verdict(model, trace) -> dict:
-    """The path's verdict as the search gives it (serq.exploration.judge_path):
+    """The path's verdict as the search gives it (serq.check.explore.judge_path):
     the first state that fails ends it, at `step` (the path's last step
     when none does), `path` the replay path to that state."""
-    from serq.exploration import judge_path
+    from serq.check.explore import judge_path
 
     end, verdict, kind, msg, _start = judge_path(model, trace)
     return {"verdict": verdict, "kind": kind, "message": msg, "step": end,
@@ -388,13 +388,13 @@ def register(sub) -> None:
 
 
 def cmd_ui(args) -> int:
-    from serq.load import load_path
+    from serq.lang.load import load_path
 
     loaded = load_path(args.instance, explorer=True)
     if not 0 <= args.port <= 65535:
         raise SerqError([Diagnostic(0, 0, "E018", f"--port must be between 0 and 65535, not {args.port}",
                                     file="serq ui")])
-    from serq.flags import check_limits, memory_limit
+    from serq.cli.flags import check_limits, memory_limit
 
     check_limits(args, "--max-states", "--time-limit")
     ex = Explorer(loaded.program, args.instance, ties=args.ties, symmetry=not args.no_symmetry,

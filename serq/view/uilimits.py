@@ -26,7 +26,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from serq.explore import SerqModel
+from serq.check.model import SerqModel
 
 MAX_STEPS = 10_000  # steps of a replay path
 REQUEST_SECONDS = 10.0  # seconds of CPU time for one request

@@ -33,6 +33,8 @@ class CounterPair(Base):
     """(x, y) with 0 <= x, y <= n; inc_x / inc_y.  (n+1)**2 states, no deadlock.
     With ``limit``: invariant x + y < limit."""
 
+    capabilities = frozenset({"format_state"})
+
     def __init__(self, n, limit=None):
         self.n, self.limit = n, limit
 
@@ -225,6 +227,8 @@ class Unhashable(CounterPair):
 class Evented(CounterPair):
     """Has the optional step_events."""
 
+    capabilities = CounterPair.capabilities | {"step_events"}
+
     def step_events(self, state, action):
         nxt = self.step(state, action)
         return nxt, ([f"{action} fired"] if nxt is not None else [])
@@ -238,6 +242,7 @@ class AsArrays:
 
     def __init__(self, model, width):
         self.m, self.width = model, width
+        self.capabilities = frozenset(getattr(model, "capabilities", ())) | {"rows", "fingerprint"}
 
     def __getattr__(self, name):
         return getattr(self.m, name)
@@ -251,7 +256,7 @@ class AsArrays:
         return vals if self.width > 1 and isinstance(self.m.initial_states()[0], tuple) else vals[0]
 
     def _flags(self, state, prev=None, action=None):
-        import explorer.arrays as A
+        import explorer.model as A
 
         f = A.CHECK
         if self.m.is_done(state):

@@ -11,9 +11,9 @@ import pytest
 from explorer_toys import CounterPair, Graph, TwoLocks
 
 from explorer import check
-from explorer.analysis import completable, highest, longest, point_of_no_return, sccs
+from explorer.graph.analysis import completable, highest, longest, point_of_no_return, sccs
 from explorer.report import render_json, render_text
-from explorer.stored import build_graph
+from explorer.graph.stored import build_graph
 from explorer.trace import follow
 
 

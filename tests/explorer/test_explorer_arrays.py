@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.search import check
+from explorer import check
 from explorer_toys import AsArrays, CounterPair, Spread, TwoLocks, retry_loop
 
 CASES = [
@@ -42,6 +42,10 @@ class _OnThreads(AsArrays):
     """The toy with `array_expander`: workers are threads of this process
     (the path serq takes), not processes."""
 
+    def __init__(self, model, width):
+        super().__init__(model, width)
+        self.capabilities = self.capabilities | {"row_threads"}
+
     def array_expander(self):
         return self.array_expand
 
@@ -57,7 +61,7 @@ def test_packed_rows_round_trip():
     any range (64-bit extremes included) and for any slice."""
     import numpy as np
 
-    from explorer.arrays_narrow import Packed
+    from explorer.strategies.arrays.narrow import Packed
 
     rng = np.random.default_rng(7)
     for _ in range(200):
@@ -80,7 +84,7 @@ def test_livelock_pass_finds_the_smallest_node_on_a_cycle():
     import networkx as nx
     import numpy as np
 
-    from explorer.arrays import _acyclic_part, _scc
+    from explorer.strategies.arrays.engine import _acyclic_part, _scc
 
     rng = np.random.default_rng(3)
     for _ in range(300):
@@ -111,7 +115,7 @@ def test_worker_threads_with_chunks_of_a_few_rows(name, make, width, chunk, monk
     """Every chunk boundary: the walkers split each chunk's successors by
     fingerprint, the merge gives ids in order; with 2, 3 (2 walkers, 1
     more expander) and 4 threads, with and without limits."""
-    from explorer import array_walkers
+    from explorer.strategies.arrays import walkers as array_walkers
 
     monkeypatch.setattr(array_walkers, "CHUNK", chunk)
     for workers in (2, 3, 4):
@@ -168,7 +172,7 @@ def test_large_arrays_in_small_pages():
 
     import numpy as np
 
-    from explorer.memory import _anonymous, _reserve, _zeros
+    from explorer.runtime.memory import _anonymous, _reserve, _zeros
 
     if not os.path.exists("/proc/self/smaps"):
         pytest.skip("no /proc")
@@ -209,7 +213,7 @@ def test_compressed_blocks_round_trip_and_pickle():
 
     import numpy as np
 
-    from explorer.arrays_narrow import Packed
+    from explorer.strategies.arrays.narrow import Packed
 
     rng = np.random.default_rng(11)
     for _ in range(100):

@@ -1,5 +1,5 @@
 """The point of no return by forward searches from a trace's states
-(explorer/forward.py): the same answer as the whole graph's on random
+(explorer/graph/forward.py): the same answer as the whole graph's on random
 graphs and random paths, bounded by its budget, and within the states
 reachable from the first doomed state."""
 
@@ -11,9 +11,9 @@ import pytest
 from explorer_toys import Graph, TwoLocks
 
 from explorer import check
-from explorer.analysis import no_return
-from explorer.forward import forward_no_return
-from explorer.stored import build_graph
+from explorer.graph.analysis import no_return
+from explorer.graph.forward import forward_no_return
+from explorer.graph.stored import build_graph
 
 
 def random_graph(rnd: random.Random, n: int) -> Graph:

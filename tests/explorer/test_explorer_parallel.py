@@ -78,7 +78,7 @@ def _broken():
 
 
 def test_worker_logs_reach_parent(caplog):
-    with caplog.at_level(logging.DEBUG, logger="explorer.parallel"):
+    with caplog.at_level(logging.DEBUG, logger="explorer.strategies.parallel"):
         check(ModelFactory(CounterPair, (2,)), workers=2)
         # Records travel through the multiprocessing_logging queue and are
         # emitted by its receive thread: allow it a moment.
@@ -130,6 +130,7 @@ class _ThreadsRaise:
         from explorer_toys import AsArrays
 
         self.a = AsArrays(CounterPair(5), 2)
+        self.capabilities = self.a.capabilities | {"row_threads"}
 
     def __getattr__(self, name):
         return getattr(self.a, name)

@@ -1,10 +1,10 @@
-"""explorer.walk: every reachable state once, every transition once, and
+"""explorer.graph.walk: every reachable state once, every transition once, and
 the engine's limits and signals."""
 
 import time
 
-from explorer.interrupt import Interrupted
-from explorer.walk import walk
+from explorer.runtime.interrupt import Interrupted
+from explorer.graph.walk import walk
 
 SUCC = {0: (1, 2), 1: (3,), 2: (3, 0), 3: ()}
 

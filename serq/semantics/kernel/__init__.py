@@ -35,7 +35,7 @@ def _no_wraparound_in_the_kernel() -> None:
     negative-index wrap (a compare and a select per access, and it turns
     small copy loops into gathers and scatters): a quarter of the kernel's
     time. The kernel never indexes from the end (every index is an offset
-    from a table base; tests/test_kernel.py runs the instances with bounds
+    from a table base; tests/semantics/test_kernel.py runs the instances with bounds
     checked to prove it), so code generated for the kernel's own functions
     (their symbols carry the package's mangled name) uses the index as it
     is. Everything else numba compiles keeps the wrap. If numba's internals

@@ -10,14 +10,14 @@ from serq.semantics.kernel.abi import (
     R_HALT,
     R_ULOG,
     F_NH, HS_OWN, HS_POOL, HW, F_PC, F_PROG, F_RD, F_RT, H_NP, H_NST, H_STAGET, K_RUN, P_QN, R_NSESS, STAGE_W, CX_NOW, F_STUCK, HALT_FAULT, HALT_NONE, K_END, R_FAULT, S_CTX, S_CTXOK, S_EVN, S_NOW, S_NSCRIPT, S_QPOS, S_STOPNEW,
-    S_ULOGN, S_PSNAPON, S_SEGCUR, BIG,
+    S_ULOGN, S_PSNAPON, S_SEGCUR, BIG, CX_NTOK, R_FA0, R_FA1, R_FA2, R_FA3,
 )
 from serq.semantics.kernel.abi import (  # the tables' field offsets
     RUN_STAGE, SG_NVIA, SG_VIA, ST_KIND,
 )
 from serq.semantics.kernel.core import allocated, hbase, pbase, sbase, st_row
-from serq.semantics.kernel.evaluate import ev
-from serq.semantics.kernel.iterate import stage_budget, stage_shape, step
+from serq.semantics.kernel.evaluate import ev, set_ctx
+from serq.semantics.kernel.iterate import shape_ctx, stage_budget, stage_shape, step
 from serq.semantics.kernel.admission import explain_admit
 
 
@@ -75,6 +75,29 @@ def eval_at(K, w, code, ab, sid, now):
     pool queries for sid (-1: none); only `now` is in the context."""
     prepare(K, w, now, 0, 0, 0)
     return ev(K, code, w, ab, sid)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def eval_shape(K, w, code, nreq, ndec, kvb, ntok, now, out):
+    """An @step expression (a stage's budget, chunk or cost) for an
+    iteration of this shape: its raw value. No session, no pools; the
+    context holds nreq, ndec, kvb, ntok and now. The row in w is left as it
+    was: a fault's code and arguments go to out[0:5] (out[0] 0: none)."""
+    f0, a0, a1, a2, a3, h0 = w[R_FAULT], w[R_FA0], w[R_FA1], w[R_FA2], w[R_FA3], w[R_HALT]
+    w[R_FAULT] = 0
+    w[R_HALT] = HALT_NONE
+    w[K[S_PSNAPON]] = 0
+    shape_ctx(K, w, nreq, ndec, kvb)
+    set_ctx(K, w, CX_NTOK, ntok)
+    set_ctx(K, w, CX_NOW, now)
+    v = ev(K, code, w, 0, -1)
+    out[0] = w[R_FAULT] if w[R_HALT] == HALT_FAULT else 0
+    out[1] = w[R_FA0]
+    out[2] = w[R_FA1]
+    out[3] = w[R_FA2]
+    out[4] = w[R_FA3]
+    w[R_FAULT], w[R_FA0], w[R_FA1], w[R_FA2], w[R_FA3], w[R_HALT] = f0, a0, a1, a2, a3, h0
+    return v
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)

@@ -1,0 +1,164 @@
+"""The one entry into the checker: `check(model, settings) -> Result`.
+
+The engine is chosen here, in one place, by `ENGINES`: a table keyed on
+the strategy asked for (`Settings.strategy`), on what the model declares
+it offers (its rows, its rows on threads, or neither: `explorer.model`'s
+capabilities) and on whether there are several workers. Every engine
+takes (model, factory, settings) and returns a Result:
+
+- sequential: BFS or DFS over the model's Python states (search.py)
+- objects on processes: the same BFS, partitioned among worker processes (parallel.py)
+- rows: BFS over packed rows, compiled (arrays.py); its chunks expanded by
+  worker processes (array_workers.py) or walked by worker threads (array_walkers.py)
+- partitioned: BFS over hash partitions, on threads or Ray actors, with checkpoints (distributed.py)
+- swarm: randomized depth-first searches, incomplete by design (swarm.py)
+
+A rows engine that meets `ArrayFallback` (the model cannot go on with
+rows) hands the run to the engine the table gives a model without rows.
+
+The side analyses over a stored graph (the point of no return, the worst
+paths, the graph itself) and the generic walk are reached through this
+module too, so that a caller imports no engine module.
+
+(`explorer.check`, the package's attribute, is this function: import
+names from the module with `from explorer.check import ...`.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from explorer.graph.analysis import NoReturn, highest, longest, point_of_no_return
+from explorer.errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
+from explorer.graph.forward import forward_no_return
+from explorer.runtime.limits import Limits, limits_on
+from explorer.runtime.memory import MemoryGuard
+from explorer.model import ROW_THREADS, ROWS, ArrayFallback, ModelFactory, build_model, declared
+from explorer.outcome import bounded
+from explorer.result import Result, Stats
+from explorer.settings import Settings
+from explorer.graph.stored import StateGraph, build_graph
+from explorer.trace import follow
+from explorer.graph.walk import WalkEnd, walk
+
+__all__ = ["check", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
+           "WorkerLost", "NoReturn", "point_of_no_return", "forward_no_return", "highest", "longest",
+           "build_graph", "StateGraph", "follow", "walk", "WalkEnd"]
+
+Engine = Callable[[Any, ModelFactory, Settings], Result]
+
+
+def check(model: Any, settings: Settings | None = None, **fields: Any) -> Result:
+    """Check `model` (a Model or a ModelFactory) as `settings` say; keyword
+    `fields` stand for `Settings(**fields)` (or change those of `settings`).
+
+    May raise NondeterministicModel when a counterexample cannot be
+    replayed, and (partitioned) WorkerLost, CheckpointError, PartitionError,
+    RayUnavailable."""
+    s = settings if settings is not None else Settings()
+    if fields:
+        s = s.but(**fields)
+    try:
+        m, factory = build_model(model)
+    except MemoryError:  # the model itself (a huge workload's rows) does not fit
+        return bounded(Stats(strategy=_named(s)), "memory", "MemoryError")
+    engine = engine_for(m, s)
+    try:
+        return engine(m, factory, s)
+    except ArrayFallback:
+        if offers(m) == "objects":
+            raise
+        fallback = ENGINES.get((s.strategy, "objects", s.workers > 1))
+        if fallback is None:
+            raise
+        return fallback(m, factory, s)
+
+
+def _named(s: Settings) -> str:
+    return "bfs" if s.strategy == "partitioned" else s.strategy
+
+
+def offers(m: Any) -> str:
+    """What the model offers the engines: "row_threads", "rows" or "objects"."""
+    caps = declared(m)
+    return ROW_THREADS if ROW_THREADS in caps else ROWS if ROWS in caps else "objects"
+
+
+def engine_for(m: Any, s: Settings) -> Engine:
+    """The engine `ENGINES` gives the model and the settings."""
+    key = (s.strategy, offers(m), s.workers > 1)
+    engine = ENGINES.get(key)
+    if engine is None:
+        raise ValueError(f"no engine for the strategy {s.strategy!r} with a model offering {key[1]}"
+                         f"{' and several workers' if key[2] else ''}")
+    return engine
+
+
+# ---------------------------------------------------------------- the engines
+
+
+def sequential(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    from explorer.strategies.sequential import sequential_check
+
+    return sequential_check(m, s)
+
+
+def objects_on_processes(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    from explorer.strategies.parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
+
+    return check_parallel(m, factory, s)
+
+
+def rows(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    from explorer.strategies.arrays.engine import array_check
+
+    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):  # inside an expansion too
+        return array_check(m, factory, s)
+
+
+def rows_on_processes(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    from explorer.strategies.arrays.engine import array_check_on_processes
+
+    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):
+        return array_check_on_processes(m, factory, s)
+
+
+def rows_on_threads(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    from explorer.strategies.arrays.walkers import walkers_check
+
+    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):
+        return walkers_check(m, s)
+
+
+def partitioned(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    from explorer.strategies.partitions.driver import partitioned_check
+
+    return partitioned_check(m, factory, s)
+
+
+def swarm(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    from explorer.strategies.swarm import swarm_check
+
+    return swarm_check(m, factory, s)
+
+
+def _no_rows(m: Any, factory: ModelFactory, s: Settings) -> Result:
+    raise PartitionError("the model does not offer the array protocol")
+
+
+# (strategy, what the model offers, several workers) -> engine
+ENGINES: dict[tuple[str, str, bool], Engine] = {
+    ("bfs", "objects", False): sequential,
+    ("bfs", "objects", True): objects_on_processes,
+    ("bfs", ROWS, False): rows,
+    ("bfs", ROWS, True): rows_on_processes,
+    ("bfs", ROW_THREADS, False): rows,
+    ("bfs", ROW_THREADS, True): rows_on_threads,
+    ("dfs", "objects", False): sequential,
+    ("dfs", ROWS, False): sequential,
+    ("dfs", ROW_THREADS, False): sequential,
+    **{("partitioned", offer, many): partitioned for offer in (ROWS, ROW_THREADS) for many in (False, True)},
+    ("partitioned", "objects", False): _no_rows,
+    ("partitioned", "objects", True): _no_rows,
+    **{("swarm", offer, many): swarm for offer in (ROWS, ROW_THREADS) for many in (False, True)},
+}

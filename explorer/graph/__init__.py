@@ -1,0 +1,1 @@
+"""Graphs of states: the livelock cycles, the stored graph and its analyses, walks, the forward search."""

@@ -1,0 +1,80 @@
+"""One frozen `Settings`: everything a check is asked to do, as
+Stateright's `CheckerBuilder` carries it. `explorer.check(model,
+settings)` reads it and chooses the engine (explorer/check.py); the
+engines read their part of it.
+
+What the model decides (its symmetry, its checks' names, ties) is the
+model's, not a setting: the engine sees only their effect, through
+`canonical`, `invariants` and the row flags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
+
+__all__ = ["Settings", "STRATEGIES", "ProgressFn"]
+
+ProgressFn = Callable[[Any], None]  # called with a snapshot of the run's Stats
+
+# bfs/dfs: one search over every reachable state (bfs: shortest traces);
+# partitioned: bfs over hash partitions (threads, Ray actors, checkpoints);
+# swarm: `searches` randomized depth-first searches, incomplete by design.
+STRATEGIES = ("bfs", "dfs", "partitioned", "swarm")
+
+
+@dataclass(frozen=True)
+class Settings:
+    strategy: str = "bfs"
+    # bounds and limits: reaching one gives the verdict "bound"
+    max_states: int | None = None
+    max_depth: int | None = None
+    time_limit: float | None = None  # seconds
+    memory_limit: int | None = None  # bytes of resident memory (explorer/runtime/memory.py)
+    # checks
+    check_deadlock: bool = True
+    check_livelock: bool = True
+    # workers: processes or threads expanding (bfs), threads running the partitions (partitioned)
+    workers: int = 1
+    progress: ProgressFn | None = field(default=None, compare=False)
+    progress_interval: float = 1.0
+    # exact: states identified by their whole canonical form, not a 64-bit fingerprint (explorer/stores/exact.py)
+    exact: bool = False
+    # partitioned: how many, where (a Ray address, "auto" or "local"), checkpoints
+    partitions: int | None = None
+    ray: str | None = None
+    checkpoint: str | None = None
+    resume: str | None = None
+    identity: Mapping | None = None  # what the caller knows of the model: a checkpoint resumes only its own
+    # swarm: how many searches, their first seed, processes running them (None: one a core)
+    searches: int = 0
+    seed: int = 0
+    processes: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {self.strategy!r} (expected one of {', '.join(STRATEGIES)})")
+        if self.workers < 1:
+            raise ValueError("workers must be >= 1")
+        for name in ("max_states", "max_depth"):
+            val = getattr(self, name)
+            if val is not None and val < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if self.workers > 1 and self.strategy == "dfs":
+            raise ValueError("parallel mode (workers > 1) supports strategy 'bfs' only")
+        if self.partitions is not None and self.partitions < 1:
+            raise ValueError("partitions must be >= 1")
+        if self.strategy == "swarm" and self.searches < 1:
+            raise ValueError("a swarm needs at least one search")
+        if self.exact and (self.workers > 1 or self.strategy in ("partitioned", "swarm")):
+            raise ValueError("an exact exploration runs in one process, without partitions")
+        if self.strategy != "partitioned":
+            extra = [n for n in ("partitions", "checkpoint", "resume") if getattr(self, n) is not None]
+            if self.ray is not None and self.strategy != "swarm":
+                extra.insert(0, "ray")
+            if extra:
+                raise ValueError(f"{extra[0]} needs the strategy 'partitioned'")
+
+    def but(self, **changes: Any) -> "Settings":
+        """A copy with `changes`."""
+        return replace(self, **changes)

@@ -1,0 +1,1 @@
+"""Hash partitions of the state space, in this process or on Ray, with checkpoints."""

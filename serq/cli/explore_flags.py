@@ -1,0 +1,81 @@
+"""Which flags of `serq explore` each mode can honour.
+
+`--worst`, `--theorem`, `--replay` and `--swarm` each do one thing, and
+some flags of the exhaustive search mean nothing there (a replay explores
+no states, a worst case builds its graph breadth-first in one process). A
+flag given to a mode that cannot honour it is refused (E012, exit 2),
+located in its value, with what to do instead: never ignored.
+"""
+
+from __future__ import annotations
+
+from serq.diagnostics import flag_error
+from serq.check.explore import GRAPH_LIMIT
+
+# flag -> (attribute, is it given: a value other than the one that changes nothing)
+GIVEN = {
+    "--strategy dfs": ("strategy", lambda v: v == "dfs"),
+    "--max-depth": ("max_depth", lambda v: v is not None),
+    "--memory": ("memory", lambda v: v is not None),
+    "--check": ("check", lambda v: v is not None),
+    "--workers": ("workers", lambda v: v != 1),
+    "--exact": ("exact", bool),
+    "--graph-limit": ("graph_limit", lambda v: v != GRAPH_LIMIT),
+    "--progress": ("progress", bool),
+    "--replay": ("replay", lambda v: v is not None),
+}
+
+# mode -> {flag it cannot honour: why, and what to do}
+REFUSED = {
+    "--worst": {
+        "--strategy dfs": "a worst case builds the whole state graph breadth-first; drop --strategy dfs",
+        "--max-depth": "a worst case is over whole behaviours, cut only by --max-states, --time-limit and "
+                       "--memory; drop --max-depth",
+        "--check": "a worst case checks no property (violations do not end a behaviour there); drop --check, "
+                   "or check the properties without --worst",
+        "--workers": "a worst case is computed in one process; drop --workers",
+        "--exact": "a worst case stores its graph by fingerprint in one process; drop --exact",
+        "--graph-limit": "a worst case has no point of no return; its graph is cut by --max-states; "
+                         "drop --graph-limit",
+        "--progress": "a worst case shows no progress line; drop --progress",
+    },
+    "--theorem": {
+        "--check": "the theorem checks its own conclusion (every admitted session completes); drop --check",
+        "--replay": "the theorem explores every behaviour; drop --replay, or replay the path without --theorem",
+    },
+    "--replay": {
+        "--strategy dfs": "a replay follows one path; drop --strategy",
+        "--max-depth": "a replay follows its whole path; drop --max-depth",
+        "--memory": "a replay follows one path; drop --memory",
+        "--workers": "a replay follows one path in one process; drop --workers",
+        "--exact": "a replay follows one path and stores no states; drop --exact",
+        "--progress": "a replay shows no progress line; drop --progress",
+    },
+    "--swarm": {
+        "--exact": "a swarm keeps no table of states to make exact; drop --exact",
+        "--progress": "a swarm shows no progress line; drop --progress",
+    },
+}
+
+
+def mode_of(args) -> str | None:
+    for mode, on in (("--worst", args.worst is not None), ("--theorem", args.theorem),
+                     ("--replay", args.replay is not None), ("--swarm", args.swarm is not None)):
+        if on:
+            return mode
+    return None
+
+
+def refuse_unhonoured(args) -> None:
+    """A located E012 for the first flag the command's mode cannot honour."""
+    mode = mode_of(args)
+    if args.seed != 0 and mode != "--swarm":
+        raise flag_error("--seed", str(args.seed), "E012", "--seed chooses the searches of --swarm; "
+                         "drop --seed, or add --swarm N")
+    for flag, why in REFUSED.get(mode, {}).items():
+        attr, given = GIVEN[flag]
+        value = getattr(args, attr)
+        if given(value):
+            name = flag.split()[0]
+            shown = ",".join(value) if isinstance(value, list) else name if isinstance(value, bool) else str(value)
+            raise flag_error(name, shown, "E012", f"{name} cannot be honoured with {mode}: {why}")

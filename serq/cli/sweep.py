@@ -1,0 +1,63 @@
+"""`serq sweep`: flags -> `serq.check.sweep.sweep` -> the table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from explorer.runtime.verdict import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASS
+from serq.diagnostics import Diagnostic, SerqError
+from serq.check.model import ALL_CHECKS
+from serq.cli.exits import add_parser
+from serq.cli.flags import check_limits
+
+
+def register(sub) -> None:
+    s = add_parser(
+        sub, "sweep", help="explore an instance for every value of one constant and find the boundary",
+        description="Explore the instance once per value of a `const` (a capacity, a block size, a "
+                    "workload count, a budget ...), print the verdict per value, the boundary between "
+                    "passing and failing values, and the counterexample just on the failing side of it. "
+                    "Values run in parallel over the machine's cores.")
+    s.add_argument("instance", help="a .sq file (the constants of an .ir.json are folded)")
+    s.add_argument("--vary", required=True, metavar="NAME=LO..HI",
+                   help="the constant and its integer range, both ends included")
+    s.add_argument("--bisect", action="store_true",
+                   help="evaluate O(log n) values by bisection (exact only if the verdict is monotone) "
+                        "instead of every value")
+    s.add_argument("--workers", type=int, metavar="N", help="processes (default: one per core)")
+    s.add_argument("--max-states", type=int, metavar="N", help="per value: stop after N distinct states")
+    s.add_argument("--max-depth", type=int, metavar="N", help="per value: do not go deeper than N steps")
+    s.add_argument("--time-limit", type=float, metavar="SEC", help="per value: stop after SEC seconds")
+    s.add_argument("--ties", choices=("all", "seq"), default="all", help="as for serq explore")
+    s.add_argument("--no-symmetry", action="store_true", help="as for serq explore")
+    s.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
+                   help="as for serq explore; repeatable")
+    s.add_argument("--json", action="store_true", help="print the sweep as JSON")
+    s.add_argument("--no-timing", action="store_true", help="omit times (byte-stable output)")
+    s.set_defaults(func=cmd_sweep)
+
+
+def cmd_sweep(args) -> int:
+    from serq.check.sweep import render_json, render_text, sweep
+
+    path = Path(args.instance)
+    if path.name.endswith(".json"):
+        raise SerqError([Diagnostic(0, 0, "E016", "serq sweep needs the .sq source: an .ir.json has its "
+                                    "constants folded into the program", file=str(path))])
+    check_limits(args, "--max-states", "--max-depth", "--time-limit", "--workers")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise SerqError([Diagnostic(0, 0, "E011", f"cannot read {path}: {getattr(e, 'strerror', None) or e}",
+                                    file=str(path))]) from None
+    sw = sweep(text, str(path), args.vary, bisect=args.bisect, workers=args.workers,
+               max_states=args.max_states, max_depth=args.max_depth, time_limit=args.time_limit,
+               ties=args.ties, symmetry=not args.no_symmetry, checks=args.check)
+    timing = not args.no_timing
+    if args.json:
+        print(json.dumps(render_json(sw, with_timing=timing), indent=1))
+    else:
+        sys.stdout.write(render_text(sw, with_timing=timing))
+    return EXIT_INTERRUPTED if sw.interrupted else EXIT_FAILED if sw.failed else EXIT_PASS

@@ -1,0 +1,1 @@
+"""The deterministic simulator (`serq run`, `serq check`): coalescing, the report, the schedule."""
