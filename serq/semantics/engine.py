@@ -7,6 +7,8 @@ is what the kernel steps. The simulator and the explorer both step through
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from serq import ir
@@ -26,6 +28,7 @@ from serq.semantics.state import CacheEntry, Hold, Pool, Session, State
 
 KIND = {"arrive": A_ARRIVE, "turn": A_TURN, "iterate": A_ITERATE}
 _new = tuple.__new__  # a NamedTuple made without its Python-level constructor
+_hold, _entry = partial(_new, Hold), partial(_new, CacheEntry)  # from a tuple of the record's fields
 
 
 _ENTRY = None
@@ -144,7 +147,7 @@ class Engine:
         t = self.low.types[prog]
         attrs = tuple(words.value(t[i], w[b + F_ATTR + i]) for i in range(len(t)))
         hb = b + F_ATTR + self.low.NA
-        holds = tuple(_new(Hold, w[hb + HW * j: hb + HW * (j + 1)]) for j in range(w[b + F_NH]))
+        holds = tuple(map(_hold, zip(*[iter(w[hb: hb + HW * w[b + F_NH]])] * HW)))  # all at C speed
         lp = -1 if w[b + F_LP0] == -1 else (w[b + F_LP0], w[b + F_LP1])
         return _new(Session, (prog, w[b + F_PC], attrs, w[b + F_RD], w[b + F_RT], holds, w[b + F_PARENT],
                               w[b + F_LIVE], w[b + F_ARR], w[b + F_ADM], lp, w[b + F_STUCK]))
@@ -153,7 +156,7 @@ class Engine:
         """A pool tuple from row w (a list); `base`: where the pools start in w."""
         b = (self.PB if base is None else base) + p * self.PW
         c = b + P_Q + self.cap
-        cache = tuple(_new(CacheEntry, w[c + CW * k: c + CW * (k + 1)]) for k in range(w[b + P_CN]))
+        cache = tuple(map(_entry, zip(*[iter(w[c: c + CW * w[b + P_CN]])] * CW)))  # all at C speed
         free = None if self.program.pools[p].cap is None else w[b + P_FREE]
         return _new(Pool, (free, cache, tuple(w[b + P_Q: b + P_Q + w[b + P_QN]])))
 
