@@ -1,4 +1,4 @@
-"""The state's layout, named once: what `serq.model`'s states hold, read by
+"""The state's layout, named once: what `serq.semantics.model`'s states hold, read by
 field (`state.sessions`, `s.pc`, `h.own`, `pool.queue`) rather than by
 position. Each is a NamedTuple, so a state is still a tuple: equality,
 hashing, pickling and fingerprints are those of the plain tuple.
