@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from explorer.graph.livelock import find_livelock
+from explorer.graph.cycles import find_livelock
 from explorer.result import Result, Stats
 from explorer.trace import extend_along, format_path, rebuild
 from explorer.runtime.interrupt import signal_name

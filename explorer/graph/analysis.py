@@ -7,7 +7,7 @@ still reachable, and worst cases over every behaviour.
   a prefix (a state that reaches a completable one is completable), so the
   *point of no return* of a trace is the step after its last completable
   state (``no_return``). O(V + E).
-* ``sccs`` -- strongly connected components (iterative Tarjan), in reverse
+* ``sccs`` -- strongly connected components (`cycles.py`'s compiled search), in reverse
   topological order of the condensation. O(V + E).
 * ``longest`` -- the largest sum of edge weights over all paths from an
   initial state, per *track* (a metric counted separately per subject, e.g.
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from explorer.graph.stored import StateGraph
+from explorer.graph.cycles import components
 
 __all__ = ["completable", "NoReturn", "no_return", "point_of_no_return", "sccs", "Longest", "longest",
            "highest"]
@@ -124,56 +125,10 @@ def point_of_no_return(model: Any, result: Any, *, max_states: int | None = None
 def sccs(g: StateGraph, cut: frozenset | set = frozenset()) -> tuple[list[int], list[list[int]]]:
     """(component of each node, components) with components in reverse
     topological order (a component's successors come before it); the
-    edges ``(u, k)`` in ``cut`` (the k-th edge of u) are left out."""
-    n = len(g)
-    index = [-1] * n
-    low = [0] * n
-    on = [False] * n
-    comp = [-1] * n
-    comps: list[list[int]] = []
-    stack: list[int] = []
-    counter = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work = [(root, 0)]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on[root] = True
-        while work:
-            u, i = work[-1]
-            out = g.succ[u]
-            if i < len(out):
-                work[-1] = (u, i + 1)
-                if cut and (u, i) in cut:
-                    continue
-                v = out[i][1]
-                if index[v] < 0:
-                    index[v] = low[v] = counter
-                    counter += 1
-                    stack.append(v)
-                    on[v] = True
-                    work.append((v, 0))
-                elif on[v] and index[v] < low[u]:
-                    low[u] = index[v]
-                continue
-            work.pop()
-            if work:
-                p = work[-1][0]
-                if low[u] < low[p]:
-                    low[p] = low[u]
-            if low[u] == index[u]:
-                members = []
-                while True:
-                    w = stack.pop()
-                    on[w] = False
-                    comp[w] = len(comps)
-                    members.append(w)
-                    if w == u:
-                        break
-                comps.append(sorted(members))
-    return comp, comps
+    edges ``(u, k)`` in ``cut`` (the k-th edge of u) are left out. The
+    compiled search of ``cycles.py``, the one the engines' livelock pass runs."""
+    succ = [[e[1] for k, e in enumerate(out) if not (cut and (u, k) in cut)] for u, out in enumerate(g.succ)]
+    return components(succ)
 
 
 @dataclass

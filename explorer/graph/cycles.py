@@ -1,15 +1,22 @@
-"""The livelock pass of the array engines: the non-progress edges as a
-compact graph (4 B per edge plus one offset per state), nodes on no cycle
-peeled off first (Kahn), then Pearce's strongly-connected-components
-search on what is left (4 B a state), and the lasso's cycle rebuilt from
-the component found. Used by `arrays.py` and `distributed.py`."""
+"""The one strongly-connected-components and shortest-cycle module.
+
+The graph is compact (4 B per edge plus one offset per state): nodes on
+no cycle peeled off first (Kahn), then Pearce's strongly-connected-
+components search on what is left (4 B a state), and the lasso's cycle
+rebuilt from the component found. The array engines call the compiled
+functions over their own arrays (`strategies/arrays/engine.py`,
+`strategies/partitions/driver.py`); the sequential engines' livelock
+(`find_livelock`, over fingerprints) and the stored graph's analyses
+(`components`, `graph/analysis.py`) go through the same functions."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-__all__ = ["DONE_NODE", "_acyclic_part", "_scc", "_cycle", "_grow32"]
+from typing import Callable, Iterable, Mapping, Sequence
+
+__all__ = ["DONE_NODE", "_acyclic_part", "_scc", "_cycle", "_grow32", "csr", "components", "find_livelock"]
 
 @njit(cache=True, nogil=True)
 def _grow32(a, n):
@@ -161,3 +168,58 @@ def _cycle(n, ofs, dst, comp, entry):
                 q[qt] = v
                 qt += 1
     return np.empty(0, np.int64)
+
+
+def csr(succ: Sequence[Sequence[int]]) -> tuple[int, np.ndarray, np.ndarray]:
+    """(n, offsets, targets) of a graph given as each node's successors in
+    order (dense ids 0..n-1)."""
+    n = len(succ)
+    ofs = np.zeros(n + 1, np.int32)
+    for u, vs in enumerate(succ):
+        ofs[u + 1] = ofs[u] + len(vs)
+    dst = np.fromiter((v for vs in succ for v in vs), np.int32, int(ofs[n]))
+    return n, ofs, dst
+
+
+def components(succ: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
+    """(component of each node, components, each sorted) with the
+    components in reverse topological order (a component's successors come
+    before it): the order in which the depth-first search, from nodes 0..n-1
+    and each node's successors in order, completes them."""
+    n, ofs, dst = csr(succ)
+    rindex = np.zeros(n, np.int32)
+    _scc(n, ofs, dst, rindex)
+    comp = (n - 1 - rindex).tolist()  # the first completed has the highest label, n - 1
+    comps: list[list[int]] = [[] for _ in range(n - 1 - int(rindex.min()) + 1 if n else 0)]
+    for v, c in enumerate(comp):
+        comps[c].append(v)
+    return comp, comps
+
+
+def find_livelock(edges: Mapping[int, Sequence[int]],
+                  first_of: Callable[[Iterable[int]], int]) -> tuple[int, list[int]] | None:
+    """(entry, cycle) of the first livelock over the non-progress edges
+    between fingerprints, or None. A livelock is a cycle of such edges (a
+    self-loop counts): among the states on one, `first_of(fps)` picks the
+    earliest discovered, the entry; the cycle is a shortest one back to it
+    through its component, successors scanned in recorded order: the
+    fingerprints after entry, ending with entry."""
+    ids: dict[int, int] = {}
+    for u, vs in edges.items():
+        ids.setdefault(u, len(ids))
+        for v in vs:
+            ids.setdefault(v, len(ids))
+    fps = list(ids)
+    succ: list[list[int]] = [[] for _ in fps]
+    for u, vs in edges.items():
+        succ[ids[u]] = [ids[v] for v in vs]
+    n, ofs, dst = csr(succ)
+    comp, left = _acyclic_part(n, ofs, dst)
+    if not left or _scc(n, ofs, dst, comp) < 0:
+        return None
+    size: dict[int, int] = {}
+    for c in comp.tolist():
+        size[c] = size.get(c, 0) + 1
+    on_cycle = [fps[v] for v in range(n) if comp[v] != DONE_NODE and (size[int(comp[v])] > 1 or v in succ[v])]
+    entry = ids[first_of(on_cycle)]
+    return fps[entry], [fps[int(v)] for v in _cycle(n, ofs, dst, comp, entry)]

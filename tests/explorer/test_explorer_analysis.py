@@ -84,6 +84,112 @@ def test_sccs_reverse_topological():
             assert pos[comp[v]] <= pos[comp[u]]
 
 
+def _tarjan(succ):
+    """The textbook recursive Tarjan: components in completion order."""
+    import sys
+
+    sys.setrecursionlimit(10_000)
+    index, low, on, stack, comps = {}, {}, set(), [], []
+
+    def visit(u):
+        index[u] = low[u] = len(index)
+        stack.append(u)
+        on.add(u)
+        for v in succ[u]:
+            if v not in index:
+                visit(v)
+                low[u] = min(low[u], low[v])
+            elif v in on:
+                low[u] = min(low[u], index[v])
+        if low[u] == index[u]:
+            members = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                members.append(w)
+                if w == u:
+                    break
+            comps.append(sorted(members))
+
+    for u in range(len(succ)):
+        if u not in index:
+            visit(u)
+    return comps
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_components_are_tarjans_in_the_same_order(seed):
+    """`cycles.components` (the compiled search every engine uses) gives
+    networkx's components, in the completion order of the textbook Tarjan
+    (the order the stored graph's analyses read), on random graphs."""
+    import networkx as nx
+
+    from explorer.graph.cycles import components
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 30)
+    succ = [[rng.randrange(n) for _ in range(rng.choice((0, 1, 1, 2, 3)))] for _ in range(n)]
+    comp, comps = components(succ)
+    assert comps == _tarjan(succ)
+    assert all(comp[v] == i for i, c in enumerate(comps) for v in c)
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from((u, v) for u, vs in enumerate(succ) for v in vs)
+    assert sorted(map(sorted, nx.strongly_connected_components(g))) == sorted(comps)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_livelock_is_the_first_state_on_a_cycle_and_a_shortest_cycle_back(seed):
+    """`cycles.find_livelock` over fingerprints: the entry is the earliest
+    state on any cycle (networkx's cycles, self-loops included), and the
+    cycle is a path of edges back to it, as short as a breadth-first search
+    inside its component finds."""
+    import networkx as nx
+
+    from explorer.graph.cycles import find_livelock
+
+    rng = random.Random(seed)
+    n = rng.randint(1, 25)
+    fp = [rng.getrandbits(64) for _ in range(n)]
+    edges = {}
+    for u in range(n):
+        vs = [rng.randrange(n) for _ in range(rng.choice((0, 1, 1, 2)))]
+        if vs:
+            edges[fp[u]] = [fp[v] for v in vs]
+    order = {f: i for i, f in enumerate(fp)}
+    found = find_livelock(edges, lambda fps: min(fps, key=order.__getitem__))
+    g = nx.DiGraph()
+    g.add_edges_from((u, v) for u, vs in edges.items() for v in vs)
+    cyclic = {x for c in nx.strongly_connected_components(g) for x in c
+              if len(c) > 1 or g.has_edge(next(iter(c)), next(iter(c)))}
+    if not cyclic:
+        assert found is None
+        return
+    entry, cycle = found
+    assert entry == min(cyclic, key=order.__getitem__) and cycle[-1] == entry
+    path = [entry, *cycle]
+    assert all(g.has_edge(a, b) for a, b in zip(path, path[1:]))
+    comp = next(c for c in nx.strongly_connected_components(g) if entry in c)
+    assert len(cycle) == _bfs_cycle_length(g.subgraph(comp), entry)
+
+
+def _bfs_cycle_length(g, entry):
+    """The length of a shortest cycle through entry in g."""
+    from collections import deque
+
+    dist, queue = {entry: 0}, deque([entry])
+    best = None
+    while queue:
+        u = queue.popleft()
+        for v in g.successors(u):
+            if v == entry:
+                best = dist[u] + 1 if best is None else min(best, dist[u] + 1)
+            elif v not in dist:
+                dist[v] = dist[u] + 1
+                queue.append(v)
+    return best
+
+
 class Weighted(Graph):
     """A Graph whose edges carry weights w[(u, v)] (track 0)."""
 
