@@ -6,12 +6,12 @@ it offers (its rows, its rows on threads, or neither: `explorer.model`'s
 capabilities) and on whether there are several workers. Every engine
 takes (model, factory, settings) and returns a Result:
 
-- sequential: BFS or DFS over the model's Python states (search.py)
-- objects on processes: the same BFS, partitioned among worker processes (parallel.py)
-- rows: BFS over packed rows, compiled (arrays.py); its chunks expanded by
-  worker processes (array_workers.py) or walked by worker threads (array_walkers.py)
-- partitioned: BFS over hash partitions, on threads or Ray actors, with checkpoints (distributed.py)
-- swarm: randomized depth-first searches, incomplete by design (swarm.py)
+- sequential: BFS or DFS over the model's Python states (strategies/sequential.py)
+- objects on processes: the same BFS, partitioned among worker processes (strategies/parallel.py)
+- rows: BFS over packed rows, compiled (strategies/arrays/engine.py); its chunks expanded by
+  worker processes (arrays/workers.py) or walked by worker threads (arrays/walkers.py)
+- partitioned: BFS over hash partitions, on threads or Ray actors, with checkpoints (strategies/partitions/driver.py)
+- swarm: randomized depth-first searches, incomplete by design (strategies/swarm.py)
 
 A rows engine that meets `ArrayFallback` (the model cannot go on with
 rows) hands the run to the engine the table gives a model without rows.
@@ -37,6 +37,7 @@ from explorer.model import ROW_THREADS, ROWS, ArrayFallback, ModelFactory, build
 from explorer.outcome import bounded
 from explorer.result import Result, Stats
 from explorer.settings import Settings
+from explorer.stores.exact import Exact
 from explorer.graph.stored import StateGraph, build_graph
 from explorer.trace import follow
 from explorer.graph.walk import WalkEnd, walk
@@ -60,8 +61,17 @@ def check(model: Any, settings: Settings | None = None, **fields: Any) -> Result
         s = s.but(**fields)
     try:
         m, factory = build_model(model)
+        if s.exact and not isinstance(m, Exact):
+            m = Exact(m)  # every state by its whole canonical form (rows carry fingerprints only: not used)
     except MemoryError:  # the model itself (a huge workload's rows) does not fit
         return bounded(Stats(strategy=_named(s)), "memory", "MemoryError")
+    result = _run(m, factory, s)
+    if s.exact:
+        result.stats.exact = True
+    return result
+
+
+def _run(m: Any, factory: Any, s: Settings) -> Result:
     engine = engine_for(m, s)
     try:
         return engine(m, factory, s)

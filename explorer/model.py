@@ -86,7 +86,7 @@ NOTES = "notes"  # notes: a list the model fills beside the verdict, gathered fr
 #       invariants and traces (replayed through `actions`/`step`)
 # It may raise ArrayFallback: the run restarts on an engine without rows.
 ROWS = "rows"
-ROW_THREADS = "row_threads"  # array_expander() -> an expand function per worker thread (array_walkers.py)
+ROW_THREADS = "row_threads"  # array_expander() -> an expand function per worker thread (strategies/arrays/walkers.py)
 
 CAPABILITIES: dict[str, tuple[str, ...]] = {
     STEP_EVENTS: ("step_events",), FORMAT_STATE: ("format_state",), FINGERPRINT: ("fingerprint",),

@@ -187,3 +187,14 @@ def test_a_rows_engine_that_falls_back_hands_the_run_to_the_engine_without_rows(
     for workers in (1, 2):  # rows -> sequential; rows on threads -> objects on processes
         r = check(_Falls(CounterPair(6, limit=7), 2), workers=workers)
         assert _key(r) == (BEFORE if workers == 1 else ON_PROCESSES)["counter_bad"], workers
+
+
+def test_an_exact_setting_is_honoured_by_the_door():
+    """`Settings(exact=True)` identifies states by their whole canonical
+    form: the door wraps the model (rows, which carry fingerprints only, are
+    not used) and says so in the statistics, with the same counts."""
+    plain = check(AsArrays(CounterPair(2), 2), Settings())
+    exact = check(AsArrays(CounterPair(2), 2), Settings(exact=True))
+    assert exact.stats.exact and not plain.stats.exact
+    assert (exact.verdict, exact.stats.distinct) == (plain.verdict, plain.stats.distinct)
+    assert exact.stats.strategy == plain.stats.strategy == "bfs"

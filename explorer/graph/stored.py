@@ -1,6 +1,6 @@
 """The whole state graph, stored: nodes, every edge, and what analyses need.
 
-The search (``search.py``) keeps only one parent link per state and stops
+The search (``strategies/sequential.py``) keeps only one parent link per state and stops
 at the first violation; the analyses in ``analysis.py`` need more: every
 edge, to know from which states completion is still reachable and which
 path is the longest. ``build_graph`` explores breadth-first like the search

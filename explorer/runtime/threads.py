@@ -1,5 +1,5 @@
 """Worker threads for the partitions run in this process
-(`distributed.py`, `--partitions K --workers N`): a pool of
+(`strategies/partitions/driver.py`, `--partitions K --workers N`): a pool of
 daemon threads whose futures are waited for in short polls, so that
 
 - a worker that never returns (a kernel call that does not end) cannot

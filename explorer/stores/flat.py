@@ -1,9 +1,9 @@
-"""A flat fingerprint table for the hash partitions (`distributed.py`):
+"""A flat fingerprint table for the hash partitions (`strategies/partitions/driver.py`):
 per state id (dense, in the partition's discovery order) its fingerprint,
 parent id and action index, and an open-addressing table of ids (-1:
 empty) doubled whole at 70 %. The partitions store the action because a
 trace is rebuilt from their entries; the array engine keeps its own,
-smaller store (`arrays.py`)."""
+smaller store (`strategies/arrays/engine.py`)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     settings = Settings(strategy="partitioned" if partitioned else strategy, max_states=max_states,
                         max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                         check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit,
-                        partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume,
+                        partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume, exact=exact,
                         identity=model_identity(program, ties, symmetry, ch) if partitioned else None)
     model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
     if exact:

@@ -51,7 +51,7 @@ class Name(Node):
 
 
 class Ctx(Node):
-    """A context variable supplied by the moment (see `serq.moments`)."""
+    """A context variable supplied by the moment (see `serq.vocab`'s moments)."""
 
     k: Literal["ctx"] = "ctx"
     name: str

@@ -1,4 +1,4 @@
-"""`validate(program)`: names, arity, types and moments (serq.moments)
+"""`validate(program)`: names, arity, types and moments (`serq.vocab`)
 of every expression of a compiled or loaded IR program. The automaton's
 structure is checked first (serq.ir.shape): nothing else can be checked,
 or run, on a broken one."""

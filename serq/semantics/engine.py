@@ -22,7 +22,7 @@ from serq.semantics.kernel.abi import (
     R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_QKIND, S_QN, S_QPOS, S_QSTATE, S_QVALS, S_SCRIPT,
     S_VALS, T_REAL,
 )
-from serq.semantics.lower import DIST, MAXQ, bits2f, f2bits, initial_attrs, lower, weights
+from serq.semantics.lower import DIST, bits2f, f2bits, initial_attrs, lower, weights
 from serq.semantics.rowstate import RowState
 from serq.semantics.state import CacheEntry, Hold, Pool, Session, State
 
@@ -228,13 +228,6 @@ class Engine:
             self._in_w = rs
             return rs, evs
         return self.state(fault if fault is not None else state.fault), evs
-
-    @staticmethod
-    def question_overflow(state) -> bool:
-        """Whether a state's fault is too many oracle questions in one step
-        (a loop that draws without blocking): enumeration stops there."""
-        f = state.fault
-        return f is not None and f[1].startswith(f"more than {MAXQ} draws")
 
     def decode(self, rs: "RowState"):
         """A packed state as the state tuple."""

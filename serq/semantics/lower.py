@@ -99,7 +99,7 @@ class Lowered:
     # ------------------------------------------------------------ expressions
     def etype(self, e, types: dict[str, str]) -> int:
         """The type of `e` (T_INT, T_REAL or T_BOOL), by the front end's one
-        type inference (`exprtype.infer_type`) over the attribute types
+        type inference (`serq.ir.types.infer_type`) over the attribute types
         `types`; a name not there is read by no program (Unlowerable)."""
         t = infer_type(e, types)
         if t == "?":

@@ -135,7 +135,7 @@ def test_many_worker_threads(workers):
 
 def _hubs(cycle: bool):
     """Node 0 has 600 non-progress edges and node 1 300 (counts past a
-    byte: `arrays.Edges` keeps them aside), the targets' own edges after
+    byte: `engine.Edges` keeps them aside), the targets' own edges after
     them; with `cycle`, 599 and 1200 form a non-progress cycle, found only
     if every count before them is right."""
     from explorer_toys import Graph

@@ -1,9 +1,9 @@
 """BFS over packed rows: the engine for models that offer the array
 protocol (see `explorer/model.py`), with the very semantics of the
-sequential BFS in `search.py` (same verdict, counts, queue figure and
+sequential BFS in `strategies/sequential.py` (same verdict, counts, queue figure and
 shortest trace), at a fraction of its cost per state.
 
-Store (`array_table.py`), per state id (dense, in discovery order): its 64-bit fingerprint
+Store (`arrays/table.py`), per state id (dense, in discovery order): its 64-bit fingerprint
 and its parent's id (12 bytes); the ids are found through a hash table
 split into 16 sub-tables by the fingerprint's top bits (4 bytes a slot, at
 most 70 % full and at least 47 % once grown, each sub-table grown on its
@@ -11,11 +11,11 @@ own, so a growth never holds two copies of the whole table). No action and no ro
 to a state is its chain of parents, and its actions and rows are re-derived
 by expanding each state of the chain again (`_Store.chain`). Rows are kept
 only for the current and the next BFS level, packed by column
-(`arrays_narrow.Packed`), or kept as they are (but in the narrowest
+(`narrow.Packed`), or kept as they are (but in the narrowest
 integer type their values allow, int8 first) while a level holds less
-than RAW_LEVEL bytes of them (`arrays_narrow.Raw`: packing and unpacking
+than RAW_LEVEL bytes of them (`narrow.Raw`: packing and unpacking
 would cost more than they save), in two buffers the levels use in turn
-(`arrays_narrow.Arena`).
+(`narrow.Arena`).
 
 A level is walked chunk by chunk: the model's successors of a chunk of
 frontier rows (one call), then `_walk` (numba) over them in (parent,
@@ -29,8 +29,8 @@ them (4 bytes a state, plus its stacks).
 
 With worker threads (a model that offers its rows on threads), the walk too is
 split among them, by fingerprint, and a light ordered merge keeps the ids,
-counts and traces those of one worker: `array_walkers.py`. A model without
-it is expanded by worker processes (`array_workers.py`) and walked here."""
+counts and traces those of one worker: `arrays/walkers.py`. A model without
+it is expanded by worker processes (`arrays/workers.py`) and walked here."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def _walk(j0, i0, chunk, table, S, out, bounds, given):
     writes; `bounds` (max_states, max_depth, livelock, deadlock_check);
     `given` (decided, dnew, dtgt, wk, W).
 
-    `decided`: the walkers (`array_walkers.py`) have already looked each
+    `decided`: the walkers (`arrays/walkers.py`) have already looked each
     successor up: dnew[t, i] (t: the successor's walker) 0 (stored before,
     as state dtgt[t, i]), 1 (new, now stored as state dtgt[t, i]) or 2 (new
     but past the depth bound), what the lookup below decides otherwise; this
@@ -305,8 +305,8 @@ def array_check(m: Any, factory: Any, s: Settings) -> Result:
 
 def array_check_on_processes(m: Any, factory: Any, s: Settings) -> Result:
     """`array_check` with the chunks expanded by `s.workers` worker
-    processes (array_workers.py; a model that offers its rows on threads
-    is walked by array_walkers.py instead)."""
+    processes (arrays/workers.py; a model that offers its rows on threads
+    is walked by arrays/walkers.py instead)."""
     from explorer.strategies.arrays.workers import Expanders
 
     pool = Expanders(factory, s.workers, s.time_limit)

@@ -108,7 +108,7 @@ def _touch(fps, table, order, q0, q1, shift):
     return acc
 
 
-# ---------------------------------------------------------------- codes of the walkers (array_walkers.py)
+# ---------------------------------------------------------------- codes of the walkers (arrays/walkers.py)
 
 
 @njit(cache=True, nogil=True, inline="always")

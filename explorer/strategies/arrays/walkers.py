@@ -5,15 +5,15 @@ N threads, with the verdict, counts, queue figure and trace of one worker.
 The walk is split by fingerprint. Of the table's 16 sub-tables, walker t
 of W (W: the largest power of two up to N, at most 8) owns those whose
 number is t modulo W, and keeps their states in a store of its own
-(`array_table._Store`: fingerprints, parents, sub-tables). The thread
+(`table._Store`: fingerprints, parents, sub-tables). The thread
 that expands a chunk groups its successors by walker
-(`array_table._by_walker`), and each walker looks up its own group of
+(`table._by_walker`), and each walker looks up its own group of
 every chunk, in order: a fingerprint always falls to the same walker, so whether a successor is
 new is decided exactly as the one walk of one worker decides it, and a
 walker stores its new states (fingerprint and parent) on its own. A state
 is named there by a code, `local index * W + walker`.
 
-What is left in order is light: the merge (`arrays._walk` with `decided`)
+What is left in order is light: the merge (`engine._walk` with `decided`)
 reads the walkers' decisions of a chunk in (parent, action) order and
 gives the new states their ids (dense, in discovery order, as one worker
 numbers them), counts, finds a deadlock, stops at `max_states`, has the
@@ -556,7 +556,7 @@ class _Run:
         return None
 
     def _finish(self, stats: Stats) -> Result:
-        """The search is complete (`arrays.complete`): the depth bound's
+        """The search is complete (`engine.complete`): the depth bound's
         cuts, then the livelock pass, its edges' codes turned into ids."""
         S, W = self.S, self.W
 
@@ -578,7 +578,7 @@ class _Run:
 
 
 def walkers_check(m: Any, s: Settings) -> Result:
-    """`arrays.array_check` on `s.workers` threads (see the module's text)."""
+    """`engine.array_check` on `s.workers` threads (see the module's text)."""
     workers = s.workers
     gc_was = gc.isenabled()
     gc.disable()  # no Python object per state: nothing for the collector but pauses

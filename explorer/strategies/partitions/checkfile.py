@@ -15,7 +15,7 @@ serq version), the checksum of the whole body, then every array's type and
 shape before it is read (a forged header cannot make it allocate more than
 the file holds). Any failure is a CheckpointError naming the file.
 
-A frontier block (arrays_narrow.Packed) is kept as the smallest and the
+A frontier block (narrow.Packed) is kept as the smallest and the
 largest value of each column (its layout is computed again from them on
 reading, never read) and its packed words, deflated when the block is."""
 

@@ -1,4 +1,4 @@
-"""Checkpoints of a partitioned BFS (`distributed.py`) at level boundaries.
+"""Checkpoints of a partitioned BFS (`strategies/partitions/driver.py`) at level boundaries.
 
 A checkpoint directory holds, per partition p and saved level t,
 `states-p-t.ckpt` (the states the partition stored since the previous

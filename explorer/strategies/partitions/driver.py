@@ -1,6 +1,6 @@
 """Level-synchronous BFS over hash partitions of the state space, in this
 process or on a Ray cluster, with the results of the sequential array
-engine (`arrays.py`): the same verdict, counts, queue figure, depth,
+engine (`strategies/arrays/engine.py`): the same verdict, counts, queue figure, depth,
 shortest trace and replay path.
 
 K partitions each own the states whose fingerprint's high word is their

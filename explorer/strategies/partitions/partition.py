@@ -1,4 +1,4 @@
-"""One hash partition of a partitioned exploration (`distributed.py`):
+"""One hash partition of a partitioned exploration (`strategies/partitions/driver.py`):
 its part of the fingerprint table, of the frontier and of the
 non-progress edges, the order keys of successors, and the walk that
 stores a level's first occurrences. The same class runs in this process
