@@ -24,6 +24,9 @@ from serq.ir.fold import const_eval
 from serq.ir.types import infer_type
 from serq.semantics.kernel.abi import (
     MAX_DOMAIN,
+    ACQ_GATE, ACQ_OPENS, ACQ_SPEC, ASSERT_EXPR, BR_ALT, BR_COND, DC_DIST, DC_HI, DC_KEY, DC_LO, DC_NVALS, DC_REAL,
+    DC_SLOT, DC_VALS, DROP_POOL, EXIT_CLOSES, RUN_AMOUNT, RUN_DECODE, RUN_GROWING, RUN_PROGRESS, RUN_REAL, RUN_STAGE,
+    SET_EXPR, SET_SLOT, SPAWN_SPEC, TURN_THINK,
     OP_IADD, OP_ISUB, OP_IMUL, OP_IFDIV, OP_IMOD, OP_FADD, OP_FSUB, OP_FMUL, OP_FDIV, OP_FFDIV, OP_FMOD,
     OP_IEQ, OP_INE, OP_ILT, OP_ILE, OP_IGT, OP_IGE, OP_FEQ, OP_FNE, OP_FLT, OP_FLE, OP_FGT, OP_FGE,
     OP_INEG, OP_FNEG, OP_IMIN, OP_IMAX, OP_FMIN, OP_FMAX, OP_IABS, OP_FABS,
@@ -311,26 +314,27 @@ class Lowered:
             for st in sp.states:
                 nxt = getattr(st, "next", None)
                 at = st.at[0] if st.at else -1
+                # a state row (abi.SW): kind, next, scope, the fields a..f (named by kind below), line
                 r = [KIND_NAMES.index(st.kind), -1 if nxt is None else nxt, st.scope, -1, -1, -1, -1, -1, -1, at]
                 k = st.kind
                 if k == "set":
-                    r[3], r[4] = slots[st.attr], self.expr(st.e, pi, self.types[pi][slots[st.attr]] == T_REAL)
+                    r[SET_SLOT], r[SET_EXPR] = slots[st.attr], self.expr(st.e, pi, self.types[pi][slots[st.attr]] == T_REAL)
                 elif k == "branch":
-                    r[3], r[4] = self.expr(st.cond, pi), st.alt
+                    r[BR_COND], r[BR_ALT] = self.expr(st.cond, pi), st.alt
                 elif k in ("draw", "choose"):
                     d = st.domain
                     slot = slots[st.attr]
                     real = self.types[pi][slot] == T_REAL
-                    r[3] = slot
+                    r[DC_SLOT] = slot
                     if d.values:
                         offs = [self.expr(v, pi, real) for v in d.values]
                         vo = len(code)
                         code.extend(offs)
-                        r[4], r[5] = len(offs), vo
+                        r[DC_NVALS], r[DC_VALS] = len(offs), vo
                     else:
-                        r[4], r[5], r[6] = -1, self.expr(d.lo, pi), self.expr(d.hi, pi)
+                        r[DC_NVALS], r[DC_LO], r[DC_HI] = -1, self.expr(d.lo, pi), self.expr(d.hi, pi)
                     if k == "choose":
-                        r[7] = self.expr(st.key, pi, True) if st.key is not None else -1
+                        r[DC_KEY] = self.expr(st.key, pi, True) if st.key is not None else -1
                     else:
                         dist = st.dist
                         spec = [DIST[dist.name] if dist else 0, len(dist.params) if dist else 0]
@@ -338,10 +342,10 @@ class Lowered:
                             spec.extend((self.expr(prm, pi), self.is_real(prm, pi)))
                         so = len(code)
                         code.extend(spec)
-                        r[7] = so
-                    r[8] = int(real)
+                        r[DC_DIST] = so
+                    r[DC_REAL] = int(real)
                 elif k == "turn":
-                    r[3] = self.expr(st.think, pi, True)
+                    r[TURN_THINK] = self.expr(st.think, pi, True)
                 elif k == "acquire":
                     h = st.hold
                     spec = [len(h.bindings)]
@@ -359,14 +363,14 @@ class Lowered:
                     self.hold_codes[pi, len(rows)] = items
                     so = len(code)
                     code.extend(spec)
-                    r[3], r[4], r[5] = st.opens, self.pool_ix[h.items[0].pool], so
+                    r[ACQ_OPENS], r[ACQ_GATE], r[ACQ_SPEC] = st.opens, self.pool_ix[h.items[0].pool], so
                 elif k == "run":
-                    r[3] = self.expr(st.amount, pi)
-                    r[4] = self.stage_ix[st.stage]
-                    r[5] = self.pool_ix[st.growing] if st.growing else -1
-                    r[6] = slots[st.progress] if st.progress else -1
-                    r[7] = int(st.run == "decode")
-                    r[8] = self.is_real(st.amount, pi)
+                    r[RUN_AMOUNT] = self.expr(st.amount, pi)
+                    r[RUN_STAGE] = self.stage_ix[st.stage]
+                    r[RUN_GROWING] = self.pool_ix[st.growing] if st.growing else -1
+                    r[RUN_PROGRESS] = slots[st.progress] if st.progress else -1
+                    r[RUN_DECODE] = int(st.run == "decode")
+                    r[RUN_REAL] = self.is_real(st.amount, pi)
                 elif k == "spawn":
                     ci = self.prog_ix[st.program]
                     child = program.sessions[ci]
@@ -385,13 +389,13 @@ class Lowered:
                             spec += [0, f2bits(0.0) if creal else 0]
                     so = len(code)
                     code.extend(spec)
-                    r[3] = so
+                    r[SPAWN_SPEC] = so
                 elif k == "drop":
-                    r[3] = self.pool_ix[st.pool]
+                    r[DROP_POOL] = self.pool_ix[st.pool]
                 elif k == "assert":
-                    r[3] = self.expr(st.e, pi)
+                    r[ASSERT_EXPR] = self.expr(st.e, pi)
                 elif k == "exit":
-                    r[3] = st.closes
+                    r[EXIT_CLOSES] = st.closes
                 rows.append(r)
             self.state_rows.append(rows)
             scopes = []

@@ -42,6 +42,7 @@ from serq import ir
 from serq.vocab import MAX_INT
 from serq.ir.fold import EvalError
 from serq.semantics.engine import Engine
+from serq.semantics.kernel.abi import ACQ_GATE, RUN_DECODE, RUN_GROWING, RUN_PROGRESS, RUN_STAGE, TURN_THINK
 from serq.semantics.state import Pool, Session, State
 
 # action kinds
@@ -112,10 +113,11 @@ class Model:
         self.prog_index = dict(low.prog_ix)
         # per program and pc, from the lowered table: a run state's stage,
         # growing pool, progress slot and phase; an acquire state's gate pool
-        self.runs = [[RunInfo(r[4], None if r[5] < 0 else r[5], None if r[6] < 0 else r[6], bool(r[7]))
+        self.runs = [[RunInfo(r[RUN_STAGE], None if r[RUN_GROWING] < 0 else r[RUN_GROWING],
+                              None if r[RUN_PROGRESS] < 0 else r[RUN_PROGRESS], bool(r[RUN_DECODE]))
                       if st.kind == "run" else None for st, r in zip(sp.states, rows)]
                      for sp, rows in zip(program.sessions, low.state_rows)]
-        self.gates = [[r[4] if st.kind == "acquire" else None for st, r in zip(sp.states, rows)]
+        self.gates = [[r[ACQ_GATE] if st.kind == "acquire" else None for st, r in zip(sp.states, rows)]
                       for sp, rows in zip(program.sessions, low.state_rows)]
         self.packed = False
         self.workload = self.engine.workload  # (program, initial attributes) per session
@@ -207,7 +209,7 @@ class Model:
         the kernel against the state."""
         s = state.sessions[sid]
         st = self.progs[s.prog].states[s.pc]
-        code = self.engine.low.state_rows[s.prog][s.pc][3]
+        code = self.engine.low.state_rows[s.prog][s.pc][TURN_THINK]
         try:
             return self.engine.eval_session(state, sid, code, True, now)
         except ValueError as e:
