@@ -120,18 +120,18 @@ class Counter:
         self.metric = metric
         self.pool = pool
         self.caps = m.caps
-        self.engine = m.engine
+        self.model = m
         self.timed = metric.unit == "ticks"
 
     def cost(self, stage: int, shape: dict) -> int:
-        """Ticks of one iteration, as the simulator counts them (a stage
-        without `cost` takes one tick), by the kernel's evaluator (the
+        """Ticks of one iteration: the simulator's own rule (`Model.cost`; the
         explorer has no clock: an instance it explores never reads `now`)."""
         try:
-            v = self.engine.eval_stage(stage, "cost", shape)
-        except ValueError as e:
-            raise EvalError(str(e)) from None
-        return 1 if v is None else max(int(round(v)), 1)
+            return self.model.cost(stage, shape)
+        except EvalError as e:  # the metric has no value: said, never summed past
+            shp = ", ".join(f"{k}={v}" for k, v in shape.items())
+            raise MetricError(f"`{self.metric.name}` counts time by stage `{self.model.stages[stage].name}`'s "
+                              f"cost, which cannot be evaluated for an iteration of {shp}: {e}") from None
 
     # -- phases: one small tuple per session ---------------------------------
     def initial(self, state) -> tuple:

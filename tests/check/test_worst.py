@@ -165,3 +165,18 @@ def test_worst_html_of_a_lasso_and_of_a_state(tmp_path, metric):
     assert f'id="verdict">worst {metric}: ' in html
     assert ('id="cycle-row"' in html) == (metric != "peak")
     assert ('id="counted"' in html) == (metric != "peak")
+
+
+def test_a_time_metric_whose_cost_cannot_be_evaluated_is_said_not_summed(tmp_path, capsys):
+    """The simulator's rule for a cost (`Model.cost`, out of range past
+    2^62 ns) holds for `--worst`'s time metrics too: a located error naming
+    the stage and the iteration, never a traceback or a wrapped sum."""
+    f = tmp_path / "c.sq"
+    f.write_text("pool kv { cap 8; block 2; admit via gpu; }\n"
+                 "stage gpu { budget 8; cost 4611686018427387903 * ntok; }\n"
+                 "session s { hold kv reserve 2 { prefill 2; decode 2; } }\nworkload { 1 x s; }\n")
+    assert main(["explore", str(f), "--worst", "latency-time"]) == 2
+    err = capsys.readouterr().err
+    assert "error[E014]" in err and "stage `gpu`'s cost" in err and "ntok=2" in err and "out of range" in err
+    assert "Traceback" not in err
+    assert main(["explore", str(f), "--worst", "latency"]) == 0  # counted in iterations: no cost read

@@ -202,6 +202,14 @@ class Weighted(Graph):
         return ((0, x),) if x else ()
 
 
+def _random_dag(rnd):
+    """A random DAG on 2..8 nodes (edges only to larger ids) and a weight 0..3 per edge."""
+    n = rnd.randint(2, 8)
+    succ = {u: tuple(sorted(rnd.sample(range(u + 1, n), rnd.randint(0, n - u - 1)))) if u < n - 1 else ()
+            for u in range(n)}
+    return succ, {(u, v): rnd.randint(0, 3) for u in succ for v in succ[u]}
+
+
 def _all_paths(succ, u):
     yield [u]
     for v in succ.get(u, ()):
@@ -212,10 +220,7 @@ def _all_paths(succ, u):
 @pytest.mark.parametrize("seed", range(30))
 def test_longest_matches_brute_force_on_dags(seed):
     rnd = random.Random(seed)
-    n = rnd.randint(2, 8)
-    succ = {u: tuple(sorted(rnd.sample(range(u + 1, n), rnd.randint(0, n - u - 1)))) if u < n - 1 else ()
-            for u in range(n)}
-    w = {(u, v): rnd.randint(0, 3) for u in succ for v in succ[u]}
+    succ, w = _random_dag(rnd)
     toy = Weighted(succ, w)
     g = build_graph(toy, edge_info=toy.info)
     best = longest(g)
@@ -278,10 +283,7 @@ def _since_restart(path, w, restart) -> int:
 @pytest.mark.parametrize("seed", range(30))
 def test_longest_with_restarts_matches_brute_force(seed):
     rnd = random.Random(seed)
-    n = rnd.randint(2, 8)
-    succ = {u: tuple(sorted(rnd.sample(range(u + 1, n), rnd.randint(0, n - u - 1)))) if u < n - 1 else ()
-            for u in range(n)}
-    w = {(u, v): rnd.randint(0, 3) for u in succ for v in succ[u]}
+    succ, w = _random_dag(rnd)
     restart = {e for e in w if rnd.random() < 0.3}
     toy = Restarting(succ, w, restart)
     g = build_graph(toy, edge_info=toy.info)
