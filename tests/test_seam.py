@@ -179,13 +179,12 @@ class _Falls(_OnThreads):
 
         raise ArrayFallback("a row must grow")
 
-    def array_expander(self):
-        return self.array_expand
-
 
 def test_a_rows_engine_that_falls_back_hands_the_run_to_the_engine_without_rows():
     for workers in (1, 2):  # rows -> sequential; rows on threads -> objects on processes
-        r = check(_Falls(CounterPair(6, limit=7), 2), workers=workers)
+        m = _Falls(CounterPair(6, limit=7), 2)
+        assert engine_for(m, Settings(workers=workers)).__name__ == ("rows", "rows_on_threads")[workers - 1]
+        r = check(m, workers=workers)
         assert _key(r) == (BEFORE if workers == 1 else ON_PROCESSES)["counter_bad"], workers
 
 

@@ -32,8 +32,6 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     run the partitions. `exact`: states are
     identified by their whole canonical row, not its 64-bit fingerprint
     (no collision can hide a state; one process, the sequential engine)."""
-    if exact and (workers > 1 or ray is not None or partitions is not None or checkpoint or resume):
-        raise ValueError("an exact exploration runs in one process, without partitions")
     ch = checks_of(program, checks)
     notes: list = []  # the first stuck session, when `completes` watches them (shared by the search's models)
     factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,

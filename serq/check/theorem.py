@@ -29,6 +29,7 @@ the program.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -166,7 +167,10 @@ def _taken(m: Model, state, sid: int, pool: str, scope: int | None):
         reuse = m.engine.eval_session(state, sid, code.reuse, code.reuse_real) if code.reuse >= 0 else 0
     except ValueError:  # a clause that cannot be evaluated: not decided here
         return None
-    return -(-int(take) // bs) * bs + int(reuse)
+    # as the kernel admits (kernel/admission.py): a real take rounded up, then at least 0, in whole
+    # blocks; a real reuse truncated
+    take = max(math.ceil(take), 0)
+    return -(-take // bs) * bs + int(reuse)
 
 
 def _prefill_growth(prog, m, st, nxt, e, grown) -> str | None:

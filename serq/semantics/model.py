@@ -110,7 +110,6 @@ class Model:
         low = self.engine.low
         self.progs = [Prog(i, sp.name, low.slots[i], sp.attrs, sp.states, sp.entry)
                       for i, sp in enumerate(program.sessions)]
-        self.prog_index = dict(low.prog_ix)
         # per program and pc, from the lowered table: a run state's stage,
         # growing pool, progress slot and phase; an acquire state's gate pool
         self.runs = [[RunInfo(r[RUN_STAGE], None if r[RUN_GROWING] < 0 else r[RUN_GROWING],

@@ -110,3 +110,20 @@ def test_h2_compares_what_is_taken_with_what_the_prefill_grows_to():
     assert h2.witnesses == ["long: its prefill grows its hold on `kv` from 0 to 2 blocks, past what the hold took at admission"]
     h2 = {h.code: h for h in hypotheses(load_path(ROOT / "instances" / "theorem.sq").program)}["H2"]
     assert (h2.holds, h2.witnesses) == (True, [])
+
+
+def test_h2_counts_a_negative_take_as_the_kernel_admits_it():
+    """A hold admitted in the step its prefill grows: what it took is the
+    kernel's admission rule (a negative take is 0 units), not the clause's
+    raw value (it said "from -2 to 3 blocks")."""
+    from serq.lang.load import load_text
+    from serq.check.theorem import hypotheses
+
+    src = """pool kv { cap 8; block 1; admit via gpu; preempt lifo; }
+stage gpu { budget 4; serve (admitted); }
+session chat { let g = 0; hold kv need 3 take (g - 2) { prefill 3 growing kv; decode 1 growing kv progress g; } }
+workload { 1 x chat; }
+"""
+    h2 = {h.code: h for h in hypotheses(load_text(src, "t.sq").program)}["H2"]
+    assert "chat: its prefill grows its hold on `kv` from 0 to 3 blocks, past what the hold took at admission" \
+        in h2.witnesses, h2.witnesses

@@ -86,9 +86,6 @@ def test_sccs_reverse_topological():
 
 def _tarjan(succ):
     """The textbook recursive Tarjan: components in completion order."""
-    import sys
-
-    sys.setrecursionlimit(10_000)
     index, low, on, stack, comps = {}, {}, set(), [], []
 
     def visit(u):

@@ -30,7 +30,7 @@ def lowerings(monkeypatch):
         build(self, program, ties)
 
     monkeypatch.setattr(lower.Lowered, "__init__", counted)
-    monkeypatch.setattr(lower, "_LOWERED", {}, raising=False)  # nothing lowered before counts
+    monkeypatch.setattr(lower, "_LOWERED", {})  # nothing lowered before counts
     return made
 
 

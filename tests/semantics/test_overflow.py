@@ -298,8 +298,8 @@ def test_differential_against_unbounded_integers():
     compare()
     # both values that fit and overflows were compared, whatever Hypothesis drew: it draws constants
     # from the modules loaded before it (an order that the suite's workers change), and the explicit
-    # example gives 12 overflows and 6 values of its own
-    assert seen["value"] >= 6 and seen["overflow"] >= 12, seen
+    # example gives 12 overflows and 6 values of its own; the drawn ones add values (more than 6)
+    assert seen["value"] > 6 and seen["overflow"] >= 12, seen
 
 
 @pytest.mark.skipif(PLAIN, reason="this test runs the others under NUMBA_DISABLE_JIT")
