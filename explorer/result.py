@@ -7,7 +7,7 @@ from typing import Any
 
 from explorer.graph.analysis import NoReturn
 from explorer.trace import Step
-from explorer.runtime.verdict import PASS, exit_code
+from explorer.runtime.verdict import Verdicted
 
 __all__ = ["Stats", "Result"]
 
@@ -62,7 +62,7 @@ class Stats:
 
 
 @dataclass
-class Result:
+class Result(Verdicted):
     verdict: str  # "pass" | "deadlock" | "livelock" | "violation" | "bound" | "interrupted"
     message: str
     kind: str | None = None  # for "violation": the invariant kind ("assert", "stuck", ...)
@@ -74,11 +74,3 @@ class Result:
     bound_reason: str | None = None  # bound: "max_states" | "max_depth" | "time_limit" | "memory"; interrupted: the signal
     fingerprint: int | None = None  # of the offending state (last trace state / lasso entry)
     no_return: NoReturn | None = None  # where the trace lost completion (analysis.point_of_no_return)
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code(self.verdict)
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == PASS

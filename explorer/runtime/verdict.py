@@ -66,3 +66,18 @@ def exit_code(verdict: str) -> int:
         return EXIT_CODES[verdict]
     except KeyError:
         raise ValueError(f"unknown verdict {verdict!r}") from None
+
+
+class Verdicted:
+    """For a record with a `verdict` field (a check's Result, a
+    simulation's Judgement): its exit code, and whether it passed."""
+
+    verdict: str
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.verdict)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == PASS

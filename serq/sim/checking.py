@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from explorer.runtime.verdict import BOUND, DEADLOCK, INTERRUPTED, PASS, VIOLATION, exit_code
+from explorer.runtime.verdict import BOUND, DEADLOCK, INTERRUPTED, PASS, VIOLATION, Verdicted
 from serq.durations import span_text, time_unit
 from serq.check.model import Checks
 from serq.sim.simulator import (FAULT, INTERRUPTED as SIM_INTERRUPTED, MEMORY_LIMIT, NO_PROGRESS, STALLED, STEP_LIMIT,
@@ -31,17 +31,9 @@ __all__ = ["Judgement", "judge"]
 
 
 @dataclass
-class Judgement:
+class Judgement(Verdicted):
     verdict: str
     lines: list[str] = field(default_factory=list)  # what `serq check` prints
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code(self.verdict)
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == PASS
 
 
 def judge(result, *, label: str, seed: int, max_steps: int) -> Judgement:
