@@ -118,7 +118,8 @@ def parse_clause(text: str, program) -> Clause:
         hint = _similar(base, METRICS) if base not in METRICS else None
         if base not in METRICS and hint is None:
             hint = _similar(base, [*METRICS, "verdict"])
-        raise flag_error("--require", text, "E014", str(e), lead + e.col, e.span,
+        span = e.span if e.span is not None else len(name) - e.col + 1  # to the metric's end, not the bound's
+        raise flag_error("--require", text, "E014", str(e), lead + e.col, span,
                          notes=(f"did you mean `{hint}`?",) if hint else ()) from None
     if op not in ("<=", "<"):
         raise flag_error("--require", text, "E015", f"a requirement bounds a worst case from above: "

@@ -198,7 +198,8 @@ class Sweep:
         none = "no verdict" if self.requirement is None else "undecided"
         extra = f"; {none} at {_values(unknown)}" if unknown else ""
         if not fails:
-            return f"every value evaluated passes{extra}" if passes else f"no value has a verdict{extra}"
+            nothing = "no value has a verdict" if self.requirement is None else "no value is decided"
+            return f"every value evaluated passes{extra}" if passes else f"{nothing}{extra}"
         if not passes:
             return f"every value evaluated fails{extra}"
         if self.monotone is False:

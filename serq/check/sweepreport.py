@@ -152,8 +152,9 @@ def monotony_line(sw: Sweep) -> str:
     if m.neither:
         parts = []
         for a, ((p1, f1), (p2, f2)) in sorted(m.neither.items()):
-            parts.append(f"not monotone in {sw.axes[a].name}: {cell_words(sw, p1)} passes but {cell_words(sw, f1)} "
-                         f"fails, and {cell_words(sw, p2)} passes but {cell_words(sw, f2)} fails")
+            x = sw.axes[a].name
+            parts.append(f"not monotone in {x}: more {x} turns a pass into a fail from {cell_words(sw, p1)} to "
+                         f"{cell_words(sw, f1)}, and less {x} from {cell_words(sw, p2)} to {cell_words(sw, f2)}")
         return "; ".join(parts)
     p, f = m.pairs[0]
     dirs = " and ".join(_more(sw, a, m.orient[a]) for a in range(len(sw.axes)) if p[a] != f[a])
