@@ -55,7 +55,10 @@ def _cell_hover(sw, r, at: str) -> str:
     lines += [w.text for w in r.worst.values()]
     if r.req is not None:
         lines.append("requirement: " + {"pass": "met", "fail": "not met", None: "undecided"}[r.outcome])
-    return "<br>".join(x.replace("<", "&lt;") for x in lines if x)
+    import textwrap
+
+    # plotly writes a hover label on one line per <br>: a long message is wrapped, not cut at the page's edge
+    return "<br>".join(w.replace("<", "&lt;") for x in lines if x for w in textwrap.wrap(x, 90))
 
 
 def _heat(go, g, z, text, hover, colourscale, zmin, zmax, colourbar=None):
