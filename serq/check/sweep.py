@@ -283,27 +283,39 @@ def _worst(prog, metric: str, opts: dict) -> CellWorst:
     return CellWorst(w.value, w.complete, w.bound_reason, headline(w))
 
 
-def _run(jobs: list, workers: int):
-    """Yields (row, result) per job as each ends (in any order with workers).
-    The worker processes are supervised (explorer/runtime/supervise.py): one that
-    dies or raises is `WorkerFailed`, naming it and its value; the others
-    are stopped. They leave SIGINT (a Ctrl-C reaches the process group) to
-    the sweep, which stops them and keeps the values finished so far."""
-    if workers <= 1 or len(jobs) <= 1:
-        for j in jobs:
-            yield _explore_value(j)
-        return
-    from explorer.runtime.supervise import Supervised
+class _Runner:
+    """Runs batches of cells: in this process with one worker (or a first
+    batch of one cell), else in one supervised pool of worker processes
+    (explorer/runtime/supervise.py) kept for every batch of the sweep -- a
+    bisection's rounds do not start processes again. A worker that dies
+    or raises is `WorkerFailed`, naming it and its cell; the others are
+    stopped. The workers leave SIGINT (a Ctrl-C reaches the process group)
+    to the sweep, which stops them and keeps the cells finished so far."""
 
-    def name(wid: int, job) -> str:
-        return f"worker {wid}" if job is None else f"worker {wid} (at {at_words(job[2], job[3])})"
+    def __init__(self, workers: int, cells: int):
+        self.n = min(workers, cells)
+        self.pool = None
 
-    pool = Supervised(_explore_value, min(workers, len(jobs)), name=name)
-    try:
-        for _, got in pool.imap_unordered(jobs):
+    def run(self, jobs: list):
+        """Yields (row, result) per job as each ends (in any order with workers)."""
+        if self.pool is None and (self.n <= 1 or len(jobs) <= 1):
+            for j in jobs:
+                yield _explore_value(j)
+            return
+        if self.pool is None:
+            from explorer.runtime.supervise import Supervised
+
+            def name(wid: int, job) -> str:
+                return f"worker {wid}" if job is None else f"worker {wid} (at {at_words(job[2], job[3])})"
+
+            self.pool = Supervised(_explore_value, self.n, name=name)
+        for _, got in self.pool.imap_unordered(jobs):
             yield got
-    finally:
-        pool.close()
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
 
 def sweep(text: str, file: str, vary: str | list[str], *, bisect: bool = False, workers: int | None = None,
@@ -331,7 +343,7 @@ def sweep(text: str, file: str, vary: str | list[str], *, bisect: bool = False, 
     def evaluate(cells: list) -> None:
         todo = [c for c in cells if c not in done]
         try:
-            for row, result in _run([Job(text, file, names, c, opts, tuple(metrics)) for c in todo], workers):
+            for row, result in runner.run([Job(text, file, names, c, opts, tuple(metrics)) for c in todo]):
                 row.req = requirement
                 done[row.value] = row
                 if result is not None:
@@ -349,10 +361,16 @@ def sweep(text: str, file: str, vary: str | list[str], *, bisect: bool = False, 
             sw.failed = str(e)
             raise _Stop from None
 
+    cells = 1
+    for a in axes:
+        cells *= a.hi - a.lo + 1
+    runner = _Runner(workers, cells)
     try:
         _evaluate_all(evaluate, done, bisect, axes, workers)
     except _Stop:
         pass
+    finally:
+        runner.close()
     sw.rows = [done[v] for v in sorted(done)]
     if not one:
         analyse(sw)
@@ -377,8 +395,9 @@ def _metrics(worst: list[str], requirement, program) -> list[str]:
             parse_metric(m, program)
         except MetricError as e:
             raise flag_error("--worst", m, "E014", str(e), e.col, e.span) from None
-        if m not in out:
-            out.append(m)
+        if m in out:
+            raise flag_error("--worst", m, "E014", f"`{m}` is given twice", 1, len(m))
+        out.append(m)
     for m in (requirement.metrics if requirement else ()):
         if m not in out:
             out.append(m)

@@ -118,7 +118,8 @@ def test_exit_codes_of_a_requirement(kv_bs, capsys):
     args = ["sweep", str(kv_bs), "--vary", "KV=5..6", "--no-timing", "--workers", "1"]
     assert main(args + ["--require", "ttft<=1", "--json"]) == 12  # no cell meets it
     d = json.loads(capsys.readouterr().out)
-    assert d["met"] == 0 and d["exit_code"] == 12
+    assert d["met"] == 0 and d["exit_code"] == 12 and (d["format"], d["version"]) == ("serq-sweep", 1)
+    assert d["consts"] == [{"name": "KV", "lo": 5, "hi": 6}] and [r["outcome"] for r in d["rows"]] == ["fail", "fail"]
     # every exploration cut at 5 states: no verdict, so undecided rather than failed
     assert main(args + ["--require", "verdict=pass", "--max-states", "5"]) == 13
     out = capsys.readouterr().out
@@ -213,6 +214,7 @@ def test_a_worker_is_named_by_its_cell():
     (["--vary", "KV=4..5", "--require", "ttft 4"], "--require", 1, "expected METRIC<=N or verdict=VERDICT", None),
     (["--vary", "KV=4..5", "--require", "queue:gpu<2"], "--require", 7, "unknown pool `gpu`; the pools are kv", None),
     (["--vary", "KV=4..5", "--worst", "ttfx"], "--worst", 1, "unknown metric `ttfx`", None),
+    (["--vary", "KV=4..5", "--worst", "ttft", "--worst", "ttft"], "--worst", 1, "`ttft` is given twice", None),
     (["--vary", "KV=4..5", "--worst", "ttft", "--max-depth", "9"], "--max-depth", 1,
      "--worst computes a worst case over whole behaviours, cut only by --max-states and --time-limit; drop "
      "--max-depth", None),
@@ -221,7 +223,7 @@ def test_bad_inputs_are_located(kv_bs, capsys, argv, flag, col, message, note):
     assert main(["sweep", str(kv_bs), *argv]) == 2
     err = capsys.readouterr().err
     head, value, caret = err.splitlines()[:3]
-    code = "E014" if "metric" in message or "pool" in message else "E012" if flag == "--max-depth" else "E015"
+    code = "E014" if flag == "--worst" or "metric" in message or "pool" in message else "E012" if flag == "--max-depth" else "E015"
     assert head.startswith(f"{flag}:1:{col}: error[{code}]: {message}"), err
     assert caret.index("^") == col + 1, err  # two spaces of indent
     if note:
