@@ -236,3 +236,33 @@ def test_the_repeated_vary_is_no_longer_silently_dropped(kv_bs, capsys):
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [c["at"] for c in d["cells"]] == [{"KV": 5, "BS": 1}, {"KV": 5, "BS": 2}]
+
+
+def test_a_grid_interrupted_keeps_the_cells_finished(monkeypatch, kv_bs, capsys):
+    from explorer.runtime.interrupt import Interrupted
+
+    def value(job):
+        if job.value == (1, 2):
+            raise Interrupted("SIGINT")
+        return Row(job.value, "pass", None, "made up", 0, 1), None
+    monkeypatch.setattr(sweep_mod, "_explore_value", value)
+    assert main(["sweep", str(kv_bs), "--vary", "KV=1..2", "--vary", "BS=1..2", "--workers", "1", "--json"]) == 16
+    d = json.loads(capsys.readouterr().out)
+    assert d["interrupted"] == "SIGINT" and [c["at"] for c in d["cells"]] == [{"KV": 1, "BS": 1}]
+    assert d["exit_code"] == 16
+    assert main(["sweep", str(kv_bs), "--vary", "KV=1..2", "--vary", "BS=1..2", "--workers", "1"]) == 16
+    out = capsys.readouterr().out
+    assert "    1  P  .  1\n    2  .  .  -\n" in out
+    assert out.rstrip().endswith("interrupted by SIGINT: the cells above are those finished before it; "
+                                 "the sweep is incomplete")
+
+
+def test_a_worker_that_raises_is_named_by_its_cell(monkeypatch, kv_bs, capsys):
+    def value(job):
+        if job.value == (2, 1):
+            raise RuntimeError("made up")
+        return Row(job.value, "pass", None, "made up", 0, 1), None
+    monkeypatch.setattr(sweep_mod, "_explore_value", value)
+    assert main(["sweep", str(kv_bs), "--vary", "KV=1..2", "--vary", "BS=1..2", "--workers", "2", "--json"]) == 18
+    d = json.loads(capsys.readouterr().out)
+    assert d["failed"].startswith("worker ") and "(at KV = 2, BS = 1) raised RuntimeError: made up" in d["failed"]
