@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from serq.check.sweep import CellWorst, Row, Sweep, exit_code
 
+
 def head_lines(sw: Sweep) -> list[str]:
     """What a cell is judged by, when more than its verdict."""
     out = []
