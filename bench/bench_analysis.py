@@ -11,7 +11,10 @@ cost relative to a plain exploration of the same instance.
   per-session metric is explored without symmetry and with a phase per
   session, so its state count is printed next to the plain one;
 - sweep: `serq sweep` over a capacity on all cores against the sum of the
-  plain explorations of its values, one after the other.
+  plain explorations of its values, one after the other;
+- frontier: `serq sweep` over a capacity and a block size (a grid), every
+  cell and `--bisect`, plain and with `--worst ttft`, against the sum of
+  the plain explorations (and worst cases) of its cells.
 
 Times are the best of `--repeat` runs (wall seconds)."""
 
@@ -92,6 +95,32 @@ def bench_sweep(repeat):
     print(f"  serq sweep --bisect                     {tbis:8.3f} s  ratio {tbis / tseq:5.2f}")
 
 
+def bench_frontier(repeat):
+    src = (ROOT / "instances" / "theorem.sq").read_text()
+    text = src.replace("pool kv { cap 8;", "const KV = 8;\npool kv { cap KV;")
+    assert text != src
+    kvs, bss = range(4, 12), range(1, 5)
+    cells = [(kv, bs) for kv in kvs for bs in bss]
+    progs = lambda: [load_text(text, "kv.sq", explorer=True, consts={"KV": kv, "BS": bs}).program  # noqa: E731
+                     for kv, bs in cells]
+    _, tseq = best(lambda: [explore(p, graph_limit=0) for p in progs()], repeat)
+    _, tw = best(lambda: [(explore(p, graph_limit=0), find_worst(p, "ttft")) for p in progs()], repeat)
+    vary = ["KV=4..11", "BS=1..4"]
+    sw, tall = best(lambda: sweep(text, "kv.sq", vary), repeat)
+    bis, tbis = best(lambda: sweep(text, "kv.sq", vary, bisect=True), repeat)
+    _, tall_w = best(lambda: sweep(text, "kv.sq", vary, worst=["ttft"]), repeat)
+    _, tbis_w = best(lambda: sweep(text, "kv.sq", vary, worst=["ttft"], bisect=True), repeat)
+    cores = os.cpu_count() or 1
+    print(f"frontier of theorem.sq's capacity x block size, KV=4..11 x BS=1..4 ({len(cells)} cells, {cores} cores; "
+          f"--bisect explores {len(bis.rows)}); frontier {sw.frontier}")
+    print(f"  plain explorations one after the other  {tseq:8.3f} s")
+    print(f"  serq sweep, every cell                  {tall:8.3f} s  ratio {tall / tseq:5.2f}")
+    print(f"  serq sweep --bisect                     {tbis:8.3f} s  ratio {tbis / tseq:5.2f}")
+    print(f"  explorations and --worst ttft, in turn  {tw:8.3f} s")
+    print(f"  serq sweep --worst ttft, every cell     {tall_w:8.3f} s  ratio {tall_w / tw:5.2f}")
+    print(f"  serq sweep --worst ttft --bisect        {tbis_w:8.3f} s  ratio {tbis_w / tw:5.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--failing", nargs="*", default=FAILING, help="instances for the point of no return")
@@ -99,12 +128,19 @@ def main() -> None:
     ap.add_argument("--metrics", nargs="*", default=list(METRICS), help="metrics for the worst cases")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--no-sweep", action="store_true")
+    ap.add_argument("--no-frontier", action="store_true")
+    ap.add_argument("--only", choices=("frontier",), help="run that part alone")
     a = ap.parse_args()
     explore(program("theorem"), graph_limit=0)  # warm up: imports and the grammar cache
+    if a.only == "frontier":
+        bench_frontier(a.repeat)
+        return
     bench_no_return(a.failing, a.repeat)
     bench_worst(a.instances, a.metrics, a.repeat)
     if not a.no_sweep:
         bench_sweep(a.repeat)
+    if not a.no_frontier:
+        bench_frontier(a.repeat)
 
 
 if __name__ == "__main__":

@@ -1,19 +1,33 @@
-"""`serq sweep x.sq --vary NAME=LO..HI`: the explorer's verdict for every
-value of one `const`, and the boundary between passing and failing values.
+"""`serq sweep x.sq --vary NAME=LO..HI [--vary ...]`: the explorer's verdict
+for every value of one `const`, or every cell of two or three, and the
+boundary between passing and failing values.
 
-Each value recompiles the source with the constant replaced (everything
-that reads it -- a capacity, a block size, a workload count, a budget --
-follows) and explores it; values run in parallel, one process per core,
-and the table is in value order whatever order they finish in.
+Each cell recompiles the source with the constants replaced (everything
+that reads them -- a capacity, a block size, a workload count, a budget --
+follows) and explores it; with `--worst METRIC` it also computes the worst
+case of the metric there (serq/check/worst.py, as `serq explore --worst`).
+Cells run in parallel, one process per core, and the table is in value
+order whatever order they finish in.
 
-The boundary: with every value evaluated, the verdicts are *monotone* when
-they change between pass and fail exactly once; the report names the last
-failing and the first passing value and prints the counterexample at the
-failing one (with its point of no return). With `--bisect` only O(log n)
-values are evaluated -- the ends, then points between the closest pair that
-differs -- which is exact only if the verdict is monotone in the constant;
-the report says so. A `bound` verdict or an input error at a value is
-neither pass nor fail: bisection stops there.
+A cell passes when its verdict is `pass`, or, with `--require`, when it
+meets the requirement (serq/check/require.py); a `bound` verdict, an input
+error at a value, or a requirement that cannot be decided there is
+neither pass nor fail.
+
+One constant -- the boundary: with every value evaluated, the outcomes are
+*monotone* when they change between pass and fail exactly once; the
+report names the last failing and the first passing value and prints the
+counterexample at the failing one (with its point of no return). With
+`--bisect` only O(log n) values are evaluated -- the ends, then points
+between the closest pair that differs -- which is exact only if the
+verdict is monotone in the constant; the report says so. Bisection stops
+at a value that is neither pass nor fail.
+
+Two or three constants -- a grid: rows are the first constant's values,
+columns the second's, one grid per value of the third. `--bisect` bisects
+every row along the second constant, as for one constant. The
+monotonicity, the boundary in each row and the Pareto frontier are read
+from the cells evaluated (serq/check/frontier.py), never assumed.
 """
 
 from __future__ import annotations
@@ -21,12 +35,15 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from explorer.runtime.interrupt import Interrupted, interrupt_of, signal_name
 from explorer.outcome import WorkerFailed
 from serq.diagnostics import SerqError, flag_error
 
-MAX_VALUES = 10_000
+MAX_VALUES = 10_000  # of one constant
+MAX_CELLS = 10_000  # of the whole grid
+MAX_CONSTS = 3
 
 _VARY = re.compile(r"^(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<lo>-?\d+)\.\.(?P<hi>-?\d+)$")
 
@@ -54,18 +71,77 @@ def parse_vary(text: str, consts: list[str]) -> tuple[str, int, int]:
     return name, lo, hi
 
 
+@dataclass(frozen=True)
+class Axis:
+    name: str
+    lo: int
+    hi: int
+
+    @property
+    def values(self) -> list[int]:
+        return list(range(self.lo, self.hi + 1))
+
+
+def parse_varies(texts: list[str], consts: list[str]) -> list[Axis]:
+    """Every `--vary`, in order: one to three different constants, at most
+    MAX_CELLS cells in all; a located E015 at the flag that breaks a rule."""
+    axes: list[Axis] = []
+    for k, text in enumerate(texts):
+        if k == MAX_CONSTS:
+            raise flag_error("--vary", text, "E015", f"a sweep varies at most {MAX_CONSTS} constants; this is "
+                             f"the {k + 1}th --vary")
+        name, lo, hi = parse_vary(text, consts)
+        prev = next((a for a in axes if a.name == name), None)
+        if prev is not None:
+            raise flag_error("--vary", text, "E015", f"`{name}` is varied twice: already {name}={prev.lo}..{prev.hi}",
+                             1, len(name), notes=("give each constant one range",))
+        axes.append(Axis(name, lo, hi))
+        cells = 1
+        for a in axes:
+            cells *= a.hi - a.lo + 1
+        if cells > MAX_CELLS:
+            at = len(name) + 2
+            sizes = " x ".join(str(a.hi - a.lo + 1) for a in axes)
+            raise flag_error("--vary", text, "E015", f"{sizes} = {cells} cells; a sweep takes at most {MAX_CELLS}",
+                             at, len(text) - at + 1)
+    return axes
+
+
+@dataclass
+class CellWorst:
+    """The worst case of one metric at one cell (a `Worst` without its trace)."""
+    value: int | None  # None: unbounded, or no value (`error`)
+    complete: bool  # False: the graph was cut, the value is a lower bound
+    bound_reason: str | None
+    text: str  # the headline, or the error
+    error: str | None = None
+
+    @property
+    def short(self) -> str:
+        """`3`, `>=3` (the graph was cut), `inf` (unbounded), `error`."""
+        if self.error is not None:
+            return "error"
+        if self.value is None:
+            return "inf"
+        return str(self.value) if self.complete else f">={self.value}"
+
+
 @dataclass
 class Row:
-    value: int
+    value: int | tuple  # the value; with two or three constants, the cell's values
     verdict: str  # an explorer verdict, or "error" (the instance is invalid at this value)
     kind: str | None
     message: str
     exit_code: int
     states: int
+    worst: dict = field(default_factory=dict)  # metric -> CellWorst
+    req: object = None  # the Requirement that judges it; None: the verdict alone
 
     @property
     def outcome(self) -> str | None:
         """"pass", "fail", or None (a bound or an error: neither)."""
+        if self.req is not None:
+            return self.req.judge(self)
         if self.verdict == "pass":
             return "pass"
         if self.verdict in ("deadlock", "livelock", "violation"):
@@ -90,15 +166,40 @@ class Sweep:
     counterexample: object | None = None  # the explorer Result at last_fail
     interrupted: str | None = None  # the signal that stopped the sweep (rows: the values finished)
     failed: str | None = None  # the worker lost, and why (rows: the values finished)
+    axes: list = field(default_factory=list)  # Axis per constant (empty: the one of name, lo, hi)
+    metrics: list = field(default_factory=list)  # the --worst metrics, computed at every cell
+    requirement: object = None  # serq.check.require.Requirement, or None
+    mono: object = None  # frontier.Monotony (two or three constants)
+    bounds: list = field(default_factory=list)  # frontier.Boundary per row (two or three constants)
+    frontier: list = field(default_factory=list)  # the Pareto frontier's cells
+
+    def __post_init__(self):
+        if not self.axes:
+            self.axes = [Axis(self.name, self.lo, self.hi)]
+
+    @property
+    def grid(self) -> dict:
+        """cell (a tuple of values) -> outcome, for the cells evaluated."""
+        return {(r.value if isinstance(r.value, tuple) else (r.value,)): r.outcome for r in self.rows}
+
+    @property
+    def met(self) -> int:
+        return sum(r.outcome == "pass" for r in self.rows)
+
+    @property
+    def unknown(self) -> int:
+        return sum(r.outcome is None for r in self.rows)
 
     @property
     def note(self) -> str:
         passes = [r.value for r in self.rows if r.outcome == "pass"]
         fails = [r.value for r in self.rows if r.outcome == "fail"]
         unknown = [r.value for r in self.rows if r.outcome is None]
-        extra = f"; no verdict at {_values(unknown)}" if unknown else ""
+        none = "no verdict" if self.requirement is None else "undecided"
+        extra = f"; {none} at {_values(unknown)}" if unknown else ""
         if not fails:
-            return f"every value evaluated passes{extra}" if passes else f"no value has a verdict{extra}"
+            nothing = "no value has a verdict" if self.requirement is None else "no value is decided"
+            return f"every value evaluated passes{extra}" if passes else f"{nothing}{extra}"
         if not passes:
             return f"every value evaluated fails{extra}"
         if self.monotone is False:
@@ -124,18 +225,37 @@ def _values(vs: list[int]) -> str:
     return ", ".join(out)
 
 
-def _load(text: str, file: str, name: str, value: int):
+class Job(NamedTuple):
+    text: str
+    file: str
+    name: str | tuple  # the constant, or the constants of a cell
+    value: int | tuple
+    opts: dict  # for `explore`
+    metrics: tuple = ()  # --worst metrics
+
+
+def _consts(name, value) -> dict:
+    return dict(zip(name, value)) if isinstance(name, tuple) else {name: value}
+
+
+def at_words(name, value) -> str:
+    """`KV = 5`, or `KV = 5, BS = 2`"""
+    return ", ".join(f"{n} = {v}" for n, v in _consts(name, value).items())
+
+
+def _load(text: str, file: str, name, value):
     from serq.lang.load import load_text, require_sessions
 
-    loaded = load_text(text, file, explorer=True, consts={name: value})
+    loaded = load_text(text, file, explorer=True, consts=_consts(name, value))
     require_sessions(loaded, file, "sweep")  # a value that starts no session checks nothing: never `pass`
     return loaded.program
 
 
 def _explore_value(job) -> tuple[Row, object | None]:
-    """One value, in a worker: compile with the constant replaced, explore.
-    A failing value's Result comes back too (its counterexample)."""
-    text, file, name, value, opts = job
+    """One cell, in a worker: compile with the constants replaced, explore,
+    and compute each metric's worst case. A failing cell's Result comes
+    back too (its counterexample)."""
+    text, file, name, value, opts, *more = job
     from serq.check.explore import explore
 
     try:
@@ -145,51 +265,94 @@ def _explore_value(job) -> tuple[Row, object | None]:
         return Row(value, "error", None, f"{d.code}: {d.message}", 2, 0), None
     r = explore(prog, graph_limit=0, **opts)
     row = Row(value, r.verdict, r.kind, r.message, r.exit_code, r.stats.distinct)
+    if r.verdict != "interrupted":
+        for metric in (more[0] if more else ()):
+            row.worst[metric] = _worst(prog, metric, opts)
     return row, (r if row.outcome == "fail" else None)
 
 
-def _run(jobs: list, workers: int):
-    """Yields (row, result) per job as each ends (in any order with workers).
-    The worker processes are supervised (explorer/runtime/supervise.py): one that
-    dies or raises is `WorkerFailed`, naming it and its value; the others
-    are stopped. They leave SIGINT (a Ctrl-C reaches the process group) to
-    the sweep, which stops them and keeps the values finished so far."""
-    if workers <= 1 or len(jobs) <= 1:
-        for j in jobs:
-            yield _explore_value(j)
-        return
-    from explorer.runtime.supervise import Supervised
+def _worst(prog, metric: str, opts: dict) -> CellWorst:
+    """`serq explore --worst METRIC` at this cell (over every behaviour: no check)."""
+    from serq.check.worst import MetricError, find_worst, headline
 
-    def name(wid: int, job) -> str:
-        return f"worker {wid}" if job is None else f"worker {wid} (at {job[2]} = {job[3]})"
+    try:
+        w = find_worst(prog, metric, ties=opts.get("ties", "all"), symmetry=opts.get("symmetry", True),
+                       max_states=opts.get("max_states"), time_limit=opts.get("time_limit"))
+    except MetricError as e:  # e.g. a cost that cannot be evaluated at this cell
+        return CellWorst(None, False, None, str(e), error=str(e))
+    return CellWorst(w.value, w.complete, w.bound_reason, headline(w))
 
-    with Supervised(_explore_value, min(workers, len(jobs)), name=name) as pool:
-        for _, got in pool.imap_unordered(jobs):
+
+class _Runner:
+    """Runs batches of cells: in this process with one worker (or a first
+    batch of one cell), else in one supervised pool of worker processes
+    (explorer/runtime/supervise.py) kept for every batch of the sweep -- a
+    bisection's rounds do not start processes again. A worker that dies
+    or raises is `WorkerFailed`, naming it and its cell; the others are
+    stopped. The workers leave SIGINT (a Ctrl-C reaches the process group)
+    to the sweep, which stops them and keeps the cells finished so far."""
+
+    def __init__(self, workers: int, cells: int):
+        self.n = min(workers, cells)
+        self.pool = None
+
+    def run(self, jobs: list):
+        """Yields (row, result) per job as each ends (in any order with workers)."""
+        if self.pool is None and (self.n <= 1 or len(jobs) <= 1):
+            for j in jobs:
+                yield _explore_value(j)
+            return
+        if self.pool is None:
+            from explorer.runtime.supervise import Supervised
+
+            def name(wid: int, job) -> str:
+                return f"worker {wid}" if job is None else f"worker {wid} (at {at_words(job[2], job[3])})"
+
+            self.pool = Supervised(_explore_value, self.n, name=name)
+        for _, got in self.pool.imap_unordered(jobs):
             yield got
 
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
 
-def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int | None = None,
-          graph_limit: int | None = None, **opts) -> Sweep:
-    """Sweep a constant of the source `text`; `opts` go to `explore`."""
+
+def sweep(text: str, file: str, vary: str | list[str], *, bisect: bool = False, workers: int | None = None,
+          graph_limit: int | None = None, worst: list[str] | None = None, require: list[str] | None = None,
+          **opts) -> Sweep:
+    """Sweep one to three constants of the source `text`; `opts` go to
+    `explore`, `worst` names metrics to compute at every cell, `require`
+    states what a cell must show to pass (serq/check/require.py)."""
     from serq.check.explore import GRAPH_LIMIT, mark_no_return
+    from serq.check.require import parse_requirement
     from serq.lang.load import load_text
 
     base = load_text(text, file, explorer=True).program
-    name, lo, hi = parse_vary(vary, [n for n, _ in base.consts])
+    axes = parse_varies([vary] if isinstance(vary, str) else list(vary), [n for n, _ in base.consts])
+    requirement = parse_requirement(require, base)
+    metrics = _metrics(worst or [], requirement, base)
     workers = workers or os.cpu_count() or 1
-    sw = Sweep(name, lo, hi, "bisect" if bisect else "all")
-    done: dict[int, Row] = {}
-    results: dict[int, object] = {}
+    one = len(axes) == 1
+    sw = Sweep(axes[0].name, axes[0].lo, axes[0].hi, "bisect" if bisect else "all", axes=axes, metrics=metrics,
+               requirement=requirement)
+    names = axes[0].name if one else tuple(a.name for a in axes)
+    done: dict = {}
+    results: dict = {}
 
-    def evaluate(values: list[int]) -> None:
-        todo = [v for v in values if v not in done]
+    def evaluate(cells: list) -> None:
+        todo = [c for c in cells if c not in done]
         try:
-            for row, result in _run([(text, file, name, v, opts) for v in todo], workers):
+            for row, result in runner.run([Job(text, file, names, c, opts, tuple(metrics)) for c in todo]):
+                row.req = requirement
                 done[row.value] = row
                 if result is not None:
                     results[row.value] = result
                 if row.verdict == "interrupted":  # a one-process sweep: the signal reached the search
                     raise Interrupted(row.message.split()[2] if row.message.startswith("stopped by") else "SIGINT")
+                cut = [w.bound_reason for w in row.worst.values() if w.bound_reason in ("SIGINT", "SIGTERM")]
+                if cut:
+                    raise Interrupted(cut[0])
         except (KeyboardInterrupt, SystemError) as e:
             e = interrupt_of(e)
             sw.interrupted = signal_name(e)
@@ -198,41 +361,89 @@ def sweep(text: str, file: str, vary: str, *, bisect: bool = False, workers: int
             sw.failed = str(e)
             raise _Stop from None
 
+    cells = 1
+    for a in axes:
+        cells *= a.hi - a.lo + 1
+    runner = _Runner(workers, cells)
     try:
-        _evaluate_all(evaluate, done, bisect, lo, hi, workers)
+        _evaluate_all(evaluate, done, bisect, axes, workers)
     except _Stop:
         pass
+    finally:
+        runner.close()
     sw.rows = [done[v] for v in sorted(done)]
+    if not one:
+        analyse(sw)
+        return sw
     _boundary(sw)
-    if sw.last_fail is not None and sw.interrupted is None and sw.failed is None:
+    if sw.last_fail in results and sw.interrupted is None and sw.failed is None:
         sw.counterexample = results[sw.last_fail]
-        mark_no_return(_load(text, file, name, sw.last_fail), sw.counterexample,
+        mark_no_return(_load(text, file, names, sw.last_fail), sw.counterexample,
                        graph_limit=GRAPH_LIMIT if graph_limit is None else graph_limit,
                        **{k: v for k, v in opts.items() if k in ("ties", "symmetry", "checks", "max_states", "time_limit")})
     return sw
+
+
+def _metrics(worst: list[str], requirement, program) -> list[str]:
+    """The --worst metrics, then those only a requirement names; a located
+    E014 for a bad one (before any work)."""
+    from serq.check.worst import MetricError, parse_metric
+
+    out: list[str] = []
+    for m in worst:
+        try:
+            parse_metric(m, program)
+        except MetricError as e:
+            raise flag_error("--worst", m, "E014", str(e), e.col, e.span) from None
+        if m in out:
+            raise flag_error("--worst", m, "E014", f"`{m}` is given twice", 1, len(m))
+        out.append(m)
+    for m in (requirement.metrics if requirement else ()):
+        if m not in out:
+            out.append(m)
+    return out
 
 
 class _Stop(Exception):
     pass
 
 
-def _evaluate_all(evaluate, done: dict, bisect: bool, lo: int, hi: int, workers: int) -> None:
+def _evaluate_all(evaluate, done: dict, bisect: bool, axes: list, workers: int) -> None:
+    """Every cell, or with `bisect` a bisection of every row along the
+    column's constant (the only one, or the second), the rows' points of a
+    round evaluated together."""
+    from serq.check.frontier import cell_at, rows_of
+
+    values = [a.values for a in axes]
+    one = len(axes) == 1
+    col = 0 if one else 1
+    key = (lambda row, v: v) if one else (lambda row, v: cell_at(row, col, v))  # noqa: E731
+    rows = rows_of(values, col)
     if not bisect:
-        evaluate(list(range(lo, hi + 1)))
+        evaluate([key(row, v) for row in rows for v in values[col]])
         return
-    a, b = lo, hi
-    evaluate([a, b])
-    while b - a > 1 and done[a].outcome and done[b].outcome and done[a].outcome != done[b].outcome:
-        k = min(workers, b - a - 1)
-        points = sorted({a + (b - a) * (i + 1) // (k + 1) for i in range(k)} - {a, b})
-        evaluate(points)
-        chain = [a] + points + [b]
-        if any(done[v].outcome is None for v in points):
-            break
-        for x, y in zip(chain, chain[1:]):
-            if done[x].outcome != done[y].outcome:
-                a, b = x, y
-                break
+    lo, hi = axes[col].lo, axes[col].hi
+    pairs = {row: (lo, hi) for row in rows}
+    evaluate([key(row, v) for row in rows for v in (lo, hi)])
+    while True:
+        live = {row: (a, b) for row, (a, b) in pairs.items() if b - a > 1 and _differ(done, key(row, a), key(row, b))}
+        if not live:
+            return
+        k = max(1, workers // len(live))
+        points = {row: sorted({a + (b - a) * (i + 1) // (min(k, b - a - 1) + 1) for i in range(min(k, b - a - 1))}
+                              - {a, b}) for row, (a, b) in live.items()}
+        evaluate([key(row, v) for row, ps in points.items() for v in ps])
+        for row, (a, b) in live.items():
+            chain = [a] + points[row] + [b]
+            if any(done[key(row, v)].outcome is None for v in points[row]):
+                pairs[row] = (a, a)  # bisection stops there
+                continue
+            pairs[row] = next((x, y) for x, y in zip(chain, chain[1:])
+                              if done[key(row, x)].outcome != done[key(row, y)].outcome)
+
+
+def _differ(done: dict, x, y) -> bool:
+    return bool(done[x].outcome and done[y].outcome and done[x].outcome != done[y].outcome)
 
 
 def _boundary(sw: Sweep) -> None:
@@ -247,40 +458,26 @@ def _boundary(sw: Sweep) -> None:
         sw.last_fail, sw.first_pass = fail.value, ok.value
 
 
-def render_text(sw: Sweep, with_timing: bool = True) -> str:
-    from explorer.report import render_text as render_result
+def exit_code(sw: Sweep) -> int:
+    """16 interrupted, 18 a worker lost; with --require: 0 when a cell
+    meets it, 13 when none does for certain but some cell is undecided, 12
+    when every cell evaluated fails it; without: 0 (the table was printed)."""
+    from explorer.runtime.verdict import EXIT_BOUND, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
 
-    n = sw.hi - sw.lo + 1
-    how = "every value" if sw.mode == "all" else f"{len(sw.rows)} by bisection"
-    out = [f"sweep {sw.name} over {sw.lo}..{sw.hi} ({n} value{'s' if n != 1 else ''}, {how})"]
-    w0 = max([len(sw.name)] + [len(str(r.value)) for r in sw.rows])  # no row: interrupted before the first
-    w1 = max([len("verdict")] + [len(r.label) for r in sw.rows])
-    out.append(f"{sw.name:>{w0}}  {'verdict':<{w1}}  {'states':>8}  message")
-    for r in sw.rows:
-        out.append(f"{r.value:>{w0}}  {r.label:<{w1}}  {r.states:>8}  {r.message}".rstrip())
-    out.append(sw.note)
     if sw.interrupted:
-        out.append(f"interrupted by {sw.interrupted}: the values above are those finished before it; "
-                   "the sweep is incomplete")
+        return EXIT_INTERRUPTED
     if sw.failed:
-        out.append(f"failed: {sw.failed}; the other workers were stopped; the values above are those "
-                   "finished before it; the sweep is incomplete")
-    if sw.counterexample is not None:
-        out.append(f"\nthe counterexample at {sw.name} = {sw.last_fail}:")
-        out.append(render_result(sw.counterexample, with_timing=with_timing).rstrip("\n"))
-    return "\n".join(out) + "\n"
+        return EXIT_FAILED
+    if sw.requirement is None or sw.met:
+        return EXIT_PASS
+    return EXIT_BOUND if sw.unknown else EXIT_VIOLATION
 
 
-def render_json(sw: Sweep, with_timing: bool = True) -> dict:
-    from explorer.report import render_json as result_json
+def analyse(sw: Sweep) -> None:
+    """The monotonicity check, the boundary per row, the frontier."""
+    from serq.check.frontier import boundaries, monotony, pareto
 
-    return {
-        "const": sw.name, "lo": sw.lo, "hi": sw.hi, "mode": sw.mode,
-        "rows": [{"value": r.value, "verdict": r.verdict, "kind": r.kind, "message": r.message,
-                  "exit_code": r.exit_code, "states": r.states} for r in sw.rows],
-        "monotone": sw.monotone, "last_fail": sw.last_fail, "first_pass": sw.first_pass, "note": sw.note,
-        "interrupted": sw.interrupted,
-        "failed": sw.failed,
-        "counterexample": (None if sw.counterexample is None else
-                           {"value": sw.last_fail, "result": result_json(sw.counterexample, with_timing=with_timing)}),
-    }
+    grid = sw.grid
+    sw.mono = monotony(grid, len(sw.axes))
+    sw.bounds = boundaries(grid, [a.values for a in sw.axes], 1, sw.mono.orient[1])
+    sw.frontier = pareto(grid, sw.mono.orient)

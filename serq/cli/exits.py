@@ -31,7 +31,7 @@ COMMAND_EXITS: dict[str, tuple[str, ...]] = {
     "check": ("pass", "input_error", "deadlock", "violation", "bound", "interrupted"),
     "explore": ("pass", "input_error", "deadlock", "livelock", "violation", "bound", "theorem",
                 "nondeterministic", "interrupted", "inconclusive", "failed"),
-    "sweep": ("pass", "input_error", "interrupted", "failed"),
+    "sweep": ("pass", "input_error", "violation", "bound", "interrupted", "failed"),
     "ui": ("pass", "input_error"),
     "oracle": ("pass", "input_error", "violation", "bound"),
 }
@@ -56,7 +56,11 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("explore", "failed"): "a worker died or raised (named, with the statistics so far), or with --ray a "
                            "partition's worker was lost (the last checkpoint named)",
     ("explore", "theorem"): "--theorem: every hypothesis holds, yet a counterexample was found",
-    ("sweep", "pass"): "the table was printed (each value's own verdict is in it)",
+    ("sweep", "pass"): "the table was printed (each value's own verdict is in it); with --require, a cell "
+                       "meets the requirement",
+    ("sweep", "violation"): "--require: no cell evaluated meets the requirement",
+    ("sweep", "bound"): "--require: no cell evaluated meets the requirement for certain, and some cell is "
+                        "undecided (a bound, an error, a worst case cut by a limit)",
     ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",
     ("sweep", "failed"): "a worker process died or raised (named, with the value it was exploring): the "
                          "values finished so far are printed, the other workers stopped",

@@ -6,8 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from explorer.runtime.verdict import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASS
-from serq.diagnostics import Diagnostic, SerqError
+from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.check.model import ALL_CHECKS
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits
@@ -15,17 +14,30 @@ from serq.cli.flags import check_limits
 
 def register(sub) -> None:
     s = add_parser(
-        sub, "sweep", help="explore an instance for every value of one constant and find the boundary",
+        sub, "sweep", help="explore an instance for every value of one to three constants and find the boundary",
         description="Explore the instance once per value of a `const` (a capacity, a block size, a "
                     "workload count, a budget ...), print the verdict per value, the boundary between "
                     "passing and failing values, and the counterexample just on the failing side of it. "
-                    "Values run in parallel over the machine's cores.")
+                    "With two or three --vary, one cell per combination: a grid of verdicts (and worst "
+                    "cases), the boundary in each row, the Pareto frontier, and a check that the verdict "
+                    "is monotone. Cells run in parallel over the machine's cores.")
     s.add_argument("instance", help="a .sq file (the constants of an .ir.json are folded)")
-    s.add_argument("--vary", required=True, metavar="NAME=LO..HI",
-                   help="the constant and its integer range, both ends included")
+    s.add_argument("--vary", required=True, action="append", metavar="NAME=LO..HI",
+                   help="a constant and its integer range, both ends included; repeat for a second and a "
+                        "third constant (rows, columns, one grid per value of the third)")
     s.add_argument("--bisect", action="store_true",
                    help="evaluate O(log n) values by bisection (exact only if the verdict is monotone) "
-                        "instead of every value")
+                        "instead of every value; with two or three constants, each row along the second")
+    s.add_argument("--worst", action="append", metavar="METRIC",
+                   help="also the worst case of METRIC at every cell, as serq explore --worst computes it "
+                        "(ttft, latency, ttft-time, latency-time, preemptions, recomputed, iterations, time, "
+                        "queue[:POOL], peak[:POOL]); repeatable")
+    s.add_argument("--require", action="append", metavar="COND",
+                   help="what a cell must show to pass: METRIC<=N or METRIC<N (its worst case; computed "
+                        "at every cell), verdict=pass|livelock or verdict!=deadlock; repeatable (all must "
+                        "hold; without a verdict clause, verdict=pass). Exit 0 when a cell meets it, 12 "
+                        "when none does, 13 when none does for certain but some cell is undecided")
+    s.add_argument("--html", metavar="FILE", help="also write the sweep as a heat map page")
     s.add_argument("--workers", type=int, metavar="N", help="processes (default: one per core)")
     s.add_argument("--max-states", type=int, metavar="N", help="per value: stop after N distinct states")
     s.add_argument("--max-depth", type=int, metavar="N", help="per value: do not go deeper than N steps")
@@ -40,13 +52,22 @@ def register(sub) -> None:
 
 
 def cmd_sweep(args) -> int:
-    from serq.check.sweep import render_json, render_text, sweep
+    from serq.check.sweep import exit_code, sweep
+    from serq.check.sweepreport import render_json, render_text
 
     path = Path(args.instance)
     if path.name.endswith(".json"):
         raise SerqError([Diagnostic(0, 0, "E016", "serq sweep needs the .sq source: an .ir.json has its "
                                     "constants folded into the program", file=str(path))])
     check_limits(args, "--max-states", "--max-depth", "--time-limit", "--workers")
+    if args.max_depth is not None and (args.worst or args.require):
+        by = "--worst" if args.worst else "--require"
+        raise flag_error("--max-depth", str(args.max_depth), "E012", f"{by} computes a worst case over whole "
+                         "behaviours, cut only by --max-states and --time-limit; drop --max-depth")
+    if args.html:
+        from serq.view import check_target
+
+        check_target(args.html, "serq sweep")
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as e:
@@ -54,10 +75,16 @@ def cmd_sweep(args) -> int:
                                     file=str(path))]) from None
     sw = sweep(text, str(path), args.vary, bisect=args.bisect, workers=args.workers,
                max_states=args.max_states, max_depth=args.max_depth, time_limit=args.time_limit,
-               ties=args.ties, symmetry=not args.no_symmetry, checks=args.check)
+               ties=args.ties, symmetry=not args.no_symmetry, checks=args.check, worst=args.worst,
+               require=args.require)
+    if args.html:
+        from serq.view import write_page
+        from serq.view.heatmap import sweep_page
+
+        write_page(args.html, sweep_page(sw, args.instance), "serq sweep")
     timing = not args.no_timing
     if args.json:
         print(json.dumps(render_json(sw, with_timing=timing), indent=1))
     else:
         sys.stdout.write(render_text(sw, with_timing=timing))
-    return EXIT_INTERRUPTED if sw.interrupted else EXIT_FAILED if sw.failed else EXIT_PASS
+    return exit_code(sw)

@@ -59,3 +59,14 @@ def check_target(path: str, command: str) -> None:
     if not target.parent.is_dir():
         raise SerqError([Diagnostic(0, 0, "E017", f"cannot write {path}: no directory {target.parent}",
                                     file=command)])
+
+
+def plot_divs(figures) -> list[dict]:
+    """(id, title, plotly figure) -> the page's plots: a div each, the
+    plotly script left to the page (inlined once)."""
+    out = []
+    for pid, title, fig in figures:
+        html = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"plot-{pid}",
+                           config={"displaylogo": False, "responsive": True})
+        out.append({"id": pid, "title": title, "html": html})
+    return out

@@ -214,16 +214,12 @@ def figures(report: dict, rec: Recorder) -> list[tuple[str, str, object]]:
 
 
 def sim_page(report: dict, rec: Recorder) -> str:
-    from serq.view import environment, need
+    from serq.view import environment, need, plot_divs
 
     need("plotly", "serq run --html")
     from plotly.offline import get_plotlyjs
 
-    plots = []
-    for pid, title, fig in figures(report, rec):
-        html = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"plot-{pid}",
-                           config={"displaylogo": False, "responsive": True})
-        plots.append({"id": pid, "title": title, "html": html})
+    plots = plot_divs(figures(report, rec))
     env = environment()
     unit = report["time_unit"]
     return env.get_template("sim.html.j2").render(

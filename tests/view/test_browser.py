@@ -278,3 +278,45 @@ def test_serq_ui_is_not_for_another_sites_page(page):
             page.goto("http://attacker.test/")
         page.goto(url + "violation")
         assert page.is_visible("#search") and "it starts with this button" in page.inner_text("#message")
+
+
+def test_sweep_heat_map_in_the_browser(page, tmp_path):
+    """`serq sweep --html`: a cell's colour, text and hover are its verdict
+    and worst case, and the Pareto frontier is ringed where --json has it."""
+    text = (INST / "theorem.sq").read_text().replace("pool kv { cap 8;", "const KV = 8;\npool kv { cap KV;")
+    inst = tmp_path / "theorem_kv.sq"
+    inst.write_text(text)
+    out = tmp_path / "sweep.html"
+    r = serq("sweep", str(inst), "--vary", "KV=4..7", "--vary", "BS=1..3", "--require", "ttft<=2", "--json",
+             "--no-timing", "--html", str(out), check_code=0)
+    data = json.loads(r.stdout)
+    kvs, bss = list(range(4, 8)), [1, 2, 3]
+    cell = {(c["at"]["KV"], c["at"]["BS"]): c for c in data["cells"]}
+    page.goto(out.as_uri())
+    assert [p.get_attribute("id") for p in page.locator("div.plot").all()] == ["verdict", "worst-ttft", "requirement"]
+    for pid in ("verdict", "worst-ttft", "requirement"):
+        box = page.locator(f"#{pid} .main-svg").first.bounding_box()
+        assert box and box["width"] > 400 and box["height"] > 200, pid
+    # what each map draws, row by row (KV) and column by column (BS)
+    drawn = page.evaluate("id => document.getElementById(id).data[0].text", "plot-verdict")
+    assert drawn == [[cell[(kv, bs)]["verdict"] for bs in bss] for kv in kvs]
+    drawn = page.evaluate("id => document.getElementById(id).data[0].text", "plot-worst-ttft")
+    shown = {None: "inf"}
+    assert drawn == [[shown.get(cell[(kv, bs)]["worst"]["ttft"]["value"], str(cell[(kv, bs)]["worst"]["ttft"]["value"]))
+                      for bs in bss] for kv in kvs]
+    drawn = page.evaluate("id => document.getElementById(id).data[0].text", "plot-requirement")
+    assert drawn == [[{"pass": "+", "fail": "-"}[cell[(kv, bs)]["outcome"]] for bs in bss] for kv in kvs]
+    # the ring: the frontier's cells, on the map of the requirement
+    ring = page.evaluate("id => { const d = document.getElementById(id).data[1]; return [d.x, d.y]; }",
+                         "plot-requirement")
+    assert list(zip(ring[1], ring[0])) == [(str(c["KV"]), str(c["BS"])) for c in data["frontier"]] == [("7", "1")]
+    assert page.locator("#frontier li").all_inner_texts() == ["KV=7, BS=1"]
+    assert data["monotone"]["text"] in page.locator("#notes li").all_inner_texts()
+    # pointing at a cell (KV = 5, BS = 2: the second row from the bottom, the middle column) says what it is
+    drag = page.locator("#verdict .nsewdrag").first.bounding_box()
+    page.mouse.move(drag["x"] + drag["width"] * 1.5 / 3, drag["y"] + drag["height"] * (1 - 1.5 / 4))
+    page.wait_for_selector("#verdict .hovertext")
+    hover = page.eval_on_selector("#verdict .hovertext", "e => [...e.querySelectorAll('tspan.line')]"
+                                  ".map(t => t.textContent).join('\\n')")
+    assert hover.startswith("KV=5, BS=2: livelock") and "worst ttft: unbounded" in hover, hover
+    shot(page, "sweep_heat_map")
