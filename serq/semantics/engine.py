@@ -187,8 +187,8 @@ class Engine:
             if script:
                 w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
             if packed:
-                ok = ent.run_step_packed(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0,
-                                         len(script), self._pk)
+                ok = ent.run_step_packed(K, w, (kind, subj, now, 1 if ask else 0, 1 if want_events else 0,
+                                                len(script)), self._pk)
             else:
                 ok = ent.run_step(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script))
             halt = w[R_HALT]
@@ -385,7 +385,7 @@ class Engine:
         if code < 0:
             return None
         g, fo = shape.get, self._fo
-        v = _kernel().eval_shape(self.K, self.w, code, g("nreq", 0), g("ndec", 0), g("kvb", 0), g("ntok", 0),
+        v = _kernel().eval_shape(self.K, self.w, code, (g("nreq", 0), g("ndec", 0), g("kvb", 0)), g("ntok", 0),
                                  now, fo)
         if fo[0]:
             raise ValueError(self._fault(int(fo[0]), fo[1:5].tolist())[1])
