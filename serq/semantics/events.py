@@ -144,39 +144,40 @@ def decode(low, rec, prog_of) -> list:
     a session's program (draw values are typed by its attributes)."""
     prog = low.program
     out = []
+    new = tuple.__new__  # each NamedTuple made without its Python-level constructor: half the time
     for code, a, b, c, d, e, f, g in rec.tolist():
-        if code in _MARKS:
-            out.append(Mark(_MARKS[code], a))
+        if code == EV_SERVE:  # the most frequent first
+            grows = f >= 0
+            out.append(new(Serve, ("serve", a, b, PHASES[c], d, e, f if grows else None, g if grows else None)))
+        elif code in _MARKS:
+            out.append(new(Mark, (_MARKS[code], a)))
         elif code == EV_DRAW or code == EV_CHOOSE:
             pi = prog_of(a)
-            out.append(Draw("draw" if code == EV_DRAW else "choose", a, prog.sessions[pi].attrs[b].name,
-                            value(low.types[pi][b], c)))
+            out.append(new(Draw, ("draw" if code == EV_DRAW else "choose", a, prog.sessions[pi].attrs[b].name,
+                                  value(low.types[pi][b], c))))
         elif code == EV_SPAWN:
-            out.append(Spawn("spawn", a, b))
+            out.append(new(Spawn, ("spawn", a, b)))
         elif code == EV_QUEUED:
-            out.append(Queued("queued", a, b))
+            out.append(new(Queued, ("queued", a, b)))
         elif code == EV_STUCK:
-            out.append(Queued("stuck", a, b))
+            out.append(new(Queued, ("stuck", a, b)))
         elif code == EV_EVICT:
-            out.append(Evict("evict", a, b, c))
+            out.append(new(Evict, ("evict", a, b, c)))
         elif code == EV_RELEASE:
-            out.append(Release("release", a, b, c, d))
+            out.append(new(Release, ("release", a, b, c, d)))
         elif code == EV_DROP:
-            out.append(Units("drop", a, b, c))
+            out.append(new(Units, ("drop", a, b, c)))
         elif code == EV_HIT:
-            out.append(Units("hit", a, b, c))
+            out.append(new(Units, ("hit", a, b, c)))
         elif code == EV_ADMIT:  # the program and state of the hold admitted
             st = prog.sessions[b].states[c]
-            out.append(Admit("admit", a, tuple(low.pool_ix[i.pool] for i in st.hold.items)))
+            out.append(new(Admit, ("admit", a, tuple(low.pool_ix[i.pool] for i in st.hold.items))))
         elif code == EV_PREEMPT:
-            out.append(Preempt("preempt", a, b, "self" if c else f"{prog.pools[b].name} full"))
+            out.append(new(Preempt, ("preempt", a, b, "self" if c else f"{prog.pools[b].name} full")))
         elif code == EV_ITERATE:
-            out.append(Iterate("iterate", a, {"ntok": b, "ndec": c, "nreq": d, "kvb": e}))
-        elif code == EV_SERVE:
-            grows = f >= 0
-            out.append(Serve("serve", a, b, PHASES[c], d, e, f if grows else None, g if grows else None))
+            out.append(new(Iterate, ("iterate", a, {"ntok": b, "ndec": c, "nreq": d, "kvb": e})))
         elif code == EV_RUN_DONE:
-            out.append(RunDone("run_done", a, PHASES[b]))
+            out.append(new(RunDone, ("run_done", a, PHASES[b])))
         else:
             raise AssertionError(f"unknown event code {code}")
     return out
