@@ -30,7 +30,7 @@ METRIC_NAMES = ("ttft", "ttft-time", "latency", "latency-time", "preemptions", "
 
 
 def first_token(e) -> bool:
-    return (e[0] == "run_done" and e[2] == "prefill") or (e[0] == "serve" and e[3] == "decode")
+    return (e.kind == "run_done" and e.phase == "prefill") or (e.kind == "serve" and e.phase == "decode")
 
 
 class Run:
@@ -59,10 +59,10 @@ class Run:
 
     def step(self, m: Model, caps, action, events, nxt) -> Run:
         r = self.copy()
-        shapes = [e for e in events if e[0] == "iterate"]
-        assert len(shapes) == (action[0] == ITERATE) or events[0][0] == "fault", events
+        shapes = [e for e in events if e.kind == "iterate"]
+        assert len(shapes) == (action[0] == ITERATE) or events[0].kind == "fault", events
         if shapes:  # a step that faults did no iteration: its only event is the fault
-            ticks = m.cost(shapes[0][1], shapes[0][2])
+            ticks = m.cost(shapes[0].stage, shapes[0].shape)
             r.iters += 1
             r.ticks += ticks
             r.up("iterations", r.iters)
@@ -80,32 +80,32 @@ class Run:
         hits: dict[int, int] = {}
         preempted = set()
         for e in events:
-            t = e[0]
+            t = e.kind
             if t in ("arrive", "turn"):
-                r.req[e[1]] = [0, 0, True, 0, 0]
+                r.req[e.sid] = [0, 0, True, 0, 0]
             elif t == "spawn":
-                r.req[e[2]] = [0, 0, True, 0, 0]
+                r.req[e.child] = [0, 0, True, 0, 0]
             elif t in ("at_turn", "end"):
-                r.req.pop(e[1], None)
-            elif first_token(e) and e[1] in r.req:
-                r.req[e[1]][2] = False
+                r.req.pop(e.sid, None)
+            elif first_token(e) and e.sid in r.req:
+                r.req[e.sid][2] = False
             if t == "preempt":
-                preempted.add(e[1])
-                r.pre[e[1]] = r.pre.get(e[1], 0) + 1
-                r.up("preemptions", r.pre[e[1]])
-                r.redo.setdefault(e[1], [0, 0, 0])[0] = 0
+                preempted.add(e.sid)
+                r.pre[e.sid] = r.pre.get(e.sid, 0) + 1
+                r.up("preemptions", r.pre[e.sid])
+                r.redo.setdefault(e.sid, [0, 0, 0])[0] = 0
             elif t == "hit":
-                hits[e[1]] = hits.get(e[1], 0) + e[3]
+                hits[e.sid] = hits.get(e.sid, 0) + e.units
             elif t == "admit":
-                r.redo.setdefault(e[1], [0, 0, 0])[0] = hits.get(e[1], 0)
-            elif t == "serve" and e[6] is not None:  # a growing run's tokens
-                d = r.redo.setdefault(e[1], [0, 0, 0])
-                lo, hi = d[0], d[0] + e[2]
+                r.redo.setdefault(e.sid, [0, 0, 0])[0] = hits.get(e.sid, 0)
+            elif t == "serve" and e.pool is not None:  # a growing run's tokens
+                d = r.redo.setdefault(e.sid, [0, 0, 0])
+                lo, hi = d[0], d[0] + e.n
                 d[2] += max(0, min(hi, d[1]) - lo)
                 d[0], d[1] = hi, max(d[1], hi)
                 r.up("recomputed", d[2])
-            elif t in ("release", "at_turn", "end") and e[1] not in preempted and e[1] in r.redo:
-                r.redo[e[1]][:2] = [0, 0]
+            elif t in ("release", "at_turn", "end") and e.sid not in preempted and e.sid in r.redo:
+                r.redo[e.sid][:2] = [0, 0]
         r.see(nxt, caps)
         return r
 

@@ -144,8 +144,8 @@ def stuck_why(m, before, stuck, events) -> str | None:
     how much of the pool it held, and who holds the rest; a session that
     preempted itself holding the whole pool never fits it alone. None if
     it held nothing of the pool before the step."""
-    sid, p = stuck[1], stuck[2]
-    self_preempted = any(x[0] == "preempt" and x[1] == sid and x[3] == "self" for x in events)
+    sid, p = stuck.sid, stuck.pool
+    self_preempted = any(e.kind == "preempt" and e.sid == sid and e.why == "self" for e in events)
     hold = next((h for h in before.sessions[sid].holds if h.pool == p), None) if sid < len(before.sessions) else None
     pool = m.pools[p]
     if hold is None or pool.cap is None:

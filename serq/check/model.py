@@ -271,52 +271,51 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
         head = f"arrive {lab(subj)}"
     draws = []
     for e in events:
-        t = e[0]
+        t = e.kind
         if t in ("draw", "choose"):
-            draws.append(f"{lab(e[1])} {t}s {e[2]}={e[3]}")
+            draws.append(f"{lab(e.sid)} {t}s {e.attr}={e.value}")
         elif t == "admit":
-            parts.append(f"admit {lab(e[1])} ({', '.join(_pool(sm, p) for p in e[2])})")
+            parts.append(f"admit {lab(e.sid)} ({', '.join(_pool(sm, p) for p in e.pools)})")
         elif t == "hit":
-            parts.append(f"{lab(e[1])} reuses {e[3]} cached {_pool(sm, e[2])}")
+            parts.append(f"{lab(e.sid)} reuses {e.units} cached {_pool(sm, e.pool)}")
         elif t == "serve":
-            sid, n, run = e[1], e[2], e[3]
             grow = ""
-            g, after = e[6], e[7]
-            if g is not None:
-                b = m.blocks[g]
-                grow = f" ({_pool(sm, g)} {_own(state, sid, g) // b}→{after // b} blocks)"
-            parts.append(f"{lab(sid)} {run} {n} [{e[4]}/{e[5]}]{grow}")
+            if e.pool is not None:
+                b = m.blocks[e.pool]
+                grow = f" ({_pool(sm, e.pool)} {_own(state, e.sid, e.pool) // b}→{e.held // b} blocks)"
+            parts.append(f"{lab(e.sid)} {e.phase} {e.n} [{e.done}/{e.total}]{grow}")
         elif t == "preempt":
-            reason = e[3]
-            why = f"{_pool(sm, e[2])} full, {_victim_words(sm, e[2])}"
-            if reason == "self":
+            why = f"{_pool(sm, e.pool)} full, {_victim_words(sm, e.pool)}"
+            if e.why == "self":
                 why += ", self-preemption"
-            parts.append(f"preempt {lab(e[1])} ({why})")
+            parts.append(f"preempt {lab(e.sid)} ({why})")
         elif t == "stuck" and sm.checks.positions:  # known only when the positions are kept
-            parts.append(stuck_text(lab(e[1]), why=stuck_why(m, state, e, events)))
+            parts.append(stuck_text(lab(e.sid), why=stuck_why(m, state, e, events)))
         elif t == "evict":
-            if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
-                owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"
+            if e.owner < 0:  # a shared prefix's entry (owner -3 - its index)
+                owner = f"prefix {m.program.prefixes[-3 - e.owner].name}"
+            elif e.owner >= len(state.sessions) or _done(m, nxt, e.owner):
+                owner = "a finished session"
             else:
-                owner = "a finished session" if e[2] >= len(state.sessions) or _done(m, nxt, e[2]) else lab(e[2])
-            parts.append(f"evict {e[3]} {_pool(sm, e[1])} cached for {owner}")
+                owner = lab(e.owner)
+            parts.append(f"evict {e.units} {_pool(sm, e.pool)} cached for {owner}")
         elif t == "release":
-            kept = f", {e[4]} kept cached" if e[4] else ""
-            parts.append(f"{lab(e[1])} releases {e[3]} {_pool(sm, e[2])}{kept}")
+            kept = f", {e.kept} kept cached" if e.kept else ""
+            parts.append(f"{lab(e.sid)} releases {e.units} {_pool(sm, e.pool)}{kept}")
         elif t == "drop":
-            parts.append(f"{lab(e[1])} drops {e[3]} cached {_pool(sm, e[2])}")
+            parts.append(f"{lab(e.sid)} drops {e.units} cached {_pool(sm, e.pool)}")
         elif t == "spawn":
-            parts.append(f"{lab(e[1])} spawns {lab(e[2])}")
+            parts.append(f"{lab(e.sid)} spawns {lab(e.child)}")
         elif t == "joined":
-            parts.append(f"{lab(e[1])} joins its children")
+            parts.append(f"{lab(e.sid)} joins its children")
         elif t == "end":
-            parts.append(f"{lab(e[1])} ends")
+            parts.append(f"{lab(e.sid)} ends")
         elif t == "at_turn":
-            parts.append(f"{lab(e[1])} waits for the user")
+            parts.append(f"{lab(e.sid)} waits for the user")
         elif t == "fault":
-            parts.append(f"FAULT {e[1]}: {e[2]}")
+            parts.append(f"FAULT {e.what}: {e.message}")
         elif t == "queued" and kind != ITERATE:
-            parts.append(f"{lab(e[1])} queues for {_pool(sm, e[2])}")
+            parts.append(f"{lab(e.sid)} queues for {_pool(sm, e.pool)}")
     if draws:
         head += " (" + ", ".join(draws) + ")"
     return head + (": " + "; ".join(parts) if parts else "")

@@ -176,9 +176,9 @@ def _taken(m: Model, state, sid: int, pool: str, scope: int | None):
 def _prefill_growth(prog, m, st, nxt, e, grown) -> str | None:
     """A witness if serve event `e` is a prefill growing a hold of a grown
     finite pool past what the hold took at admission."""
-    sid, p, after = e[1], e[6], e[7]
+    sid, p, after = e.sid, e.pool, e.held
     pool = m.pools[p].name if p is not None else None
-    if e[3] != "prefill" or pool not in grown:
+    if e.phase != "prefill" or pool not in grown:
         return None
     cp = m.progs[nxt.sessions[sid].prog]
     held = [h for h in st.sessions[sid].holds if h.pool == p] if sid < len(st.sessions) else []
@@ -255,9 +255,9 @@ def measure(prog: ir.Program, *, deadline: float | None = None, time_limit: floa
             # a hold never shrinks: its size at release is its peak (a
             # hold can grow and be released within one action)
             for e in events:
-                if e[0] == "release":
-                    peak(nxt, e[1], e[2], e[3])
-                elif e[0] == "serve" and line.program not in grown_by:  # one witness a program
+                if e.kind == "release":
+                    peak(nxt, e.sid, e.pool, e.units)
+                elif e.kind == "serve" and line.program not in grown_by:  # one witness a program
                     msg = _prefill_growth(prog, m, st, nxt, e, grown)
                     if msg is not None:
                         grown_by.add(line.program)

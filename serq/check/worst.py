@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from serq import ir
-from serq.semantics.words import first_token as is_first_token
+from serq.semantics.events import first_token as is_first_token
 from serq.ir.fold import EvalError
 from serq.semantics.model import ITERATE, Model
 
@@ -110,7 +110,7 @@ def parse_metric(text: str, program: ir.Program) -> tuple[Metric, int | None]:
 def request_starts(events) -> list[int]:
     """The sessions whose request starts in a step: one that arrives or
     leaves a `turn` (its user's reply), and one spawned in it."""
-    return [e[2] if e[0] == "spawn" else e[1] for e in events if e[0] in ("arrive", "turn", "spawn")]
+    return [e.child if e.kind == "spawn" else e.sid for e in events if e.kind in ("arrive", "turn", "spawn")]
 
 
 class Counter:
@@ -151,13 +151,13 @@ class Counter:
             return self._redo(ph, events)[0]
         first_token = name.startswith("ttft")
         for e in events:
-            t = e[0]
+            t = e.kind
             if t in ("arrive", "turn"):
-                ph[e[1]] = 1
+                ph[e.sid] = 1
             elif t == "spawn":
-                ph[e[2]] = 1
+                ph[e.child] = 1
             elif t in ("at_turn", "end") or (first_token and is_first_token(e)):
-                ph[e[1]] = 0  # the request ended (or had its first token): no later step counts for it
+                ph[e.sid] = 0  # the request ended (or had its first token): no later step counts for it
         return tuple(ph)
 
     # -- weights: ((track, w), ...) for one step ------------------------------
@@ -170,8 +170,8 @@ class Counter:
         if name == "preemptions":
             out: dict[int, int] = {}
             for e in events:
-                if e[0] == "preempt":
-                    out[e[1]] = out.get(e[1], 0) + 1
+                if e.kind == "preempt":
+                    out[e.sid] = out.get(e.sid, 0) + 1
             return tuple(sorted(out.items()))
         if name == "recomputed":
             ph = list(phases) + [(0, 0)] * (n_sessions(nxt) - len(phases))
@@ -202,22 +202,22 @@ class Counter:
         preempted = set()
         hits: dict[int, int] = {}
         for e in events:
-            t = e[0]
+            t = e.kind
             if t == "hit":
-                hits[e[1]] = hits.get(e[1], 0) + e[3]
+                hits[e.sid] = hits.get(e.sid, 0) + e.units
             elif t == "admit":
-                ph[e[1]] = (hits.get(e[1], 0), ph[e[1]][1])
-            elif t == "serve" and e[6] is not None:
-                pos, hw = ph[e[1]]
-                n = max(0, min(pos + e[2], hw) - pos)
+                ph[e.sid] = (hits.get(e.sid, 0), ph[e.sid][1])
+            elif t == "serve" and e.pool is not None:
+                pos, hw = ph[e.sid]
+                n = max(0, min(pos + e.n, hw) - pos)
                 if n:
-                    redo[e[1]] = redo.get(e[1], 0) + n
-                ph[e[1]] = (pos + e[2], max(hw, pos + e[2]))
+                    redo[e.sid] = redo.get(e.sid, 0) + n
+                ph[e.sid] = (pos + e.n, max(hw, pos + e.n))
             elif t == "preempt":
-                preempted.add(e[1])
-                ph[e[1]] = (0, ph[e[1]][1])
-            elif t in ("release", "at_turn", "end") and e[1] not in preempted:
-                ph[e[1]] = (0, 0)
+                preempted.add(e.sid)
+                ph[e.sid] = (0, ph[e.sid][1])
+            elif t in ("release", "at_turn", "end") and e.sid not in preempted:
+                ph[e.sid] = (0, 0)
         return tuple(ph), redo
 
     def _iter_weight(self, action, events) -> int:
@@ -225,8 +225,8 @@ class Counter:
         that faults (its events are the fault alone: no iteration was
         done, it has no shape to cost)."""
         for e in events:
-            if e[0] == "iterate":
-                return self.cost(e[1], e[2]) if self.timed else 1
+            if e.kind == "iterate":
+                return self.cost(e.stage, e.shape) if self.timed else 1
         return 0
 
     def value(self, state) -> tuple[int, int]:

@@ -13,7 +13,7 @@ import numpy as np
 
 from serq import ir
 from serq.ir.fold import const_eval
-from serq.semantics import words
+from serq.semantics import events, words
 from serq.semantics.kernel.abi import (
     R_HALT,
     A_ARRIVE, A_ITERATE, A_TURN, CW, EVW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH, F_PARENT,
@@ -187,8 +187,8 @@ class Engine:
             if script:
                 w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
             if packed:
-                ok = ent.run_step_packed(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0,
-                                         len(script), self._pk)
+                ok = ent.run_step_packed(K, w, (kind, subj, now, 1 if ask else 0, 1 if want_events else 0,
+                                                len(script)), self._pk)
             else:
                 ok = ent.run_step(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script))
             halt = w[R_HALT]
@@ -209,14 +209,14 @@ class Engine:
         if want_events:
             n = int(w[o[S_EVN]])
             rec = w[o[S_EV]: o[S_EV] + EVW * n].reshape(n, EVW)
-            evs = words.events(self.low, rec, self._prog_of)
+            evs = events.decode(self.low, rec, self._prog_of)
         if not ok:
             return None, evs
         code = int(w[R_FAULT])
         fault = None
         if code and code != FT_EXTERNAL:
             fault = self._fault(code)
-            evs.append(("fault", fault[0], fault[1]))
+            evs.append(events.fault(*fault))
         if packed:
             pk = self._pk.tolist()
             NP = self.low.NP
@@ -385,7 +385,7 @@ class Engine:
         if code < 0:
             return None
         g, fo = shape.get, self._fo
-        v = _kernel().eval_shape(self.K, self.w, code, g("nreq", 0), g("ndec", 0), g("kvb", 0), g("ntok", 0),
+        v = _kernel().eval_shape(self.K, self.w, code, (g("nreq", 0), g("ndec", 0), g("kvb", 0)), g("ntok", 0),
                                  now, fo)
         if fo[0]:
             raise ValueError(self._fault(int(fo[0]), fo[1:5].tolist())[1])

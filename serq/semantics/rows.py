@@ -95,6 +95,7 @@ class Rows:
         self.fps = np.zeros(self._out, np.uint64)
         self.parent = np.zeros(self._out, np.int64)
         self.flags = np.zeros(self._out, np.int64)
+        self.succ = (self.outs, self.acts, self.choices, self.fps, self.flags)  # what canon.expand fills
         self.arflags = np.zeros(self._out, np.int64)
         self.action = np.zeros(self._out, np.int64)
         self.tmp = np.zeros(3 * W + 64, np.int64)
@@ -106,8 +107,7 @@ class Rows:
         half a second, once per process) on nothing but scratch, so that a
         search's time counts searching."""
         e = self.e
-        self.canon.expand_batch(e.K, e.w, self.outs[:0], 0, self.outs, self.parent, self.acts, self.choices,
-                                self.fps, self.flags, self.tmp, self.sym, self.keep_pos)
+        self.canon.expand_batch(e.K, e.w, self.outs[:0], self.succ, self.parent, self.tmp, self.sym, self.keep_pos)
         self.canon.fp_of(e.K, e.w, self.tmp, self.sym, self.keep_pos)  # reads the row, writes scratch only
         self.canon.row_flags(e.K, e.w)
 
@@ -152,8 +152,7 @@ class Rows:
             self.row[:] = np.frombuffer(rs.row, np.int64)
             e._in_w = None  # expand steps in w
             t = time.perf_counter()
-            k = self.canon.expand(e.K, e.w, self.row, self.outs, self.acts, self.choices, self.fps, self.flags,
-                                  self.tmp, self.sym, self.keep_pos)
+            k = self.canon.expand(e.K, e.w, self.row, self.succ, self.tmp, self.sym, self.keep_pos)
             if k == -1:
                 if self.limits is not None:
                     self.limits.check()
@@ -181,17 +180,16 @@ class Rows:
 
     # ------------------------------------------------------------ batches (explorer/strategies/arrays/engine.py)
     def batch(self, rows: np.ndarray):
-        """Successors of rows[0:n]: (rows, parent index, fingerprints, row
-        flags, action kinds)."""
+        """Successors of every row of rows: their number (-2: a spawn needs
+        a larger row); the successors' rows, parent indices, fingerprints
+        and flags are in this object's buffers."""
         e = self.e
-        n = rows.shape[0]
         if rows.shape[1] != e.W:
             raise ValueError("rows of another capacity")
         while True:
             e._in_w = None
             t = time.perf_counter()
-            k = self.canon.expand_batch(e.K, e.w, rows, n, self.outs, self.parent, self.acts, self.choices,
-                                        self.fps, self.flags, self.tmp, self.sym, self.keep_pos)
+            k = self.canon.expand_batch(e.K, e.w, rows, self.succ, self.parent, self.tmp, self.sym, self.keep_pos)
             if k == -1:  # grown by halves of what it holds: a chunk's buffers stay near its size
                 if self.limits is not None:
                     self.limits.check()

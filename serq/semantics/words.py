@@ -1,27 +1,17 @@
-"""The kernel's codes in words: event records as the event tuples traces
-and the simulator's report read, fault codes as (kind, message)."""
+"""The kernel's codes in words: fault codes as (kind, message), and
+attribute values as the language's (the event records are decoded in
+serq/semantics/events.py)."""
 
 from __future__ import annotations
 
 from serq.semantics.kernel.abi import (
-    ADMIT_LIMIT, CTX_NAMES, EV_ADMIT, EV_ARRIVE, EV_AT_TURN, EV_CHOOSE, EV_DRAW, EV_DROP, EV_END,
-    EV_EVICT, EV_HIT, EV_ITERATE, EV_JOINED, EV_PREEMPT, EV_QUEUED, EV_RELEASE, EV_RUN_DONE, EV_SERVE,
-    EV_SPAWN, EV_STUCK, EV_TURN, FT_ADMIT_CONS, FT_ADMITS, FT_ASSERT, FT_BIG_DOMAIN, FT_CONSERV,
+    ADMIT_LIMIT, CTX_NAMES, FT_ADMIT_CONS, FT_ADMITS, FT_ASSERT, FT_BIG_DOMAIN, FT_CONSERV,
     FT_DIV0, FT_EMPTY_DOMAIN, FT_MACRO, FT_MOD0, FT_NOTINT, FT_NOVALUE, FT_OVERFLOW, FT_REUSE_BLOCK,
     FT_REUSE_NEG, FT_REUSE_OVER, FT_SPAWN_DEEP, FT_SPAWN_MANY, FT_SPAWN_NEG, FT_UNITS_OVERFLOW, MACRO_LIMIT,
     MAX_DOMAIN, MAX_SESSIONS, OV_CACHE, OV_HOLD, OV_KVB, OV_LEVEL, OV_PROGRESS, OV_ROUND, OV_USE, SPAWN_DEPTH,
     T_BOOL, T_REAL,
 )
 from serq.semantics.lower import MAXQ, bits2f
-
-_RUN = ("prefill", "decode")
-
-
-def first_token(e) -> bool:
-    """Whether event `e` is a request's first token (for its session
-    e[1]): the end of a prefill run, or a decode token. What ttft ends at,
-    in the simulator's report and in `--worst ttft`."""
-    return (e[0] == "run_done" and e[2] == "prefill") or (e[0] == "serve" and e[3] == "decode")
 
 
 def value(t: int, raw: int):
@@ -31,59 +21,6 @@ def value(t: int, raw: int):
     if t == T_BOOL:
         return bool(raw)
     return int(raw)
-
-
-def events(low, rec, prog_of) -> list[tuple]:
-    """Event tuples from kernel records (rows of 8 ints); `prog_of(sid)`
-    gives a session's program (draw values are typed by its attributes)."""
-    prog = low.program
-    out = []
-    for r in rec.tolist():
-        c = r[0]
-        if c == EV_ARRIVE:
-            out.append(("arrive", r[1]))
-        elif c == EV_TURN:
-            out.append(("turn", r[1]))
-        elif c in (EV_DRAW, EV_CHOOSE):
-            pi = prog_of(r[1])
-            sp = prog.sessions[pi]
-            out.append(("draw" if c == EV_DRAW else "choose", r[1], sp.attrs[r[2]].name,
-                        value(low.types[pi][r[2]], r[3])))
-        elif c == EV_AT_TURN:
-            out.append(("at_turn", r[1]))
-        elif c == EV_SPAWN:
-            out.append(("spawn", r[1], r[2]))
-        elif c == EV_END:
-            out.append(("end", r[1]))
-        elif c == EV_JOINED:
-            out.append(("joined", r[1]))
-        elif c == EV_QUEUED:
-            out.append(("queued", r[1], r[2]))
-        elif c == EV_EVICT:
-            out.append(("evict", r[1], r[2], r[3]))
-        elif c == EV_RELEASE:
-            out.append(("release", r[1], r[2], r[3], r[4]))
-        elif c == EV_DROP:
-            out.append(("drop", r[1], r[2], r[3]))
-        elif c == EV_HIT:
-            out.append(("hit", r[1], r[2], r[3]))
-        elif c == EV_ADMIT:
-            st = prog.sessions[r[2]].states[r[3]]
-            out.append(("admit", r[1], tuple(low.pool_ix[i.pool] for i in st.hold.items)))
-        elif c == EV_PREEMPT:
-            out.append(("preempt", r[1], r[2], "self" if r[3] else f"{prog.pools[r[2]].name} full"))
-        elif c == EV_STUCK:
-            out.append(("stuck", r[1], r[2]))
-        elif c == EV_ITERATE:
-            out.append(("iterate", r[1], {"ntok": r[2], "ndec": r[3], "nreq": r[4], "kvb": r[5]}))
-        elif c == EV_SERVE:
-            g = r[6] if r[6] >= 0 else None
-            out.append(("serve", r[1], r[2], _RUN[r[3]], r[4], r[5], g, r[7] if g is not None else None))
-        elif c == EV_RUN_DONE:
-            out.append(("run_done", r[1], _RUN[r[2]]))
-        else:
-            raise AssertionError(f"unknown event code {c}")
-    return out
 
 
 def _where(low, code: int) -> str:

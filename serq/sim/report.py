@@ -12,7 +12,7 @@ reports the same bytes. docs/simulator.md defines each field.
 from __future__ import annotations
 
 from serq.durations import ITERATION, cell_text, cell_unit, span_text, time_unit
-from serq.semantics.words import first_token
+from serq.semantics.events import first_token
 from serq.words import stuck_text
 
 import json
@@ -119,54 +119,53 @@ class Stats:
         """Events stamped at `tick`; `state` (the simulator's current one)
         names the program of sessions spawned since the start."""
         for e in events:
-            k = e[0]
+            k = e.kind
             if first_token(e):
-                self._first_token(e[1], tick)
+                self._first_token(e.sid, tick)
             if k == "serve":
-                self.prog_tokens[self.prog_of[e[1]]] += e[2]
+                self.prog_tokens[self.prog_of[e.sid]] += e.n
             elif k == "iterate":
-                si, shape = e[1], e[2]
-                self.iters[si] += 1
-                self.tokens[si] += shape["ntok"]
+                self.iters[e.stage] += 1
+                self.tokens[e.stage] += e.shape["ntok"]
                 self.evaluated += 1
             elif k == "queued":
-                self.queued[(e[1], e[2])] = tick
+                self.queued[(e.sid, e.pool)] = tick
             elif k == "admit":
-                sid = e[1]
-                for p in e[2]:
+                sid = e.sid
+                for p in e.pools:
                     t0 = self.queued.pop((sid, p), None)
                     if t0 is not None and self._counted(sid):
                         # max: another stage may admit a hold queued by an
                         # iteration still in flight (docs/simulator.md, Time)
                         self.waits[p].append(max(tick - t0, 0))
             elif k == "arrive":
-                sid = e[1]
+                sid = e.sid
                 self.first[sid] = tick
                 self._request_start(sid, tick)
             elif k == "turn":
-                self._request_start(e[1], tick)
+                self._request_start(e.sid, tick)
             elif k == "spawn":
-                child = e[2]
+                child = e.child
                 self.prog_of[child] = self.m.engine.prog_of_state(state, child)
                 self.first[child] = tick
                 self._request_start(child, tick)
             elif k == "at_turn":
-                self._request_end(e[1], tick)
+                self._request_end(e.sid, tick)
             elif k == "end":
-                sid = e[1]
+                sid = e.sid
                 self._request_end(sid, tick)
                 self.ended[self.prog_of[sid]] += 1
                 self.ended_total += 1
             elif k == "hit":
-                self.hits[e[2]] += e[3]
+                self.hits[e.pool] += e.units
             elif k == "evict":
-                self.evicted[e[1]] += e[3]
+                self.evicted[e.pool] += e.units
             elif k == "preempt":
-                self.preempts[e[2]] += 1
+                self.preempts[e.pool] += 1
             elif k == "stuck":
-                self.stuck[e[2]] += 1
+                self.stuck[e.pool] += 1
             elif k == "fault":
-                self.faults.append((tick, e[1], e[2]))
+                self.faults.append((tick, e.what, e.message))
 
     def block_start(self, blk) -> None:
         """A coalesced block starts: its decisions (evictions) are stamped
@@ -356,51 +355,51 @@ def render(report: dict, console) -> None:
 
 def describe_event(e, m, state) -> str | None:
     """One model event in words (None for events the action line says)."""
-    k = e[0]
+    k = e.kind
     lab = lambda sid: m.session_label(state, sid)  # noqa: E731
     pool = lambda p: m.pools[p].name  # noqa: E731
     if k in ("draw", "choose"):
-        return f"{lab(e[1])} {k} {e[2]} = {e[3]}"
+        return f"{lab(e.sid)} {k} {e.attr} = {e.value}"
     if k == "queued":
-        return f"{lab(e[1])} queued on {pool(e[2])}"
+        return f"{lab(e.sid)} queued on {pool(e.pool)}"
     if k == "admit":
-        return f"{lab(e[1])} admitted ({', '.join(pool(p) for p in e[2])})"
+        return f"{lab(e.sid)} admitted ({', '.join(pool(p) for p in e.pools)})"
     if k == "hit":
-        return f"{lab(e[1])} hits {e[3]} cached units of {pool(e[2])}"
+        return f"{lab(e.sid)} hits {e.units} cached units of {pool(e.pool)}"
     if k == "evict":
-        if e[2] < 0:  # a shared prefix's entry: owner -3 - its index
-            return f"evict {e[3]} units of {pool(e[1])} cached for prefix {m.program.prefixes[-3 - e[2]].name}"
-        return f"evict {e[3]} units of {pool(e[1])} cached for {lab(e[2])}"
+        if e.owner < 0:  # a shared prefix's entry: owner -3 - its index
+            return f"evict {e.units} units of {pool(e.pool)} cached for prefix {m.program.prefixes[-3 - e.owner].name}"
+        return f"evict {e.units} units of {pool(e.pool)} cached for {lab(e.owner)}"
     if k == "release":
-        return f"{lab(e[1])} releases {e[3]} units of {pool(e[2])} ({e[4]} kept)"
+        return f"{lab(e.sid)} releases {e.units} units of {pool(e.pool)} ({e.kept} kept)"
     if k == "drop":
-        return f"{lab(e[1])} drops {e[3]} cached units of {pool(e[2])}"
+        return f"{lab(e.sid)} drops {e.units} cached units of {pool(e.pool)}"
     if k == "preempt":
-        return f"preempt {lab(e[1])} ({pool(e[2])}: {e[3]})"
+        return f"preempt {lab(e.sid)} ({pool(e.pool)}: {e.why})"
     if k == "stuck":
-        return stuck_text(lab(e[1]), pool(e[2]))
+        return stuck_text(lab(e.sid), pool(e.pool))
     if k == "iterate":
-        sh = e[2]
+        sh = e.shape
         return f"shape ntok={sh['ntok']} ndec={sh['ndec']} nreq={sh['nreq']} kvb={sh['kvb']}"
     if k == "serve":
-        tail = f" ({e[4]}/{e[5]})" if e[4] is not None else ""
-        return f"{lab(e[1])} {e[3]} {e[2]}{tail}"
+        tail = f" ({e.done}/{e.total})" if e.done is not None else ""
+        return f"{lab(e.sid)} {e.phase} {e.n}{tail}"
     if k == "run_done":
-        return f"{lab(e[1])} {e[2]} done"
+        return f"{lab(e.sid)} {e.phase} done"
     if k == "at_turn":
-        return f"{lab(e[1])} at turn"
+        return f"{lab(e.sid)} at turn"
     if k == "spawn":
-        return f"{lab(e[1])} spawns {lab(e[2])}"
+        return f"{lab(e.sid)} spawns {lab(e.child)}"
     if k == "joined":
-        return f"{lab(e[1])} joined"
+        return f"{lab(e.sid)} joined"
     if k == "end":
-        return f"{lab(e[1])} ends"
+        return f"{lab(e.sid)} ends"
     if k == "fault":
-        return f"FAULT {e[1]}: {e[2]}"
+        return f"FAULT {e.what}: {e.message}"
     return None
 
 
 def trace_line(tick: int, what: str, events, m, state) -> str:
-    parts = [d for d in (describe_event(e, m, state) for e in events if e[0] not in ("arrive", "turn")) if d]
+    parts = [d for d in (describe_event(e, m, state) for e in events if e.kind not in ("arrive", "turn")) if d]
     when = f"{tick:14d} it" if time_unit(m.program) == ITERATION else f"{tick / 1e6:14.6f} ms"
     return f"{when}  {what}" + (": " + "; ".join(parts) if parts else "")

@@ -106,18 +106,18 @@ class ScheduleWriter:
         hits: dict[str, dict[str, int]] = {}
         pools = self.m.pools
         for e in events:
-            k = e[0]
+            k = e.kind
             if k == "serve":
-                served.append([lab(e[1]), e[2]])
+                served.append([lab(e.sid), e.n])
             elif k == "admit":
-                admitted.append(lab(e[1]))
+                admitted.append(lab(e.sid))
             elif k == "preempt":
-                preempted.append(lab(e[1]))
+                preempted.append(lab(e.sid))
             elif k == "hit":
-                d = hits.setdefault(lab(e[1]), {})
-                d[pools[e[2]].name] = d.get(pools[e[2]].name, 0) + e[3]
+                d = hits.setdefault(lab(e.sid), {})
+                d[pools[e.pool].name] = d.get(pools[e.pool].name, 0) + e.units
             elif k in ("at_turn", "end"):
-                finished.append(lab(e[1]))
+                finished.append(lab(e.sid))
         self._record(si, tick, served, admitted, preempted, hits, finished, self._pools(state))
 
     def _record(self, si, tick, served, admitted, preempted, hits, finished, pools) -> None:
@@ -135,9 +135,9 @@ class ScheduleWriter:
         # the serve order: that of the block's first iteration, asked of the model
         # without taking its successor (no draw happens in a block: no run completes)
         _, events = m.run_with(before, (ITERATE, si), FirstOracle(), now=tick)
-        order = [e[1] for e in events if e[0] == "serve"]
+        order = [e.sid for e in events if e.kind == "serve"]
         per = {sid: n for sid, n, _ in blk.served}
-        if sorted(order) != sorted(per) or any(e[2] != per[e[1]] for e in events if e[0] == "serve"):
+        if sorted(order) != sorted(per) or any(e.n != per[e.sid] for e in events if e.kind == "serve"):
             raise AssertionError("a coalesced block serves other tokens than its first iteration")
         v0 = StateView(m.engine, before)
         a0 = m.engine.levels(before)

@@ -46,6 +46,7 @@ from serq.vocab import MAX_INT
 from serq.sim.coalesce import licence, plan_block
 from serq.ir.fold import EvalError
 from serq.check.model import Checks
+from serq.semantics.events import serve
 from serq.semantics.model import ARRIVE, ITERATE, TURN, Model
 from serq.semantics.rowstate import F_FAULT, RowState
 from serq.sim.report import Stats
@@ -313,10 +314,10 @@ class Simulator:
         if nxt is None:
             return False
         # split: decisions (before the "iterate" event) at the start, effects at the end
-        cut = next((i for i, e in enumerate(events) if e[0] == "iterate"), None)
+        cut = next((i for i, e in enumerate(events) if e.kind == "iterate"), None)
         if cut is None:  # a fault before the iteration took shape
             return self._commit(nxt, events, tick)
-        shape = events[cut][2]
+        shape = events[cut].shape
         try:
             cost = m.cost(si, shape, tick)
         except EvalError as e:
@@ -365,8 +366,8 @@ class Simulator:
         self.pending_block[si] = (tick, blk)
         if self.cfg.trace is not None:
             self.cfg.trace(tick, f"{blk.k} iterations of {self.m.stages[si].name} coalesced, until {t / 1e6:.6f} ms",
-                           [("serve", sid, n * blk.k, "decode" if d else "prefill", None, None)
-                            for sid, n, d in blk.served], self.m, blk.state)
+                           [serve(sid, n * blk.k, "decode" if d else "prefill") for sid, n, d in blk.served],
+                           self.m, blk.state)
         if self.cfg.block is not None:
             self.cfg.block(blk, tick, self.state)
         self.state = blk.state
@@ -429,7 +430,7 @@ class Simulator:
         """The watchdog's clock: reset when a session ends or reaches a turn."""
         self._since_progress += iterations
         for e in events:
-            if e[0] == "end" or e[0] == "at_turn":
+            if e.kind == "end" or e.kind == "at_turn":
                 self._since_progress = 0
                 return
 
@@ -438,9 +439,9 @@ class Simulator:
         `before`: the state the events' step started from, if known."""
         self.stats.events(tick, events, self.state)
         for e in events:
-            k = e[0]
+            k = e.kind
             if k == "at_turn":
-                sid = e[1]
+                sid = e.sid
                 think = self._think(self.state, sid, tick)
                 if think is not None:
                     gen = self.turn_gen.get(sid, 0) + 1
@@ -448,7 +449,7 @@ class Simulator:
                     self._push(tick + think, self._turn_prio, TURN, (sid, gen))
             elif k == "stuck":
                 why = stuck_why(self.m, before, e, events) if before is not None else None
-                words = stuck_text(self.m.session_label(self.state, e[1]), self.m.pools[e[2]].name, why)
+                words = stuck_text(self.m.session_label(self.state, e.sid), self.m.pools[e.pool].name, why)
                 if self.cfg.stop_on_violation and not self.checks.stuck:
                     # `serq check` when stuck is not selected: the first one is a note
                     self.stuck_note = self.stuck_note or (tick, self.steps, words)

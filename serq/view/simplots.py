@@ -52,10 +52,10 @@ class Recorder(Stats):
 
     def events(self, tick, events, state) -> None:
         for e in events:
-            if e[0] == "serve" and e[3] == "decode":
-                self.decodes[e[1]] = self.decodes.get(e[1], 0) + e[2]
-            elif e[0] == "iterate":
-                si = e[1]
+            if e.kind == "serve" and e.phase == "decode":
+                self.decodes[e.sid] = self.decodes.get(e.sid, 0) + e.n
+            elif e.kind == "iterate":
+                si = e.stage
                 self.busy_iv[si].append((tick - self._cost[si], tick))
         super().events(tick, events, state)
         self._sample(tick, state)

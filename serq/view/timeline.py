@@ -38,10 +38,10 @@ def _marks(events) -> dict[int, list[str]]:
     """Per session, what happened to it in this step worth a mark."""
     out: dict[int, list[str]] = {}
     for e in events:
-        k = e[0]
-        mark = f"serve-{e[3]}" if k == "serve" else k if k in ("preempt", "stuck", "admit") else None
-        if mark and mark not in out.setdefault(e[1], []):
-            out[e[1]].append(mark)
+        k = e.kind
+        mark = f"serve-{e.phase}" if k == "serve" else k if k in ("preempt", "stuck", "admit") else None
+        if mark and mark not in out.setdefault(e.sid, []):
+            out[e.sid].append(mark)
     return out
 
 

@@ -245,7 +245,7 @@ def _agrees_with_admission(prog, limit: int = 3000) -> tuple[int, int]:
                 continue  # residents are served first: the admission sees other levels
             for action, _nxt, events in m.transitions(st):
                 if action[0] == ITERATE and action[1] == si:
-                    admitted = any(e[0] == "admit" and e[1] == head for e in events)
+                    admitted = any(e.kind == "admit" and e.sid == head for e in events)
                     assert not (admitted and refused), (st, r.lines)
                     seen[1] += admitted
 

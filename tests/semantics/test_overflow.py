@@ -55,26 +55,26 @@ def _fit(v: int) -> int:
     return v
 
 
-def ref(e, env: dict[str, int]) -> int:
+def ref(tree, env: dict[str, int]) -> int:
     """The exact value of an int expression tree (tuples), raising at the
     first fault in evaluation order (operands left to right), as the kernel
     evaluates: reals as float64, as its I2F and FDIV do."""
-    op = e[0]
+    op = tree[0]
     if op == "num":
-        return e[1]
+        return tree[1]
     if op == "var":
-        return env[e[1]]
+        return env[tree[1]]
     if op == "neg":
-        return _fit(-ref(e[1], env))
+        return _fit(-ref(tree[1], env))
     if op == "abs":
-        return _fit(abs(ref(e[1], env)))
+        return _fit(abs(ref(tree[1], env)))
     if op in ("floor", "ceil"):  # of l / r, a real
-        l, r = ref(e[1], env), ref(e[2], env)
+        l, r = ref(tree[1], env), ref(tree[2], env)
         if r == 0:
             raise DivZero
         x = float(l) / float(r)
         return _fit((math.floor if op == "floor" else math.ceil)(x))
-    l, r = ref(e[1], env), ref(e[2], env)
+    l, r = ref(tree[1], env), ref(tree[2], env)
     if op == "+":
         return _fit(l + r)
     if op == "-":
@@ -92,26 +92,26 @@ def ref(e, env: dict[str, int]) -> int:
     raise AssertionError(op)
 
 
-def text(e) -> str:
-    op = e[0]
+def text(tree) -> str:
+    op = tree[0]
     if op == "num":
-        return str(e[1]) if e[1] >= 0 else f"(0 - {-e[1]})"
+        return str(tree[1]) if tree[1] >= 0 else f"(0 - {-tree[1]})"
     if op == "var":
-        return e[1]
+        return tree[1]
     if op == "neg":
-        return f"(-{text(e[1])})"
+        return f"(-{text(tree[1])})"
     if op == "abs":
-        return f"abs({text(e[1])})"
+        return f"abs({text(tree[1])})"
     if op in ("floor", "ceil"):
-        return f"{op}({text(e[1])} / {text(e[2])})"
+        return f"{op}({text(tree[1])} / {text(tree[2])})"
     if op in ("min", "max"):
-        return f"{op}({text(e[1])}, {text(e[2])})"
-    return f"({text(e[1])} {op} {text(e[2])})"
+        return f"{op}({text(tree[1])}, {text(tree[2])})"
+    return f"({text(tree[1])} {op} {text(tree[2])})"
 
 
-def outcome(e, env) -> str | int:
+def outcome(tree, env) -> str | int:
     try:
-        return ref(e, env)
+        return ref(tree, env)
     except Overflow:
         return "overflow"
     except ModZero:
@@ -137,21 +137,21 @@ def _built(exprs: tuple[str, ...]):
     return m, codes, len(prog.attrs)
 
 
-def bound(e, env: dict[str, int]) -> ir.Expr:
+def bound(tree, env: dict[str, int]) -> ir.Expr:
     """The IR of a tree with its variables replaced by their values: a
     constant, for the constant folder."""
-    op = e[0]
+    op = tree[0]
     if op in ("num", "var"):
-        return ir.Num(v=e[1] if op == "num" else env[e[1]])
+        return ir.Num(v=tree[1] if op == "num" else env[tree[1]])
     if op == "neg":
-        return ir.Un(op="-", e=bound(e[1], env))
+        return ir.Un(op="-", e=bound(tree[1], env))
     if op == "abs":
-        return ir.Call(fn="abs", args=(bound(e[1], env),))
+        return ir.Call(fn="abs", args=(bound(tree[1], env),))
     if op in ("floor", "ceil"):
-        return ir.Call(fn=op, args=(ir.Bin(op="/", l=bound(e[1], env), r=bound(e[2], env)),))
+        return ir.Call(fn=op, args=(ir.Bin(op="/", l=bound(tree[1], env), r=bound(tree[2], env)),))
     if op in ("min", "max"):
-        return ir.Call(fn=op, args=(bound(e[1], env), bound(e[2], env)))
-    return ir.Bin(op=op, l=bound(e[1], env), r=bound(e[2], env))
+        return ir.Call(fn=op, args=(bound(tree[1], env), bound(tree[2], env)))
+    return ir.Bin(op=op, l=bound(tree[1], env), r=bound(tree[2], env))
 
 
 def kernel_eval(trees: tuple, env: dict[str, int]) -> list:

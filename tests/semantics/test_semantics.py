@@ -25,27 +25,27 @@ def iteration_words(m: Model, state, events) -> str:
     out = []
     lab = lambda sid: m.session_label(state, sid)  # noqa: E731
     for e in events:
-        k = e[0]
+        k = e.kind
         if k == "serve":
-            out.append(f"{lab(e[1])} {'D' if e[3] == 'decode' else 'P'}{e[2]}")
+            out.append(f"{lab(e.sid)} {'D' if e.phase == 'decode' else 'P'}{e.n}")
         elif k == "admit":
-            out.append(f"+{lab(e[1])}")
+            out.append(f"+{lab(e.sid)}")
         elif k == "preempt":
-            out.append(f"!{lab(e[1])}({e[3]})")
+            out.append(f"!{lab(e.sid)}({e.why})")
         elif k == "hit":
-            out.append(f"hit {lab(e[1])} {e[3]}")
+            out.append(f"hit {lab(e.sid)} {e.units}")
         elif k == "evict":
-            out.append(f"evict {lab(e[2])} {e[3]}")
+            out.append(f"evict {lab(e.owner)} {e.units}")
         elif k == "run_done":
-            out.append(f"{lab(e[1])} {e[2]} done")
+            out.append(f"{lab(e.sid)} {e.phase} done")
         elif k == "end":
-            out.append(f"end {lab(e[1])}")
+            out.append(f"end {lab(e.sid)}")
         elif k == "release":
-            out.append(f"rel {lab(e[1])} {e[3]}/{e[4]}")
+            out.append(f"rel {lab(e.sid)} {e.units}/{e.kept}")
         elif k == "stuck":
-            out.append(f"STUCK {lab(e[1])}")
+            out.append(f"STUCK {lab(e.sid)}")
         elif k == "fault":
-            out.append(f"FAULT {e[1]}: {e[2]}")
+            out.append(f"FAULT {e.what}: {e.message}")
     return ", ".join(out)
 
 

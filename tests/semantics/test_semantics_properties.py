@@ -149,7 +149,7 @@ def test_conservation_after_every_action_on_random_instances(text, data):
         else:
             break  # nothing applicable: done or deadlocked
         assert nxt.fault is None, (text, nxt.fault)
-        assert not any(e[0] == "fault" for e in events)
+        assert not any(e.kind == "fault" for e in events)
         conserved(m, nxt)
         s = nxt
 

@@ -133,14 +133,14 @@ class CheckedSimulator(Simulator):
         for j in range(blk.k):
             nxt, ev = m.run_with(s, ("iterate", blk.stage), FirstOracle(), now=t)
             assert nxt is not None and nxt.fault is None
-            shape = next(e[2] for e in ev if e[0] == "iterate")
+            shape = next(e.shape for e in ev if e.kind == "iterate")
             assert m.cost(blk.stage, shape, t) == blk.costs[j]
             assert shape["ntok"] == blk.ntok
             assert self._levels(nxt) == blk.levels[j]
             for e in ev:
-                assert e[0] in ("iterate", "serve", "evict"), e  # nothing else happens in a block
-                if e[0] == "evict":
-                    evicted[e[1]] += e[3]
+                assert e.kind in ("iterate", "serve", "evict"), e  # nothing else happens in a block
+                if e.kind == "evict":
+                    evicted[e.pool] += e.units
             t += blk.costs[j]
             s = nxt
         assert s == blk.state

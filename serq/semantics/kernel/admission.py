@@ -213,7 +213,7 @@ def admit_hold(K, w, sid, budget_left):
                         cache_remove(K, w, p, k)
                     break
         if reuse:
-            event(K, w, EV_HIT, sid, p, reuse, 0, 0, 0, 0)
+            event(K, w, EV_HIT, (sid, p, reuse))
         h = hold_append(K, w, sid, K[r + ACQ_OPENS], p, priv, reuse, seq)  # its shared part is pinned from now
         if K[pr + PL_CAP] >= 0:
             while w[b + P_FREE] < take:
@@ -232,7 +232,7 @@ def admit_hold(K, w, sid, budget_left):
             return False
         add(K, w, h + HS_OWN, take)
     q_remove(K, w, K[r + ACQ_GATE], sid)
-    event(K, w, EV_ADMIT, sid, prog, w[sb + F_PC], 0, 0, 0, 0)
+    event(K, w, EV_ADMIT, (sid, prog, w[sb + F_PC]))
     put(K, w, sb + F_PC, K[r + ST_NEXT])
     return True
 

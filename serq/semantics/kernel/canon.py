@@ -93,12 +93,15 @@ def bit_of(d):
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
-def rank(w, T, u, x, lo, b0, b1, b2, b3, c1, c2, c3):
+def rank(w, T, u, x, lo, bits, counts):
     """The rank of x among the live sequence numbers: from the bitmap
-    b0..b3 of the values' offsets from lo (u < 0), or from the sorted
-    values T[0:u]."""
+    bits (four words) of the values' offsets from lo (u < 0), counts
+    holding how many are set in the words before the second, third and
+    fourth, or from the sorted values T[0:u]."""
     if u >= 0:
         return rank_of(w, T, u, x)
+    b0, b1, b2, b3 = bits
+    c1, c2, c3 = counts
     d = x - lo
     m = bit_of(d) - np.uint64(1)
     q = d >> 6
@@ -187,6 +190,8 @@ def canon(K, w, out, sym, keep_pos):
             if u == 0 or w[T + i] != w[T + u - 1]:
                 w[T + u] = w[T + i]
                 u += 1
+    bits = (b0, b1, b2, b3)
+    counts = (c1, c2, c3)
     # records: with symmetry in `out` temporarily, at its end (the form is
     # written at its front and never reaches them, `out` being three rows
     # long); without, sessions keep their order and their records are
@@ -217,12 +222,11 @@ def canon(K, w, out, sym, keep_pos):
             out[fat(o, F_LP0)] = -1
             out[fat(o, F_LP1)] = -1
         else:
-            out[fat(o, F_ARR)] = rank(w, T, u, w[sb + F_ARR], lo, b0, b1, b2, b3, c1, c2, c3)
-            out[fat(o, F_ADM)] = rank(w, T, u, w[sb + F_ADM], lo, b0, b1, b2, b3, c1, c2, c3)
+            out[fat(o, F_ARR)] = rank(w, T, u, w[sb + F_ARR], lo, bits, counts)
+            out[fat(o, F_ADM)] = rank(w, T, u, w[sb + F_ADM], lo, bits, counts)
             hoff = fat(o, F_ATTR) + (hbase(K, sid) - (sb + F_ATTR))
             for j in range(w[sb + F_NH]):
-                out[hoff + HW * j + HS_ADM] = rank(w, T, u, w[hbase(K, sid) + HW * j + HS_ADM], lo, b0, b1, b2, b3,
-                                                  c1, c2, c3)
+                out[hoff + HW * j + HS_ADM] = rank(w, T, u, w[hbase(K, sid) + HW * j + HS_ADM], lo, bits, counts)
             if not keep_pos:
                 out[fat(o, F_LP0)] = -1
                 out[fat(o, F_LP1)] = -1
@@ -283,7 +287,7 @@ def canon(K, w, out, sym, keep_pos):
             # a shared prefix's entry keeps its owner (<= -3); a finished session's is -1
             a0 = ow if ow < 0 else (-1 if w[EN + ow] else w[NW + ow])
             a1 = w[e + CE_UNITS]
-            a2 = rank(w, T, u, w[e + CE_REL], lo, b0, b1, b2, b3, c1, c2, c3)
+            a2 = rank(w, T, u, w[e + CE_REL], lo, bits, counts)
             j = k
             while j > 0:
                 q = o + 3 * (j - 1)
@@ -344,12 +348,14 @@ def fp_of(K, w, out, sym, keep_pos):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
+def expand(K, w, row, succ, tmp, sym, keep_pos):
     """Every successor of `row`, in the model's action order (arrivals,
-    turns, iterations; one per sequence of oracle answers): rows in outs,
-    (kind, subject, first choice, number of choices) in acts, answers in
-    choices, fingerprints and flags. Returns the count, or -1 when an
-    output is full, -2 when a spawn needs a larger row."""
+    turns, iterations; one per sequence of oracle answers), into the
+    arrays of the tuple succ = (outs, acts, choices, fps, flags): rows in
+    outs, (kind, subject, first choice, number of choices) in acts,
+    answers in choices, fingerprints and flags. Returns the count, or -1
+    when an output is full, -2 when a spawn needs a larger row."""
+    outs, acts, choices, fps, flags = succ
     W = K[H_W]
     if row[R_FAULT] != 0:
         return 0
@@ -405,12 +411,14 @@ def expand(K, w, row, outs, acts, choices, fps, flags, tmp, sym, keep_pos):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def expand_batch(K, w, rows, n, outs, parent, acts, choices, fps, flags, tmp, sym, keep_pos):
-    """`expand` over rows[0:n], successors concatenated in row order
-    (parent[i]: the row a successor comes from). Same return codes."""
+def expand_batch(K, w, rows, succ, parent, tmp, sym, keep_pos):
+    """`expand` over every row of rows, successors concatenated in row
+    order into succ (parent[i]: the row a successor comes from). Same
+    return codes."""
+    outs, acts, choices, fps, flags = succ
     k = 0
-    for j in range(n):
-        c = expand(K, w, rows[j], outs[k:], acts[k:], choices, fps[k:], flags[k:], tmp, sym, keep_pos)
+    for j in range(rows.shape[0]):
+        c = expand(K, w, rows[j], (outs[k:], acts[k:], choices, fps[k:], flags[k:]), tmp, sym, keep_pos)
         if c < 0:
             return c
         for i in range(k, k + c):

@@ -182,7 +182,9 @@ def next_seq(K, w):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def event(K, w, code, a, b, c, d, e, f, g):
+def event(K, w, code, args):
+    """An event record: its code, then the ints of the tuple `args` (at
+    most EVW - 1 of them; the rest of the record is 0), when events are on."""
     if w[R_EVON] == 0:
         return
     n = w[K[S_EVN]]
@@ -191,13 +193,13 @@ def event(K, w, code, a, b, c, d, e, f, g):
         return
     o = K[S_EV] + EVW * n
     w[o] = code
-    w[o + 1] = a
-    w[o + 2] = b
-    w[o + 3] = c
-    w[o + 4] = d
-    w[o + 5] = e
-    w[o + 6] = f
-    w[o + 7] = g
+    i = o + 1
+    for x in args:
+        w[i] = x
+        i += 1
+    while i < o + EVW:
+        w[i] = 0
+        i += 1
     w[K[S_EVN]] = n + 1
 
 

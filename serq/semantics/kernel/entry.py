@@ -78,15 +78,16 @@ def eval_at(K, w, code, ab, sid, now):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def eval_shape(K, w, code, nreq, ndec, kvb, ntok, now, out):
+def eval_shape(K, w, code, shape, ntok, now, out):
     """An @step expression (a stage's budget, chunk or cost) for an
-    iteration of this shape: its raw value. No session, no pools; the
-    context holds nreq, ndec, kvb, ntok and now. The row in w is left as it
+    iteration of this shape, shape = (nreq, ndec, kvb): its raw value. No
+    session, no pools; the context holds nreq, ndec, kvb, ntok and now. The row in w is left as it
     was: a fault's code and arguments go to out[0:5] (out[0] 0: none)."""
     f0, a0, a1, a2, a3, h0 = w[R_FAULT], w[R_FA0], w[R_FA1], w[R_FA2], w[R_FA3], w[R_HALT]
     w[R_FAULT] = 0
     w[R_HALT] = HALT_NONE
     w[K[S_PSNAPON]] = 0
+    nreq, ndec, kvb = shape
     shape_ctx(K, w, nreq, ndec, kvb)
     set_ctx(K, w, CX_NTOK, ntok)
     set_ctx(K, w, CX_NOW, now)
@@ -139,10 +140,12 @@ def levels(K, w, out):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def run_step_packed(K, w, kind, subj, now, stopnew, evon, nscript, out):
-    """run_step, then what the simulator reads of the successor, in one
-    call: out[0] the result, out[1] the row flags, out[2:2+NP] the units
-    allocated per pool, out[2+NP:2+NP+NST] whether each stage might work."""
+def run_step_packed(K, w, args, out):
+    """run_step with args = (kind, subj, now, stopnew, evon, nscript), then
+    what the simulator reads of the successor, in one call: out[0] the
+    result, out[1] the row flags, out[2:2+NP] the units allocated per
+    pool, out[2+NP:2+NP+NST] whether each stage might work."""
+    kind, subj, now, stopnew, evon, nscript = args
     ok = run_step(K, w, kind, subj, now, stopnew, evon, nscript)
     out[0] = ok
     if ok and (w[R_HALT] == HALT_NONE or w[R_HALT] == HALT_FAULT):

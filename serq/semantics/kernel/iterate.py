@@ -61,7 +61,7 @@ def preempt(K, w, victim, p, is_self):
     for q in range(K[H_NP]):
         if q_has(K, w, q, victim):
             q_remove(K, w, q, victim)
-    event(K, w, EV_PREEMPT, victim, p, is_self, 0, 0, 0, 0)
+    event(K, w, EV_PREEMPT, (victim, p, is_self))
     release_scope(K, w, victim, scope)
     if halted(K, w):
         return
@@ -72,7 +72,7 @@ def preempt(K, w, victim, p, is_self):
     enqueue(K, w, victim, K[st_row(K, prog, re) + ACQ_GATE], K[pool_row(K, p) + PL_REQUEUE])
     if stuck:
         put(K, w, sb + F_STUCK, 1)
-        event(K, w, EV_STUCK, victim, p, 0, 0, 0, 0, 0)
+        event(K, w, EV_STUCK, (victim, p))
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -401,7 +401,7 @@ def iterate(K, w, si):
             kb = kvb_add(K, w, kb, sid)
     if halted(K, w):
         return True
-    event(K, w, EV_ITERATE, si, ntok, nd, nq, kb, 0, 0)
+    event(K, w, EV_ITERATE, (si, ntok, nd, nq, kb))
     # completion, in serve order (admitted ones after, in admission order)
     for k in range(no):
         sid = w[OR + k]
@@ -420,7 +420,7 @@ def iterate(K, w, si):
         own = -1
         if gp >= 0:  # its hold's use grew when it was served
             own = w[hold_of(K, w, sid, gp) + HS_OWN]
-        event(K, w, EV_SERVE, sid, n, K[r + RUN_DECODE], w[sb + F_RD], w[sb + F_RT], gp, own)
+        event(K, w, EV_SERVE, (sid, n, K[r + RUN_DECODE], w[sb + F_RD], w[sb + F_RT], gp, own))
     for k in range(no):
         sid = w[OR + k]
         if w[SV + sid] == 0:
@@ -428,7 +428,7 @@ def iterate(K, w, si):
         sb = sbase(K, sid)
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
         if K[r + ST_KIND] == K_RUN and w[sb + F_RD] >= w[sb + F_RT]:
-            event(K, w, EV_RUN_DONE, sid, K[r + RUN_DECODE], 0, 0, 0, 0, 0)
+            event(K, w, EV_RUN_DONE, (sid, K[r + RUN_DECODE]))
             put(K, w, sb + F_RD, 0)
             put(K, w, sb + F_RT, 0)
             put(K, w, sb + F_PC, K[r + ST_NEXT])
@@ -477,7 +477,7 @@ def step(K, w, kind, subj):
         r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
         if K[r + ST_KIND] != (K_ARRIVE if kind == A_ARRIVE else K_TURN):
             return 0
-        event(K, w, EV_ARRIVE if kind == A_ARRIVE else EV_TURN, subj, 0, 0, 0, 0, 0, 0)
+        event(K, w, EV_ARRIVE if kind == A_ARRIVE else EV_TURN, (subj,))
         put(K, w, sb + F_ARR, next_seq(K, w))
         put(K, w, sb + F_LP0, -1)  # a new request
         put(K, w, sb + F_LP1, -1)

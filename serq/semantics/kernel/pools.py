@@ -355,7 +355,7 @@ def free_block(K, w, p, protect):
     e = c + CW * best
     add(K, w, e + CE_UNITS, -bs)
     add(K, w, b + P_FREE, bs)
-    event(K, w, EV_EVICT, p, w[e + CE_OWNER], bs, 0, 0, 0, 0)
+    event(K, w, EV_EVICT, (p, w[e + CE_OWNER], bs))
     if w[e + CE_UNITS] <= 0:
         cache_remove(K, w, p, best)
     return True
@@ -421,7 +421,7 @@ def release_one(K, w, sid, scope):
             if mine > pinned(K, w, p, x, h):
                 seg_touch(K, w, p, x)
             x = seg_parent(K, x)
-        event(K, w, EV_RELEASE, sid, p, own, kept, 0, 0, 0)
+        event(K, w, EV_RELEASE, (sid, p, own, kept))
         j += 1
     # drop the scope's holds, keeping the others in order
     n = w[sb + F_NH]
@@ -476,7 +476,7 @@ def drop(K, w, sid, p):
             cache_remove(K, w, p, k)
             if K[pool_row(K, p) + PL_CAP] >= 0:
                 add(K, w, b + P_FREE, units)
-            event(K, w, EV_DROP, sid, p, units, 0, 0, 0, 0)
+            event(K, w, EV_DROP, (sid, p, units))
         else:
             k += 1
 
@@ -548,4 +548,4 @@ def enqueue(K, w, sid, p, where):
                         j += 1
                     i = j
         q_insert(K, w, p, i, sid)
-    event(K, w, EV_QUEUED, sid, p, 0, 0, 0, 0, 0)
+    event(K, w, EV_QUEUED, (sid, p))

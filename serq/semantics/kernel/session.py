@@ -212,10 +212,10 @@ def run_states(K, w, sid, budget):
                 return
             v = w[K[S_VALS] + i]
             put(K, w, ab + K[r + DC_SLOT], v)
-            event(K, w, EV_DRAW if k == K_DRAW else EV_CHOOSE, sid, K[r + DC_SLOT], v, K[r + DC_REAL], 0, 0, 0)
+            event(K, w, EV_DRAW if k == K_DRAW else EV_CHOOSE, (sid, K[r + DC_SLOT], v, K[r + DC_REAL]))
             put(K, w, sb + F_PC, K[r + ST_NEXT])
         elif k == K_TURN:
-            event(K, w, EV_AT_TURN, sid, 0, 0, 0, 0, 0, 0)
+            event(K, w, EV_AT_TURN, (sid,))
             return
         elif k == K_ACQUIRE:
             enqueue(K, w, sid, K[r + ACQ_GATE], REQ_ORDER)
@@ -322,7 +322,7 @@ def spawn_next(K, w, sid, left, budget):
     put(K, w, cb + F_LP0, -1)
     put(K, w, cb + F_LP1, -1)
     add(K, w, sb + F_LIVE, 1)
-    event(K, w, EV_SPAWN, sid, cid, 0, 0, 0, 0, 0)
+    event(K, w, EV_SPAWN, (sid, cid))
     push(K, w, FR_SPAWN, sid, left - 1, budget)
     push(K, w, FR_ADV, cid, 0, MACRO_LIMIT)
 
@@ -338,7 +338,7 @@ def finish(K, w, sid):
             return
     put(K, w, sb + F_RD, 0)
     put(K, w, sb + F_RT, 0)
-    event(K, w, EV_END, sid, 0, 0, 0, 0, 0, 0)
+    event(K, w, EV_END, (sid,))
     par = w[sb + F_PARENT]
     if par >= 0:
         pb = sbase(K, par)
@@ -346,5 +346,5 @@ def finish(K, w, sid):
         r = st_row(K, w[pb + F_PROG], w[pb + F_PC])
         if w[pb + F_LIVE] == 0 and K[r + ST_KIND] == K_JOIN:
             put(K, w, pb + F_PC, K[r + ST_NEXT])
-            event(K, w, EV_JOINED, par, 0, 0, 0, 0, 0, 0)
+            event(K, w, EV_JOINED, (par,))
             push(K, w, FR_ADV, par, 0, MACRO_LIMIT)
