@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _extra_commands():
     """Commands that live in their own modules (run, check, explore, sweep, ui, oracle)."""
     out = []
-    for mod in ("serq.cli.run", "serq.cli.explore", "serq.cli.sweep", "serq.view.ui", "serq.cli.oracle"):
+    for mod in ("serq.cli.run", "serq.cli.explore", "serq.cli.sweep", "serq.cli.ui", "serq.cli.oracle"):
         try:
             m = __import__(mod, fromlist=["register"])
         except ModuleNotFoundError as e:

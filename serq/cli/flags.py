@@ -5,9 +5,21 @@ input error (E012, exit 2) located in the flag's value, never a silent
 
 from __future__ import annotations
 
+import importlib
 import math
 
 from serq.diagnostics import flag_error
+
+
+def later(module: str, name: str):
+    """A command's function, imported from `module` only when the command
+    runs: building the parser (every command, and `--help`) loads no engine."""
+
+    def run(args):
+        return getattr(importlib.import_module(module), name)(args)
+
+    run.target = f"{module}:{name}"
+    return run
 
 # flag -> (attribute, smallest value allowed, what the number counts)
 LIMITS = {

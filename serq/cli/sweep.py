@@ -8,7 +8,7 @@ from pathlib import Path
 
 from explorer.runtime.verdict import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASS
 from serq.diagnostics import Diagnostic, SerqError
-from serq.check.model import ALL_CHECKS
+from serq.defaults import ALL_CHECKS
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits
 
