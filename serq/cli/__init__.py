@@ -19,6 +19,7 @@ from serq.diagnostics import Diagnostic, SerqError, render_all
 from explorer.runtime.outfile import OutputError, Stdout, write_output
 from explorer.runtime.verdict import EXIT_INTERRUPTED, EXIT_PASS
 from serq.cli.exits import EXIT_INPUT_ERROR, EXIT_NOT_CANONICAL, add_parser
+from serq.cli.parser import Parser
 
 
 def _print_warnings(loaded) -> None:
@@ -56,7 +57,7 @@ def cmd_fmt(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="serq", description="A language, simulator and model checker for LLM-serving schedulers.")
+    p = Parser(prog="serq", description="A language, simulator and model checker for LLM-serving schedulers.")
     p.add_argument("--version", action="version", version=f"serq {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

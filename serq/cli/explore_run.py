@@ -115,7 +115,7 @@ def _worst(args, prog) -> int:
                        checks=Checks.of_program(prog, args.check), max_states=args.max_states,
                        time_limit=args.time_limit, memory_limit=memory_limit(args))
     except MetricError as e:
-        raise flag_error("--worst", args.worst, "E014", str(e), e.col, e.span) from None
+        raise flag_error("--worst", args.worst, "E014", str(e), e.col, e.span, e.notes) from None
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
