@@ -1,7 +1,8 @@
-"""The commands that only read and print (`--help`, `fmt`, `compile`)
-start without the engine: they import neither numba, nor numpy, nor the
-step kernel, the simulator or the explorer's engines (the parser of every
-command is built without them: serq/cli/flags.py, `later`). Checked on `sys.modules` in a fresh process, not timed
+"""The commands that only read and print (`--help`, `fmt`, `compile`,
+`completion`) start without the engine: they import neither numba, nor
+numpy, nor the step kernel, the simulator or the explorer's engines (the
+parser of every command is built without them: serq/cli/flags.py,
+`later`). Checked on `sys.modules` in a fresh process, not timed
 (bench/bench_startup.py measures the time)."""
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def loaded_by(args: list[str], tmp_path) -> tuple[int, list[str]]:
 
 
 @pytest.mark.parametrize("args", [["--help"], ["explore", "--help"], ["run", "--help"], ["fmt", INSTANCE],
-                                  ["compile", INSTANCE]],
-                         ids=["help", "explore-help", "run-help", "fmt", "compile"])
+                                  ["compile", INSTANCE], ["completion", "bash"]],
+                         ids=["help", "explore-help", "run-help", "fmt", "compile", "completion"])
 def test_reading_commands_import_no_engine(args, tmp_path):
     code, modules = loaded_by(args, tmp_path)
     assert code in (0, None)
