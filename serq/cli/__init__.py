@@ -79,6 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for register in _extra_commands():
         register(sub)
+    if "completion" in sub.choices:  # its script is made from the whole parser
+        sub.choices["completion"].set_defaults(parser=p)
     return p
 
 

@@ -1,7 +1,7 @@
 """`serq completion bash|zsh|fish`: a shell completion script for the
 subcommands, their flags and the values of flags with a fixed set of
 choices. The script is generated from the argparse parser itself
-(`serq.cli.build_parser`), so it names exactly the commands and flags the
+(`serq.cli.build_parser`, which hands it to the command), so it names exactly the commands and flags the
 parser accepts.
 
     serq completion bash > ~/.local/share/bash-completion/completions/serq
@@ -32,9 +32,7 @@ def register(sub) -> None:
 
 
 def cmd_completion(args) -> int:
-    from serq.cli import build_parser
-
-    sys.stdout.write(SCRIPTS[args.shell](commands(build_parser())))
+    sys.stdout.write(SCRIPTS[args.shell](commands(args.parser)))
     return EXIT_PASS
 
 

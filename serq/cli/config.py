@@ -127,10 +127,10 @@ def parse(text: str, path: Path, table: str, commands: dict) -> Config:
         raise SerqError([Diagnostic(line, col, "E027", f"not a TOML file: {msg}", file=str(path))], text) from None
     base: tuple[str, ...] = ("tool", "serq") if table else ()
     top = data
-    for k in base:
+    for n, k in enumerate(base):
         top = top.get(k, {})
-    if not isinstance(top, dict):
-        raise _error(text, path, base[:-1], base[-1], "`tool.serq` must be a table")
+        if not isinstance(top, dict):
+            raise _error(text, path, base[:n], k, f"`{'.'.join(base[:n + 1])}` must be a table")
     cfg = Config(path, table)
     errors: list[Diagnostic] = []
     for key, value in top.items():

@@ -167,3 +167,20 @@ def test_help_answers_even_with_a_bad_file(tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as e:
         main(["explore", "--help"])
     assert e.value.code == 0
+
+
+@pytest.mark.parametrize("text, where, words", [
+    ("tool = 3\n", "1:1", "`tool` must be a table"),
+    ("[tool]\nserq = \"x\"\n", "2:1", "`tool.serq` must be a table"),
+])
+def test_a_named_pyproject_whose_table_is_no_table(text, where, words, tmp_path, capsys):
+    f = tmp_path / "pyproject.toml"
+    f.write_text(text)
+    assert main(["--config", str(f), "fmt", "x.sq"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{f}:{where}: error[E027]: {words}"), err
+
+
+def test_a_named_config_that_cannot_be_read(tmp_path, capsys):
+    assert main(["--config", str(tmp_path / "nope.toml"), "fmt", "x.sq"]) == 2
+    assert f"{tmp_path}/nope.toml: error[E011]: cannot read" in capsys.readouterr().err
