@@ -1,7 +1,8 @@
 """Checks of the numeric flags every command shares (limits, workers),
 before any work starts: a negative, infinite or not-a-number limit is an
 input error (E012, exit 2) located in the flag's value, never a silent
-"no limit" or an immediate stop."""
+"no limit" or an immediate stop. And `later`: a command's function,
+imported when the command runs."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ def later(module: str, name: str):
     def run(args):
         return getattr(importlib.import_module(module), name)(args)
 
-    run.target = f"{module}:{name}"
     return run
 
 # flag -> (attribute, smallest value allowed, what the number counts)
