@@ -14,35 +14,53 @@ The engine knows nothing about any particular system: see ``explorer.model``
 for the protocol.
 """
 
-from explorer.fingerprint import fingerprint, format_fp, state_fingerprint
-from explorer.model import Model, ModelFactory
-from explorer.report import render_json, render_text, stats_line, verdict_line
-from explorer.result import Result, Stats
-from explorer.check import check
-from explorer.settings import Settings
-from explorer.runtime.interrupt import Interrupted, interrupts
-from explorer.trace import NondeterministicModel, ReplayError, Step, format_path, parse_path, replay
-from explorer.runtime.verdict import (
-    BOUND,
-    DEADLOCK,
-    INTERRUPTED,
-    EXIT_BOUND,
-    EXIT_CODES,
-    EXIT_DEADLOCK,
-    EXIT_FAILED,
-    EXITS,
-    FAILED,
-    EXIT_INTERRUPTED,
-    EXIT_LIVELOCK,
-    EXIT_NONDETERMINISTIC,
-    EXIT_PASS,
-    EXIT_VIOLATION,
-    LIVELOCK,
-    PASS,
-    VERDICTS,
-    VIOLATION,
-    exit_code,
-)
+import importlib
+import sys
+import types
+
+# name -> the module that defines it. Imported on first use (PEP 562), so
+# that `import explorer.runtime.infile` (a file reader) does not load the
+# engines, numpy and numba: a command that only reads and prints starts fast.
+_WHERE = {
+    **dict.fromkeys(("fingerprint", "format_fp", "state_fingerprint"), "explorer.fingerprint"),
+    **dict.fromkeys(("Model", "ModelFactory"), "explorer.model"),
+    **dict.fromkeys(("render_json", "render_text", "stats_line", "verdict_line"), "explorer.report"),
+    **dict.fromkeys(("Result", "Stats"), "explorer.result"),
+    "check": "explorer.check",
+    "Settings": "explorer.settings",
+    **dict.fromkeys(("Interrupted", "interrupts"), "explorer.runtime.interrupt"),
+    **dict.fromkeys(("NondeterministicModel", "ReplayError", "Step", "format_path", "parse_path", "replay"),
+                    "explorer.trace"),
+    **dict.fromkeys(("BOUND", "DEADLOCK", "INTERRUPTED", "EXIT_BOUND", "EXIT_CODES", "EXIT_DEADLOCK", "EXIT_FAILED",
+                     "EXITS", "FAILED", "EXIT_INTERRUPTED", "EXIT_LIVELOCK", "EXIT_NONDETERMINISTIC", "EXIT_PASS",
+                     "EXIT_VIOLATION", "LIVELOCK", "PASS", "VERDICTS", "VIOLATION", "exit_code"),
+                    "explorer.runtime.verdict"),
+}
+
+
+class _Package(types.ModuleType):
+    """The package, its public names imported when first read."""
+
+    def __getattr__(self, name: str):
+        where = _WHERE.get(name)
+        if where is None:
+            raise AttributeError(f"module 'explorer' has no attribute {name!r}")
+        value = getattr(importlib.import_module(where), name)
+        super().__setattr__(name, value)
+        return value
+
+    def __setattr__(self, name: str, value) -> None:
+        # importing the submodule explorer.check sets the package's `check`
+        # to it: the package's `check` stays the door, the function
+        if name == "check" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(_WHERE))
+
+
+sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "check", "Settings", "replay", "render_text", "render_json", "stats_line", "verdict_line",

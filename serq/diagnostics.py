@@ -112,6 +112,26 @@ def render_all(diags: list[Diagnostic], source: str | None) -> str:
     return "\n".join(parts)
 
 
+def similar(name: str, options, cutoff: float = 0.75) -> str | None:
+    """The option closest to a misspelled `name`, if one is close enough:
+    the language's "did you mean `x`?" for names, and the command line's
+    for subcommands, flags, choices and metrics."""
+    import difflib
+
+    m = difflib.get_close_matches(name, list(options), n=1, cutoff=cutoff)
+    return m[0] if m else None
+
+
+# the command line's words are few and short (`bsf` for `bfs`): a looser cutoff
+CLI_CUTOFF = 0.6
+
+
+def did_you_mean(name: str, options, cutoff: float = CLI_CUTOFF) -> tuple[str, ...]:
+    """The note suggesting the option closest to `name`, or no note."""
+    hint = similar(name, options, cutoff)
+    return (f"did you mean `{hint}`?",) if hint else ()
+
+
 def flag_error(flag: str, value: str, code: str, message: str, col: int = 1, span: int | None = None,
                notes: tuple[str, ...] = ()) -> SerqError:
     """An error in a command-line flag's value, located in that value: the

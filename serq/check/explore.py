@@ -13,7 +13,7 @@ from explorer.settings import Settings
 from serq import ir
 from serq.check.model import Checks, SerqModel
 
-GRAPH_LIMIT = 200_000  # states the point-of-no-return graph may hold by default
+from serq.defaults import GRAPH_LIMIT  # states the point-of-no-return graph may hold by default
 
 
 def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | None = None,

@@ -24,8 +24,7 @@ from explorer import model as protocol
 from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS, ArrayFallback
 from serq.semantics.rows import Rows, explorer_flags
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
-
-ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
+from serq.defaults import ALL_CHECKS
 
 
 @dataclass(frozen=True)

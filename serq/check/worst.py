@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from serq import ir
+from serq.diagnostics import did_you_mean
 from serq.semantics.events import first_token as is_first_token
 from serq.ir.fold import EvalError
 from serq.semantics.model import ITERATE, Model
@@ -82,9 +83,9 @@ class MetricError(ValueError):
     """A metric name or pool that does not exist (bad input); `col` and
     `span` locate it in the flag's value."""
 
-    def __init__(self, message: str, col: int = 1, span: int | None = None):
+    def __init__(self, message: str, col: int = 1, span: int | None = None, notes: tuple[str, ...] = ()):
         super().__init__(message)
-        self.col, self.span = col, span
+        self.col, self.span, self.notes = col, span, notes
 
 
 def parse_metric(text: str, program: ir.Program) -> tuple[Metric, int | None]:
@@ -92,7 +93,8 @@ def parse_metric(text: str, program: ir.Program) -> tuple[Metric, int | None]:
     name, _, pool = text.partition(":")
     m = METRICS.get(name)
     if m is None:
-        raise MetricError(f"unknown metric `{name}`; the metrics are {', '.join(METRICS)}", 1, max(len(name), 1))
+        raise MetricError(f"unknown metric `{name}`; the metrics are {', '.join(METRICS)}", 1, max(len(name), 1),
+                          did_you_mean(name, METRICS))
     if not pool:
         return m, None
     at = len(name) + 2
@@ -100,7 +102,8 @@ def parse_metric(text: str, program: ir.Program) -> tuple[Metric, int | None]:
         raise MetricError(f"metric `{name}` takes no pool (only queue and peak do)", at)
     names = [p.name for p in program.pools]
     if pool not in names:
-        raise MetricError(f"unknown pool `{pool}`; the pools are {', '.join(names)}", at)
+        raise MetricError(f"unknown pool `{pool}`; the pools are {', '.join(names)}", at, None,
+                          did_you_mean(pool, names))
     p = names.index(pool)
     if m.name == "peak" and program.pools[p].cap is None:
         raise MetricError(f"pool `{pool}` is infinite: its peak is not bounded by a capacity", at)

@@ -19,6 +19,7 @@ from serq.diagnostics import Diagnostic, SerqError, render_all
 from explorer.runtime.outfile import OutputError, Stdout, write_output
 from explorer.runtime.verdict import EXIT_INTERRUPTED, EXIT_PASS
 from serq.cli.exits import EXIT_INPUT_ERROR, EXIT_NOT_CANONICAL, add_parser
+from serq.cli.parser import Parser
 
 
 def _print_warnings(loaded) -> None:
@@ -56,8 +57,12 @@ def cmd_fmt(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="serq", description="A language, simulator and model checker for LLM-serving schedulers.")
+    p = Parser(prog="serq", description="A language, simulator and model checker for LLM-serving schedulers.")
     p.add_argument("--version", action="version", version=f"serq {__version__}")
+    conf = p.add_mutually_exclusive_group()
+    conf.add_argument("--config", metavar="FILE", help="take the limits from this serq.toml or pyproject.toml "
+                      "(default: the nearest one, from the current directory up; docs/config.md)")
+    conf.add_argument("--no-config", action="store_true", help="read no serq.toml or pyproject.toml")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     c = add_parser(sub, "compile", help="compile an instance to its IR (JSON)")
@@ -74,13 +79,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     for register in _extra_commands():
         register(sub)
+    if "completion" in sub.choices:  # its script is made from the whole parser
+        sub.choices["completion"].set_defaults(parser=p)
     return p
 
 
 def _extra_commands():
-    """Commands that live in their own modules (run, check, explore, sweep, ui, oracle)."""
+    """Commands that live in their own modules (run, check, explore, sweep, ui, oracle, completion)."""
     out = []
-    for mod in ("serq.cli.run", "serq.cli.explore", "serq.cli.sweep", "serq.view.ui", "serq.cli.oracle"):
+    for mod in ("serq.cli.run", "serq.cli.explore", "serq.cli.sweep", "serq.cli.ui", "serq.cli.oracle", "serq.cli.completion"):
         try:
             m = __import__(mod, fromlist=["register"])
         except ModuleNotFoundError as e:
@@ -89,6 +96,29 @@ def _extra_commands():
             continue
         out.append(m.register)
     return out
+
+
+def _parse(argv: list[str]):
+    """The command line, with the defaults of the configuration file
+    (serq/cli/config.py) under it."""
+    from serq.cli import config
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    try:
+        cfg, bad = config.load(argv, {c: {a.dest for a in p._actions} for c, p in sub.choices.items()}), None
+    except SerqError as e:  # said once the command line is read: `--help` and `--version` still answer
+        cfg, bad = None, e
+    config.apply(cfg, sub.choices)
+    args = parser.parse_args(argv)
+    if bad is not None:
+        raise bad
+    if cfg is not None:
+        config.settle(cfg, args)
+        line = config.announce(cfg, args.command)
+        if line:
+            print(line, file=sys.stderr)
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout = Stdout(sys.stdout)  # a failed write to it is named (E017), not a traceback
     with interrupts():
         try:
-            args = build_parser().parse_args(argv)
+            args = _parse(sys.argv[1:] if argv is None else list(argv))
             code = args.func(args)
             sys.stdout.flush()
             return code

@@ -34,6 +34,7 @@ COMMAND_EXITS: dict[str, tuple[str, ...]] = {
     "sweep": ("pass", "input_error", "violation", "bound", "interrupted", "failed"),
     "ui": ("pass", "input_error"),
     "oracle": ("pass", "input_error", "violation", "bound"),
+    "completion": ("pass", "input_error"),
 }
 
 # what a code means for a command, where it says more than the table's line
@@ -65,6 +66,7 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("sweep", "failed"): "a worker process died or raised (named, with the value it was exploring): the "
                          "values finished so far are printed, the other workers stopped",
     ("ui", "pass"): "the server was stopped (Ctrl-C or SIGTERM: its normal end)",
+    ("completion", "pass"): "the script was printed",
     ("oracle", "pass"): "done; compare: serq agrees with the trace on every step",
     ("oracle", "input_error"): "bad input: a scenario (E023), no oracle environment (E024), a trace that does "
                                "not fit the scenario (E025), or a failed setup or driver",

@@ -1,20 +1,15 @@
-"""`serq explore`: exhaustive exploration of a small finite instance."""
+"""`serq explore`: exhaustive exploration of a small finite instance.
+
+Its flags and their checks; the command itself is serq/cli/explore_run.py,
+imported only when it runs (the parser is built by every command and
+`--help`, which load no engine)."""
 
 from __future__ import annotations
 
-import json
-import sys
-
-from explorer.report import render_json, render_text
-from explorer.trace import NondeterministicModel, ReplayError
-from explorer.check import CheckpointError, PartitionError, RayUnavailable, WorkerLost
-from explorer.runtime.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
-from serq.diagnostics import Diagnostic, SerqError, flag_error
 from serq.cli.exits import add_parser
-from serq.cli.flags import check_limits, memory_limit
-from serq.check.model import ALL_CHECKS, Checks, SerqModel
-from serq.check.explore import GRAPH_LIMIT, explore, mark_no_return, replay_verdict
-from serq.lang.validate import validate
+from serq.cli.flags import check_limits, later, memory_limit
+from serq.defaults import ALL_CHECKS, GRAPH_LIMIT
+from serq.diagnostics import Diagnostic, SerqError, flag_error
 
 
 def register(sub) -> None:
@@ -72,38 +67,7 @@ def register(sub) -> None:
     e.add_argument("-q", "--quiet", action="store_true", help="no live progress display on the terminal")
     e.add_argument("--progress", action="store_true",
                    help="when stderr is not a terminal, print a progress line to it about once a second")
-    e.set_defaults(func=cmd_explore)
-
-
-def progress_display(args):
-    """The live display on a terminal (stderr); None when piped or asked
-    to be quiet. The final statistics line is printed either way."""
-    from serq.view.progress import ExploreProgress, PlainProgress
-
-    if args.quiet:
-        return None
-    if ExploreProgress.wanted() and not args.json:
-        return ExploreProgress()
-    return PlainProgress() if args.progress else None
-
-
-def check_html_target(args) -> None:
-    """Fail before a long search, not after it, when --html cannot be written."""
-    if getattr(args, "html", None):
-        from serq.view import check_target
-
-        check_target(args.html, "serq explore")
-
-
-def write_timeline(args, model, result) -> None:
-    """`--html`: the timeline page; `model` a model, or a function making
-    one (only when a page is written)."""
-    if getattr(args, "html", None):
-        model = model() if isinstance(model, type(lambda: None)) else model
-        from serq.view import write_page
-        from serq.view.timeline import timeline_page
-
-        write_page(args.html, timeline_page(model, result, args.instance), "serq explore")
+    e.set_defaults(func=later("serq.cli.explore_run", "cmd_explore"))
 
 
 def check_flags(args) -> None:
@@ -129,145 +93,6 @@ def check_flags(args) -> None:
     from serq.cli.explore_flags import refuse_unhonoured
 
     refuse_unhonoured(args)
-
-
-def cmd_explore(args) -> int:
-    from serq.diagnostics import render_all
-    from serq.lang.load import load_path, require_sessions
-
-    check_flags(args)
-    loaded = load_path(args.instance, explorer=True)
-    require_sessions(loaded, args.instance, "explore")  # one state, nothing in it: never `pass`
-    diags = loaded.warnings
-    if args.theorem:
-        # a join inside a finite hold is error E500 *and* the failed
-        # hypothesis H5: reported, and the exploration still shows the
-        # counterexample the hypothesis prevents
-        diags = validate(loaded.program, theorem=True, explorer=True)
-    if not args.replay and args.swarm is None:  # a search that stores every state: can it finish?
-        from serq.check.estimate import size_warning
-
-        diags = sorted(diags + size_warning(loaded.program, args, memory_limit(args)))
-    if diags and not args.json:
-        print(render_all(diags, loaded.source), file=sys.stderr)
-    prog = loaded.program
-    check_html_target(args)
-    if args.theorem:
-        return cmd_theorem(args, loaded)
-    if args.replay:
-        return _replay(args, prog)
-    if args.worst is not None:
-        return _worst(args, prog)
-    display = progress_display(args)
-    try:
-        if args.swarm is not None:
-            result = run_swarm(args, prog)
-            mark_no_return(prog, result, ties=args.ties, symmetry=not args.no_symmetry, checks=args.check,
-                           max_states=args.max_states, time_limit=args.time_limit, graph_limit=args.graph_limit,
-                           memory_limit=memory_limit(args))
-        else:
-            result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
-                             time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-                             workers=args.workers, checks=args.check, progress=display,
-                             graph_limit=args.graph_limit, memory_limit=memory_limit(args), exact=args.exact,
-                             **cluster_kwargs(args))
-    except WorkerLost as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_WORKER_LOST
-    except (CheckpointError, PartitionError, ConnectionError, RayUnavailable) as e:
-        raise cluster_error(e) from None
-    except NondeterministicModel as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_NONDETERMINISTIC
-    finally:
-        if display is not None:
-            display.close()
-    write_timeline(args, lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                                           checks=Checks.of_program(prog, args.check)), result)
-    return print_result(result, args)
-
-
-def _worst(args, prog) -> int:
-    from serq.diagnostics import flag_error
-    from serq.check.worst import MetricError, find_worst, render_json, render_text
-
-    try:
-        w = find_worst(prog, args.worst, ties=args.ties, symmetry=not args.no_symmetry,
-                       checks=Checks.of_program(prog, args.check), max_states=args.max_states,
-                       time_limit=args.time_limit, memory_limit=memory_limit(args))
-    except MetricError as e:
-        raise flag_error("--worst", args.worst, "E014", str(e), e.col, e.span) from None
-    except NondeterministicModel as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_NONDETERMINISTIC
-    if args.html:
-        from serq.view import write_page
-        from serq.view.timeline import worst_page
-
-        write_page(args.html, worst_page(w, args.instance), "serq explore")
-    if args.json:
-        print(json.dumps(render_json(w), indent=1))
-    else:
-        sys.stdout.write(render_text(w))
-    return w.exit_code
-
-
-def print_result(result, args) -> int:
-    timing = not args.no_timing
-    if args.json:
-        print(json.dumps(render_json(result, with_timing=timing), indent=1))
-    else:
-        sys.stdout.write(render_text(result, with_timing=timing))
-    return result.exit_code
-
-
-def _replay(args, prog) -> int:
-    try:
-        model, r = replay_verdict(prog, args.replay, ties=args.ties, symmetry=not args.no_symmetry,
-                                  checks=args.check)
-    except NondeterministicModel as e:
-        print(f"error: {e}", file=sys.stderr)
-        return EXIT_NONDETERMINISTIC
-    except ReplayError as e:
-        raise SerqError([Diagnostic(0, 0, "E013", f"bad replay path `{args.replay}`: {e}", file="serq explore")]) from None
-    if r.verdict != "pass":  # a counterexample: its point of no return, as the search's has
-        mark_no_return(prog, r, max_states=args.max_states, time_limit=args.time_limit,
-                       graph_limit=args.graph_limit, model=model, memory_limit=memory_limit(args))
-    write_timeline(args, model, r)
-    if args.json:
-        print(json.dumps(render_json(r, with_timing=False, with_stats=False), indent=1))
-    else:
-        sys.stdout.write(render_text(r, with_timing=not args.no_timing, with_stats=False))
-    return r.exit_code
-
-
-def cmd_theorem(args, loaded) -> int:
-    """`--theorem`: the hypotheses' table, then the exploration of `completes`."""
-    from serq.check.theorem import check_theorem, table
-
-    prog = loaded.program
-    display = progress_display(args)
-    try:
-        hs, result, line, code = check_theorem(
-            prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
-            time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
-            workers=args.workers, progress=display, memory_limit=memory_limit(args), exact=args.exact,
-            graph_limit=args.graph_limit)
-    finally:
-        if display is not None:
-            display.close()
-    write_timeline(args, lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                                           checks=Checks.of_program(prog, ["completes"])), result)
-    timing = not args.no_timing
-    if args.json:
-        out = {"theorem": line, "exit_code": code,
-               "hypotheses": [{"code": h.code, "name": h.name, "text": h.text, "holds": h.holds,
-                               "witnesses": h.witnesses} for h in hs],
-               "exploration": render_json(result, with_timing=timing)}
-        print(json.dumps(out, indent=1))
-    else:
-        sys.stdout.write(line + "\n\n" + table(hs) + "\n" + render_text(result, with_timing=timing))
-    return code
 
 
 # ---------------------------------------------------------------- past one machine
@@ -335,28 +160,3 @@ def cluster_kwargs(args) -> dict:
         partitions = 2
     return {"ray": args.ray, "partitions": partitions, "checkpoint": args.checkpoint, "resume": args.resume}
 
-
-def cluster_error(e: Exception) -> SerqError:
-    """A checkpoint that does not fit (E021), a cluster that cannot be
-    reached or a model the partitions cannot run (E022): input errors."""
-    if isinstance(e, RayUnavailable):
-        return SerqError([Diagnostic(0, 0, "E020", f"--ray needs the Python package `ray` ({e}); install serq "
-                                     "with the `ray` extra: pip install 'serq[ray]'", file="serq explore")])
-    if isinstance(e, CheckpointError):
-        return SerqError([Diagnostic(0, 0, "E021", str(e), file="serq explore")])
-    if isinstance(e, ConnectionError):
-        return SerqError([Diagnostic(0, 0, "E022", f"cannot reach the Ray cluster: {e}", file="serq explore")])
-    return SerqError([Diagnostic(0, 0, "E022", f"cannot explore by partitions: {e}; run without --ray, "
-                                 "--partitions, --checkpoint and --resume", file="serq explore")])
-
-
-def run_swarm(args, prog):
-    from explorer.check import check
-    from explorer.model import ModelFactory
-    from explorer.settings import Settings
-
-    ch = Checks.of_program(prog, args.check)
-    factory = ModelFactory(SerqModel, (prog,), {"ties": args.ties, "symmetry": not args.no_symmetry, "checks": ch})
-    return check(factory, Settings(strategy="swarm", searches=args.swarm, seed=args.seed, max_depth=args.max_depth,
-                                   max_states=args.max_states, time_limit=args.time_limit, check_deadlock=ch.deadlock,
-                                   ray=args.ray, memory_limit=memory_limit(args)))

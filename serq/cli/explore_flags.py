@@ -10,7 +10,7 @@ located in its value, with what to do instead: never ignored.
 from __future__ import annotations
 
 from serq.diagnostics import flag_error
-from serq.check.explore import GRAPH_LIMIT
+from serq.defaults import GRAPH_LIMIT
 
 # flag -> (attribute, is it given: a value other than the one that changes nothing)
 GIVEN = {

@@ -1,13 +1,25 @@
 """Checks of the numeric flags every command shares (limits, workers),
 before any work starts: a negative, infinite or not-a-number limit is an
 input error (E012, exit 2) located in the flag's value, never a silent
-"no limit" or an immediate stop."""
+"no limit" or an immediate stop. And `later`: a command's function,
+imported when the command runs."""
 
 from __future__ import annotations
 
+import importlib
 import math
 
 from serq.diagnostics import flag_error
+
+
+def later(module: str, name: str):
+    """A command's function, imported from `module` only when the command
+    runs: building the parser (every command, and `--help`) loads no engine."""
+
+    def run(args):
+        return getattr(importlib.import_module(module), name)(args)
+
+    return run
 
 # flag -> (attribute, smallest value allowed, what the number counts)
 LIMITS = {

@@ -12,14 +12,15 @@ from serq.diagnostics import flag_error
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits, memory_limit
 from explorer.runtime.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
-from serq.durations import span_text, time_unit
-from serq.check.model import ALL_CHECKS, Checks
-from serq.sim.arrivals import parse_duration
-from serq.sim.simulator import DEFAULT_MAX_STEPS, FAULT, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT, SimConfig, Simulator
+from serq.defaults import ALL_CHECKS, DEFAULT_MAX_STEPS
 
+# the simulator (and numba's kernel under it) is imported when a command
+# runs, not when the parser is built
 
 
 def _duration(text: str) -> int:
+    from serq.sim.arrivals import parse_duration
+
     try:
         t = _Ticks(parse_duration(text))
     except ValueError as e:
@@ -74,7 +75,9 @@ def register(sub) -> None:
 
 
 def _simulate(args, *, check: bool, trace=None):
+    from serq.check.model import Checks
     from serq.lang.load import load_path
+    from serq.sim.simulator import SimConfig
 
     check_limits(args, "--max-steps", "--time-limit")
     memory = memory_limit(args)  # a bad --memory, before any work
@@ -102,6 +105,8 @@ def _simulate(args, *, check: bool, trace=None):
 
 
 def _setup_and_run(loaded, cfg, args):
+    from serq.sim.simulator import Simulator
+
     sim = Simulator(loaded.program, cfg)
     if getattr(args, "html", None):
         from serq.view.simplots import attach
@@ -132,6 +137,9 @@ class OutOfMemory(Exception):
 
 def _stopped_line(args, result) -> str | None:
     """stderr's line for a run cut by a signal or a limit (None otherwise)."""
+    from serq.durations import span_text, time_unit
+    from serq.sim.simulator import INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT
+
     now = span_text(result.now, time_unit(result.program))
     if result.stopped == INTERRUPTED:
         return (f"{args.instance}: interrupted by {result.signal} at {now} simulated; "
@@ -206,6 +214,8 @@ def _write_plots(result, args) -> None:
 
 
 def cmd_run(args) -> int:
+    from serq.sim.simulator import FAULT, INTERRUPTED, MEMORY_LIMIT, TIME_LIMIT
+
     if args.html:
         from serq.view import check_target, need
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from serq.diagnostics import Diagnostic, SerqError, flag_error
-from serq.check.model import ALL_CHECKS
+from serq.defaults import ALL_CHECKS
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits
 

@@ -24,7 +24,10 @@ Pos = tuple[int, int] | None
 
 
 class Node(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # defer_build: a node class's validator is built when the class is
+    # first used (its forward references are resolved then), not when this
+    # module is imported: `serq fmt` and `--help` start without it
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 # ---------------------------------------------------------------- expressions
@@ -463,7 +466,3 @@ class Program(Node):
         return cls.model_validate_json(text)
 
 
-for _m in (Bin, Un, Cond, Call, OrderKey, Order, Pool, Stage, Param, Dist, Domain, HoldItem,
-           Binding, HoldSpec, KeepItem, SSet, SBranch, SDraw, SChoose, STurn, SAcquire, SRun,
-           SSpawn, SAssert, WorkloadLine, Check, SessionProgram, Program):
-    _m.model_rebuild()

@@ -57,7 +57,8 @@ _comments: list[Token] = []
 
 @lru_cache(maxsize=1)
 def _parser() -> lark.Lark:
-    return make_parser(lexer_callbacks={"COMMENT": _comments.append, "BLOCK_COMMENT": _comments.append})
+    # cached as the parser without comments is (serq.lang.parser.grammar_parser)
+    return make_parser(cache=True, lexer_callbacks={"COMMENT": _comments.append, "BLOCK_COMMENT": _comments.append})
 
 
 def parse_with_comments(text: str, file: str) -> tuple[Tree, list[Token]]:

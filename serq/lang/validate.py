@@ -8,7 +8,7 @@ from __future__ import annotations
 from serq import ir
 from serq.ir.fold import EvalError, NotConstant, const_eval, const_fault
 from serq.vocab import CTX_NAMES, FUNCS, POOL_FUNCS
-from serq.diagnostics import Diagnostic, Sink
+from serq.diagnostics import Diagnostic, Sink, similar
 from serq.ir.types import article, infer_type
 from serq.ir.shape import shape_problems
 from serq.ir.util import enclosing_pools, expr_names, walk_expr
@@ -118,10 +118,7 @@ class Validator:
 
     @staticmethod
     def _similar(name: str, options: list[str]) -> str | None:
-        import difflib
-
-        m = difflib.get_close_matches(name, options, n=1, cutoff=0.75)
-        return m[0] if m else None
+        return similar(name, options)
 
     # ---------------------------------------------------------- top level
     def run(self, shape_checked: bool = False) -> list[Diagnostic]:

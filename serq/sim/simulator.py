@@ -51,9 +51,9 @@ from serq.semantics.model import ARRIVE, ITERATE, TURN, Model
 from serq.semantics.rowstate import F_FAULT, RowState
 from serq.sim.report import Stats
 from serq.sim.arrivals import arrival_times
+from serq.defaults import DEFAULT_MAX_STEPS
 
 END, ENV = 0, 1  # heap priorities within one tick (ENV: the first of arrivals and turn returns)
-DEFAULT_MAX_STEPS = 20_000_000
 
 # why a run stopped
 DONE, HORIZON, FAULT, STALLED, VIOLATION, STEP_LIMIT, NO_PROGRESS, INTERRUPTED = (

@@ -131,7 +131,7 @@ def test_simulator_interrupt_is_a_stop_with_the_run_so_far():
 
 
 def test_check_interrupted_is_not_ok(monkeypatch, capsys, tmp_path):
-    from serq.cli import run as sim_cli
+    from serq.sim import simulator as sim_cli  # `serq check` imports it when it runs
 
     inst = tmp_path / "forever.sq"
     inst.write_text(FOREVER)

@@ -1,0 +1,63 @@
+"""Start-up benchmark: the wall time of the commands that do no
+simulation or search (`serq --help`, `serq fmt`, `serq compile`), median
+of 5 runs each, in a fresh process every run.
+
+    python bench/bench_startup.py                      # python -m serq, this checkout
+    python bench/bench_startup.py --serq serq          # the installed `serq` command
+    python bench/bench_startup.py --runs 9
+
+Each line gives the median wall time and the median CPU time of the
+process (user + system): on a machine shared with other work the wall
+time grows with the load, the CPU time much less.
+
+The instance is instances/vllm_chat.sq of this checkout. What a command
+imports is seen with `python -X importtime -m serq --help 2>&1 | sort
+-t'|' -k2 -n | tail`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTANCE = str(ROOT / "instances" / "vllm_chat.sq")
+COMMANDS = {"--help": ["--help"], "fmt": ["fmt", INSTANCE], "compile": ["compile", INSTANCE]}
+
+
+def cpu_of_children() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one run of `cmd`."""
+    c, t = cpu_of_children(), time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - t, cpu_of_children() - c
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--serq", default=f"{sys.executable} -m serq",
+                    help="the command that runs serq (default: this Python's `-m serq`)")
+    ap.add_argument("--runs", type=int, default=5, help="runs per command (default 5)")
+    a = ap.parse_args()
+    prefix = shlex.split(a.serq)
+    print(f"{a.serq}: median of {a.runs} runs, seconds (CPU: user + system; on a busy machine the wall "
+          "time grows, the CPU time much less)")
+    for name, args in COMMANDS.items():
+        walls, cpus = zip(*(timed(prefix + args) for _ in range(a.runs)))
+        print(f"  {name:<8} wall {statistics.median(walls):6.3f} (min {min(walls):.3f}, max {max(walls):.3f})"
+              f"   CPU {statistics.median(cpus):6.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,370 @@
+"""serq as a library: `serq.explore`, `serq.run`, `serq.check` and
+`serq.sweep`, what `serq explore`, `serq run`, `serq check` and `serq
+sweep` do, returning objects instead of printing (docs/api.md).
+
+    import serq
+    r = serq.explore("instances/self_preempt.sq", max_states=100_000)
+    r.verdict, r.ok, r.distinct, len(r.trace)
+    print(r.text())           # the words `serq explore` prints
+    r                         # in a notebook: the timeline page
+
+Each takes an instance as a path (`str` or `Path`: a `.sq` or `.ir.json`
+file) or as the text of a `.sq` instance, and the command's limits as
+keywords. Bad input raises `serq.SerqError`, whose message is the located
+diagnostics the command prints; a bad keyword value raises ValueError.
+Every result has a short `repr` and, in a notebook, renders as the page
+`--html` writes (the `view` extra: jinja2, plotly), in an iframe.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+from serq.defaults import DEFAULT_MAX_STEPS, GRAPH_LIMIT
+
+__all__ = ["explore", "run", "check", "sweep", "Result", "Run", "Checked", "Swept"]
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _is_path(source) -> bool:
+    if isinstance(source, Path):
+        return True
+    if not isinstance(source, str):
+        raise TypeError(f"an instance is a path or the text of a .sq instance, not {type(source).__name__}")
+    return "\n" not in source and ";" not in source and "{" not in source
+
+
+def _load(source, *, explorer: bool = False, simulate: bool = False):
+    """(the loaded program, the name it is shown by)."""
+    from serq.lang.load import load_path, load_text
+
+    if _is_path(source):
+        return load_path(source, explorer=explorer, simulate=simulate), str(source)
+    return load_text(source, "<text>", explorer=explorer, simulate=simulate), "<text>"
+
+
+def _text_of(source) -> tuple[str, str]:
+    """(the .sq text, its name) for a sweep, which changes a constant in the text."""
+    from serq.diagnostics import Diagnostic, SerqError
+
+    if not _is_path(source):
+        return source, "<text>"
+    path = Path(source)
+    if path.name.endswith(".json"):
+        raise SerqError([Diagnostic(0, 0, "E016", "a sweep needs the .sq source: an .ir.json has its constants "
+                                    "folded into the program", file=str(path))])
+    try:
+        return path.read_text(), str(path)
+    except (OSError, UnicodeDecodeError) as e:
+        raise SerqError([Diagnostic(0, 0, "E011", f"cannot read {path}: {getattr(e, 'strerror', None) or e}",
+                                    file=str(path))]) from None
+
+
+def _limits(**given) -> None:
+    """The keyword limits, checked as the command checks its flags."""
+    from serq.cli.flags import LIMITS
+
+    for flag, (attr, least, unit) in LIMITS.items():
+        v = given.get(attr)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+            raise ValueError(f"{attr} must be a finite number of {unit}, got {v!r}")
+        if v < least:
+            raise ValueError(f"{attr} must be {'at least 1' if least == 1 else 'non-negative'} ({unit}), got {v!r}")
+
+
+def _memory(memory) -> int | None:
+    """`memory`: bytes, a size such as "4G", or None for the command's
+    default (four fifths of the memory available now)."""
+    from explorer.runtime.memory import default_limit, parse_size
+
+    if memory is None:
+        return default_limit()
+    if isinstance(memory, str):
+        return parse_size(memory)
+    if isinstance(memory, int) and not isinstance(memory, bool) and memory > 0:
+        return memory
+    raise ValueError(f"memory must be a size such as \"4G\" or a positive number of bytes, got {memory!r}")
+
+
+def _checks(checks) -> list[str] | None:
+    from serq.defaults import ALL_CHECKS
+
+    if checks is None:
+        return None
+    checks = [checks] if isinstance(checks, str) else list(checks)
+    for c in checks:
+        if c not in ALL_CHECKS + ("completes",):
+            raise ValueError(f"unknown property {c!r}; the properties are {', '.join(ALL_CHECKS + ('completes',))}")
+    return checks
+
+
+def _frame(page: str, height: int) -> str:
+    """A whole page inside a notebook cell: an iframe, so that its styles
+    and scripts stay its own."""
+    return (f'<iframe srcdoc="{html.escape(page, quote=True)}" style="width: 100%; height: {height}px; '
+            'border: 1px solid #ddd"></iframe>')
+
+
+# ---------------------------------------------------------------- explore
+
+
+class Result:
+    """What `serq.explore` found: the verdict, the shortest counterexample
+    (`trace`), the statistics; `raw` is the engine's Result."""
+
+    def __init__(self, raw, program, name: str, model_args: dict):
+        self.raw, self.program, self.name = raw, program, name
+        self._model_args = model_args
+
+    verdict = property(lambda self: self.raw.verdict, doc="pass, deadlock, livelock, violation, bound, ...")
+    ok = property(lambda self: self.raw.ok, doc="the verdict is pass")
+    exit_code = property(lambda self: self.raw.exit_code, doc="the exit code `serq explore` ends with")
+    message = property(lambda self: self.raw.message)
+    trace = property(lambda self: self.raw.trace, doc="the counterexample's steps (none for pass or bound)")
+    stats = property(lambda self: self.raw.stats)
+    distinct = property(lambda self: self.raw.stats.distinct, doc="distinct states explored")
+    replay_path = property(lambda self: self.raw.replay_path, doc="the counterexample as `serq explore --replay`")
+    no_return = property(lambda self: self.raw.no_return, doc="the step after which no run completes")
+
+    def text(self, timing: bool = True) -> str:
+        from explorer.report import render_text
+
+        return render_text(self.raw, with_timing=timing)
+
+    def json(self, timing: bool = True) -> dict:
+        from explorer.report import render_json
+
+        return render_json(self.raw, with_timing=timing)
+
+    def page(self) -> str:
+        """The timeline page (`serq explore --html`), as HTML text."""
+        from serq.check.model import Checks, SerqModel
+        from serq.view.timeline import timeline_page
+
+        a = self._model_args
+        model = SerqModel(self.program, ties=a["ties"], symmetry=a["symmetry"],
+                          checks=Checks.of_program(self.program, a["checks"]))
+        return timeline_page(model, self.raw, self.name)
+
+    def _repr_html_(self) -> str | None:
+        from serq.diagnostics import SerqError
+
+        try:
+            return _frame(self.page(), 640)
+        except SerqError:  # no `view` extra: the notebook shows the repr
+            return None
+
+    def __repr__(self) -> str:
+        what = f"trace of {len(self.trace)} steps, " if self.trace else ""
+        return f"<serq.Result {self.verdict}: {what}{self.distinct} distinct states, {self.name}>"
+
+
+def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max_depth: int | None = None,
+            time_limit: float | None = None, memory=None, ties: str = "all", symmetry: bool = True,
+            workers: int = 1, checks=None, exact: bool = False, graph_limit: int = GRAPH_LIMIT) -> Result:
+    """Explore every arrival order, tie and drawn value of a small instance
+    (`serq explore`); the keywords are its flags."""
+    from serq.check.explore import explore as search
+    from serq.lang.load import require_sessions
+
+    if strategy not in ("bfs", "dfs") or ties not in ("all", "seq"):
+        raise ValueError(f"strategy is bfs or dfs, ties all or seq; got {strategy!r}, {ties!r}")
+    _limits(max_states=max_states, max_depth=max_depth, time_limit=time_limit, workers=workers,
+            graph_limit=graph_limit)
+    checks, limit = _checks(checks), _memory(memory)
+    loaded, name = _load(source, explorer=True)
+    require_sessions(loaded, name, "explore")
+    raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,
+                 time_limit=time_limit, ties=ties, symmetry=symmetry, workers=workers, checks=checks,
+                 graph_limit=graph_limit, memory_limit=limit, exact=exact)
+    return Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks})
+
+
+# ---------------------------------------------------------------- run, check
+
+
+class Run:
+    """What `serq.run` simulated: `report` is the report `serq run --json`
+    prints (a dict), `result` the simulator's own result."""
+
+    def __init__(self, result, name: str):
+        from serq.sim.report import build_report
+
+        self.result, self.name = result, name
+        self.report = build_report(result, instance=name)
+
+    stopped = property(lambda self: self.result.stopped, doc="why the run ended")
+    now = property(lambda self: self.result.now, doc="the simulated time at the end, in ticks")
+
+    def text(self) -> str:
+        """The report as `serq run` prints it."""
+        import io
+
+        from rich.console import Console
+
+        from serq.sim.report import render
+
+        buf = io.StringIO()
+        render(self.report, Console(file=buf, width=140, no_color=True, highlight=False, soft_wrap=False))
+        return buf.getvalue()
+
+    def page(self) -> str:
+        """The plots' page (`serq run --html`), as HTML text: the run must
+        have been made with plots=True."""
+        from serq.view.simplots import Recorder, sim_page
+
+        if not isinstance(self.result.stats, Recorder):
+            raise ValueError("this run recorded no plots: run it with serq.run(..., plots=True)")
+        return sim_page(self.report, self.result.stats)
+
+    def _repr_html_(self) -> str | None:
+        from serq.diagnostics import SerqError
+
+        try:
+            return _frame(self.page(), 900)
+        except (SerqError, ValueError):  # no `view` extra, or no plots: the notebook shows the repr
+            return None
+
+    def __repr__(self) -> str:
+        from serq.durations import span_text, time_unit
+
+        now = span_text(self.now, time_unit(self.result.program))
+        return (f"<serq.Run {self.name}: {self.report['iterations_simulated']} iterations, {now} simulated, "
+                f"stopped: {self.stopped}>")
+
+
+def _simulate(source, *, check: bool, checks, seed: int, horizon, warmup, coalesce: bool, max_steps: int,
+              time_limit, memory, plots: bool):
+    from serq.check.model import Checks
+    from serq.sim.simulator import SimConfig, Simulator
+
+    _limits(max_steps=max_steps, time_limit=time_limit)
+    checks, limit = _checks(checks), _memory(memory)
+    ticks = _duration("horizon", horizon)
+    if ticks is not None and ticks <= 0:
+        raise ValueError("horizon must be a positive time (a run up to time 0 simulates nothing)")
+    loaded, name = _load(source, simulate=True)
+    if check:
+        from serq.lang.load import require_sessions
+
+        require_sessions(loaded, name, "check")
+    cfg = SimConfig(seed=seed, horizon=ticks, warmup=_duration("warmup", warmup) or 0, coalesce=coalesce,
+                    stop_on_violation=check, checks=Checks.of_program(loaded.program, checks) if check else None,
+                    max_steps=max_steps, time_limit=time_limit, memory_limit=limit)
+    sim = Simulator(loaded.program, cfg)
+    if plots:
+        from serq.view.simplots import attach
+
+        attach(sim)
+    return sim.run(), name
+
+
+def _duration(what: str, v) -> int | None:
+    """A time as `serq run` takes it ("60s", "500ms"; a number is seconds), in ticks."""
+    from serq.sim.arrivals import parse_duration
+
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise ValueError(f"{what} is a time such as \"60s\" or a number of seconds, got {v!r}")
+    return parse_duration(str(v))
+
+
+def run(source, *, seed: int = 0, horizon=None, warmup=0, coalesce: bool = True,
+        max_steps: int = DEFAULT_MAX_STEPS, time_limit: float | None = None, memory=None,
+        plots: bool = True) -> Run:
+    """Simulate an instance (`serq run`). `plots`: record the series of the
+    plots' page (the notebook's picture; it costs time on long runs)."""
+    result, name = _simulate(source, check=False, checks=None, seed=seed, horizon=horizon, warmup=warmup,
+                             coalesce=coalesce, max_steps=max_steps, time_limit=time_limit, memory=memory,
+                             plots=plots)
+    return Run(result, name)
+
+
+class Checked(Run):
+    """What `serq.check` found: the verdict and the lines `serq check`
+    prints, with the run it judged."""
+
+    def __init__(self, result, name: str, judgement):
+        super().__init__(result, name)
+        self.judgement = judgement
+
+    verdict = property(lambda self: self.judgement.verdict)
+    ok = property(lambda self: self.judgement.ok)
+    exit_code = property(lambda self: self.judgement.exit_code)
+    lines = property(lambda self: list(self.judgement.lines), doc="what `serq check` prints")
+
+    def __repr__(self) -> str:
+        return f"<serq.Checked {self.verdict}: {self.name}>"
+
+
+def check(source, *, checks=None, seed: int = 0, horizon=None, warmup=0, coalesce: bool = True,
+          max_steps: int = DEFAULT_MAX_STEPS, time_limit: float | None = None, memory=None,
+          plots: bool = False) -> Checked:
+    """Simulate and judge what the instance's `check` lines (or `checks`)
+    select (`serq check`)."""
+    from serq.sim.checking import judge
+
+    result, name = _simulate(source, check=True, checks=checks, seed=seed, horizon=horizon, warmup=warmup,
+                             coalesce=coalesce, max_steps=max_steps, time_limit=time_limit, memory=memory,
+                             plots=plots)
+    return Checked(result, name, judge(result, label=name, seed=seed, max_steps=max_steps))
+
+
+# ---------------------------------------------------------------- sweep
+
+
+class Swept:
+    """What `serq.sweep` found: a row per value (`rows`: value, verdict,
+    states), the boundary, and the counterexample just on its failing side."""
+
+    def __init__(self, raw, name: str):
+        self.raw, self.name = raw, name
+
+    rows = property(lambda self: self.raw.rows)
+    first_pass = property(lambda self: self.raw.first_pass, doc="the passing value at the boundary")
+    last_fail = property(lambda self: self.raw.last_fail, doc="the failing value at the boundary")
+    note = property(lambda self: self.raw.note, doc="the boundary in words")
+
+    def verdicts(self) -> dict[int, str]:
+        return {r.value: r.verdict for r in self.raw.rows}
+
+    def text(self, timing: bool = True) -> str:
+        from serq.check.sweep import render_text
+
+        return render_text(self.raw, with_timing=timing)
+
+    def json(self, timing: bool = True) -> dict:
+        from serq.check.sweep import render_json
+
+        return render_json(self.raw, with_timing=timing)
+
+    def _repr_html_(self) -> str:
+        head = "<tr><th>value</th><th>verdict</th><th>states</th></tr>"
+        body = "".join(f"<tr><td>{r.value}</td><td>{html.escape(r.label)}</td><td>{r.states}</td></tr>"
+                       for r in self.raw.rows)
+        return f"<table>{head}{body}</table><p>{html.escape(self.note)}</p>"
+
+    def __repr__(self) -> str:
+        r = self.raw
+        return f"<serq.Swept {r.name}={r.lo}..{r.hi}: {self.note}, {self.name}>"
+
+
+def sweep(source, vary: str, *, bisect: bool = False, workers: int | None = None,
+          max_states: int | None = None, max_depth: int | None = None, time_limit: float | None = None,
+          ties: str = "all", symmetry: bool = True, checks=None) -> Swept:
+    """Explore the instance once per value of a constant (`serq sweep
+    --vary NAME=LO..HI`)."""
+    from serq.check.sweep import sweep as run_sweep
+
+    _limits(max_states=max_states, max_depth=max_depth, time_limit=time_limit, workers=workers)
+    text, name = _text_of(source)
+    raw = run_sweep(text, name, vary, bisect=bisect, workers=workers, max_states=max_states, max_depth=max_depth,
+                    time_limit=time_limit, ties=ties, symmetry=symmetry, checks=_checks(checks))
+    return Swept(raw, name)
