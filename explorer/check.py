@@ -114,9 +114,9 @@ def sequential(m: Any, factory: ModelFactory, s: Settings) -> Result:
 
 
 def objects_on_processes(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from explorer.strategies.parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
+    from explorer.strategies.partitions.driver import objects_check  # lazy: keeps processes out of the sequential path
 
-    return check_parallel(m, factory, s)
+    return objects_check(m, factory, s)
 
 
 def rows(m: Any, factory: ModelFactory, s: Settings) -> Result:

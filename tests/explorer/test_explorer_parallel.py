@@ -21,7 +21,8 @@ def test_two_workers_same_verdict_counts_and_trace(factory):
     seq = check(factory)
     par = check(factory, workers=2)
     assert par.verdict == seq.verdict and par.kind == seq.kind
-    assert par.stats.distinct == seq.stats.distinct
+    assert (par.stats.distinct, par.stats.generated, par.stats.queue, par.stats.max_depth) == (
+        seq.stats.distinct, seq.stats.generated, seq.stats.queue, seq.stats.max_depth)
     assert par.stats.workers == 2
     assert render_text(par, with_stats=False) == render_text(seq, with_stats=False)
 
@@ -78,16 +79,16 @@ def _broken():
 
 
 def test_worker_logs_reach_parent(caplog):
-    with caplog.at_level(logging.DEBUG, logger="explorer.strategies.parallel"):
+    with caplog.at_level(logging.DEBUG, logger="explorer.strategies.partitions.objects"):
         check(ModelFactory(CounterPair, (2,)), workers=2)
         # Records travel through the multiprocessing_logging queue and are
         # emitted by its receive thread: allow it a moment.
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline and not any(
-            "worker 1: expanded" in r.getMessage() for r in caplog.records
+            "partition 1: expanded" in r.getMessage() for r in caplog.records
         ):
             time.sleep(0.02)
-    assert any("worker 1: expanded" in r.getMessage() for r in caplog.records)
+    assert any("partition 1: expanded" in r.getMessage() for r in caplog.records)
     # Root handlers are restored after the run (mp handler uninstalled).
     import multiprocessing_logging as mpl
 
