@@ -251,9 +251,9 @@ class Processes:
                 w = watched.get(obj)
                 if w is None:
                     continue
-                if not self.conns[w].poll():
+                if self.busy[w] is None or not self.conns[w].poll():  # (poll: an answer, or the pipe's end)
                     raise self._lost(w)
-                answered.add(w)
+                answered.add(w)  # busy, its pipe readable: read when its turn comes
             now = time.perf_counter()
             if self.deadline is not None and now >= self.deadline + GRACE:
                 w, since = (want, self.busy[want][1]) if want is not None else self._longest()

@@ -1,7 +1,10 @@
 """Level-synchronous BFS over hash partitions of the state space, in this
 process or on a Ray cluster, with the results of the sequential array
 engine (`strategies/arrays/engine.py`): the same verdict, counts, queue figure, depth,
-shortest trace and replay path.
+shortest trace and replay path. The same driver runs the partitions of a
+model's Python states (`objects.py`, one on each worker process:
+`objects_check`), with the results of the sequential engine; where the
+partitions run is the backend's (`backends.py`).
 
 K partitions each own the states whose fingerprint's high word is their
 index modulo K: their part of the fingerprint table (fingerprint, global id,
@@ -36,7 +39,7 @@ With a checkpoint directory every partition writes the states it stored in
 a level, its edges and its frontier at each level boundary, and the driver
 commits the level by renaming a manifest into place (`checkpoint.py`).
 
-Ray is imported only when a Ray cluster is asked for."""
+Partitions of Python states are not checkpointed (refused)."""
 
 from __future__ import annotations
 
