@@ -32,7 +32,7 @@ def main() -> None:
     import ray
 
     from explorer import check
-    from explorer.strategies.partitions.driver import connect
+    from explorer.strategies.partitions.backends import connect
     from explorer.model import ModelFactory
     from serq.check.model import SerqModel
     from serq.lang.load import load_text

@@ -22,7 +22,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from explorer.outcome import exit_cause
-from explorer.runtime.supervise import die_with_parent
+from explorer.runtime.pool import die_with_parent
 
 # statuses of a job
 DONE = "done"  # work(job) returned: the value

@@ -7,10 +7,12 @@ capabilities) and on whether there are several workers. Every engine
 takes (model, factory, settings) and returns a Result:
 
 - sequential: BFS or DFS over the model's Python states (strategies/sequential.py)
-- objects on processes: the same BFS, partitioned among worker processes (strategies/parallel.py)
+- objects on processes: the same BFS over hash partitions of Python states, one on each worker
+  process, run by the partitions driver (strategies/partitions/driver.py, objects.py)
 - rows: BFS over packed rows, compiled (strategies/arrays/engine.py); its chunks expanded by
   worker processes (arrays/workers.py) or walked by worker threads (arrays/walkers.py)
-- partitioned: BFS over hash partitions, on threads or Ray actors, with checkpoints (strategies/partitions/driver.py)
+- partitioned: BFS over hash partitions of rows, on threads or Ray actors, with checkpoints
+  (strategies/partitions/driver.py)
 - swarm: randomized depth-first searches, incomplete by design (strategies/swarm.py)
 
 A rows engine that meets `ArrayFallback` (the model cannot go on with
@@ -114,9 +116,9 @@ def sequential(m: Any, factory: ModelFactory, s: Settings) -> Result:
 
 
 def objects_on_processes(m: Any, factory: ModelFactory, s: Settings) -> Result:
-    from explorer.strategies.parallel import check_parallel  # lazy: keeps multiprocessing out of the sequential path
+    from explorer.strategies.partitions.driver import objects_check  # lazy: keeps processes out of the sequential path
 
-    return check_parallel(m, factory, s)
+    return objects_check(m, factory, s)
 
 
 def rows(m: Any, factory: ModelFactory, s: Settings) -> Result:

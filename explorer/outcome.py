@@ -65,18 +65,6 @@ class WorkerFailed(RuntimeError):
         self.wid, self.cause, self.detail, self.hung = wid, cause, detail, hung
 
 
-def poll_worker(conn, wid: int, since: float, timeout: float) -> bool:
-    """`conn.poll(timeout)`; a signal that comes meanwhile says which worker
-    was being waited for, and how long (`interrupted` names it)."""
-    import time
-
-    try:
-        return conn.poll(timeout)
-    except KeyboardInterrupt as e:
-        e.waiting = (wid, time.perf_counter() - since)
-        raise
-
-
 def exit_cause(exitcode: int | None) -> str:
     """`died (killed by SIGKILL)`, `died (exit code 3)` ..."""
     import signal

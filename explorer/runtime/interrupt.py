@@ -68,8 +68,8 @@ def interrupts() -> Iterator[None]:
 def worker_signals() -> None:
     """In a worker process: SIGINT ignored (the coordinator stops the
     workers), SIGTERM the default (the coordinator's last resort); killed
-    with the coordinator, even one killed by SIGKILL (supervise.py)."""
-    from explorer.runtime.supervise import die_with_parent
+    with the coordinator, even one killed by SIGKILL (runtime/pool.py)."""
+    from explorer.runtime.pool import die_with_parent
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

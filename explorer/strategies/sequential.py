@@ -1,7 +1,7 @@
 """Sequential BFS/DFS exploration (reached through ``explorer.check``).
 
-Event semantics (the parallel engine reproduces them exactly, see
-parallel.py):
+Event semantics (the partitions driver reproduces them exactly, see
+partitions/driver.py and partitions/objects.py):
 
 * A state is stored when first generated; its invariants are checked right
   then, and the first violation stops the search (it is counted as distinct

@@ -264,7 +264,7 @@ def _local(factory, jobs, processes: int, deadline, results: list, memory=None):
 
 
 def _on_ray(factory, jobs, address: str, deadline, results: list):
-    from explorer.strategies.partitions.driver import connect
+    from explorer.strategies.partitions.backends import connect
 
     ray = connect(address)
     blob = ray.cloudpickle.dumps(factory)

@@ -72,5 +72,6 @@ def test_parallel_matches_sequential(g, max_states, max_depth):
     assert par.replay_path == seq.replay_path and par.lasso_start == seq.lasso_start
     assert par.stats.distinct == seq.stats.distinct
     assert par.stats.queue == seq.stats.queue
+    assert par.stats.generated == seq.stats.generated
     assert par.stats.max_depth == seq.stats.max_depth
     assert par.bound_reason == seq.bound_reason

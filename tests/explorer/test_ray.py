@@ -20,7 +20,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
-from explorer.strategies.partitions import driver as distributed  # noqa: E402
+from explorer.strategies.partitions import backends as distributed, driver  # noqa: E402
 from serq.cli import main  # noqa: E402
 
 from test_distributed import CHAT6, CHAT6_OUT, wait_for_level  # noqa: E402
@@ -102,7 +102,7 @@ def test_ray_swarm_finds_a_deadlock(cluster, capsys):
 
 
 def test_ray_lost_worker_names_the_last_checkpoint(cluster, tmp_path, monkeypatch, capsys):
-    level = distributed._Driver._level
+    level = driver._Driver._level
 
     def kill_at_level_3(self):
         if self.depth == 3:
@@ -110,7 +110,7 @@ def test_ray_lost_worker_names_the_last_checkpoint(cluster, tmp_path, monkeypatc
             os.kill(pid, signal.SIGKILL)  # a worker of the cluster this module started
         return level(self)
 
-    monkeypatch.setattr(distributed._Driver, "_level", kill_at_level_3)
+    monkeypatch.setattr(driver._Driver, "_level", kill_at_level_3)
     cp = tmp_path / "cp"
     code = main(["explore", str(ROOT / "instances" / "vllm_chat.sq"), "-q", "--ray", cluster, "--partitions", "2",
                  "--checkpoint", str(cp)])

@@ -1,7 +1,10 @@
-"""Every process pool supervised (explorer/runtime/supervise.py): a worker killed
+"""Every process pool supervised: a worker killed
 with SIGKILL ends the command with `failed` (exit 18) naming it, the
-others are stopped, no process is left behind, never a hang. (The
-hash-partitioned engine's workers: tests/explorer/test_worker_failure.py.)"""
+others are stopped, no process is left behind, never a hang: the jobs
+of a sweep and of a swarm, the array engine's expanders and the
+partitions of a model without rows, all on the one process pool
+(explorer/runtime/pool.py; the pool itself: tests/explorer/test_pool.py;
+the partitions through `serq explore`: tests/explorer/test_worker_failure.py)."""
 
 import os
 import re
@@ -133,13 +136,25 @@ def _array_big():
     return AsArrays(CounterPair(3000), 2)  # 9 M states: far from done when a worker is killed
 
 
-def test_array_expander_process_killed_is_failed():
+def _objects_big():
+    sys.path.insert(0, str(ROOT / "tests" / "explorer"))
+    from explorer_toys import CounterPair
+
+    return CounterPair(3000)
+
+
+@pytest.mark.parametrize("make", [_array_big, _objects_big], ids=["array_expanders", "objects_on_processes"])
+def test_worker_process_killed_in_this_process_is_failed(make):
     """The array engine's worker processes (a model without
-    `array_expander`: explorer/strategies/arrays/workers.py)."""
+    `array_expander`: explorer/strategies/arrays/workers.py), and the
+    partitions of a model without rows (strategies/partitions/objects.py),
+    each on the one process pool."""
     import multiprocessing
     import threading
 
     from explorer import ModelFactory, check
+    from explorer.check import engine_for
+    from explorer.settings import Settings
 
     before = set(children(os.getpid()))
     killed = []
@@ -157,7 +172,9 @@ def test_array_expander_process_killed_is_failed():
 
     t = threading.Thread(target=killer, daemon=True)
     t.start()
-    r = check(ModelFactory(_array_big), workers=2, time_limit=60)
+    want = "rows_on_processes" if make is _array_big else "objects_on_processes"
+    assert engine_for(make(), Settings(workers=2)).__name__ == want
+    r = check(ModelFactory(make), workers=2, time_limit=60)
     t.join(5)
     assert killed, "no worker processes"
     assert r.verdict == "failed", r.message

@@ -1,7 +1,7 @@
 """A worker process killed with SIGKILL during `serq explore --workers 2`:
 the verdict "failed" (exit 18) names the worker and its cause, the
 statistics so far are printed, and no child process remains. (Raising and
-hung workers: tests/explorer/test_explorer_parallel.py.)"""
+hung workers: tests/explorer/test_objects_on_processes.py.)"""
 
 import os
 import re
@@ -75,7 +75,7 @@ HUNG = """
 import sys
 sys.path[:0] = ["tests/explorer", "tests", "."]
 from explorer import ModelFactory, check, interrupts
-from test_explorer_parallel import _Hangs
+from test_objects_on_processes import _Hangs
 print("start", flush=True)
 with interrupts():
     r = check(ModelFactory(_Hangs), workers=2)

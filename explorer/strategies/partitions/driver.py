@@ -1,7 +1,10 @@
 """Level-synchronous BFS over hash partitions of the state space, in this
 process or on a Ray cluster, with the results of the sequential array
 engine (`strategies/arrays/engine.py`): the same verdict, counts, queue figure, depth,
-shortest trace and replay path.
+shortest trace and replay path. The same driver runs the partitions of a
+model's Python states (`objects.py`, one on each worker process:
+`objects_check`), with the results of the sequential engine; where the
+partitions run is the backend's (`backends.py`).
 
 K partitions each own the states whose fingerprint's high word is their
 index modulo K: their part of the fingerprint table (fingerprint, global id,
@@ -36,13 +39,12 @@ With a checkpoint directory every partition writes the states it stored in
 a level, its edges and its frontier at each level boundary, and the driver
 commits the level by renaming a manifest into place (`checkpoint.py`).
 
-Ray is imported only when a Ray cluster is asked for."""
+Partitions of Python states are not checkpointed (refused)."""
 
 from __future__ import annotations
 
-import os
 import time
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -55,189 +57,13 @@ from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupte
 from explorer.result import Result, Stats
 from explorer.settings import Settings
 
+from explorer.strategies.partitions.backends import _Local, _Processes, _Ray
 from explorer.strategies.partitions.checkpoint import Checkpoint
 from explorer.errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
+from explorer.strategies.partitions.objects import NO_CHECKPOINT, ObjectPartition
 from explorer.strategies.partitions.partition import SH, Partition, owner_of
 
-__all__ = ["partitioned_check", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of"]
-
-LOCAL_STORE = 256 * 2**20  # object store of a private Ray instance (`--ray local`), bytes
-
-# ---------------------------------------------------------------- backends
-
-
-class _Local:
-    """Partitions as objects of this process; with workers > 1, their
-    expansions and merges run on that many threads (each partition's
-    own model and table: the kernel and the walks run without the GIL),
-    each worker owning the partitions of its share of the fingerprint
-    space."""
-
-    name = "local"
-
-    def __init__(self, k: int, workers: int = 1) -> None:
-        self.k = k
-        self.parts = [Partition() for _ in range(k)]
-        self.pool = None
-        self.threads = min(workers, k)
-        if self.threads > 1:
-            from explorer.runtime.threads import Workers  # daemon threads: the process never waits for a stuck one
-
-            self.pool = Workers(self.threads)
-
-    def _map(self, calls: list) -> list:
-        if self.pool is None:
-            return [f(*a) for f, a in calls]
-        futures = [self.pool.submit(f, *a) for f, a in calls]
-        out, reached = [], None
-        for f in futures:  # a limit reached by one is reached by all: each stops at its next check
-            try:
-                out.append(f.result())
-            except LimitReached as e:
-                reached = reached or e
-        if reached is not None:
-            raise reached
-        return out
-
-    def set_limits(self, limits) -> None:
-        for p in self.parts:
-            p.set_limits(limits)
-
-    def call(self, method: str, args_of: Callable[[int], tuple]) -> list:
-        return self._map([(getattr(p, method), args_of(i)) for i, p in enumerate(self.parts)])
-
-    def level(self, depth: int, cut: bool):
-        outs = self._map([(p.expand, (depth,)) for p in self.parts])
-        merged = self._map([(p.merge, (depth, cut, *[outs[s][1 + d] for s in range(self.k)]))
-                            for d, p in enumerate(self.parts)])
-        return [o[0] for o in outs], merged
-
-    def close(self, failed: bool = False) -> None:
-        if self.pool is not None:
-            self.pool.close()
-            self.pool = None
-        self.parts = []
-
-
-_POOL: dict[int, list] = {}  # Ray actors kept for the next run of this process, by partition count
-
-
-class _Ray:
-    """Partitions as Ray actors (on whichever nodes Ray places them)."""
-
-    name = "ray"
-
-    def __init__(self, k: int, address: str) -> None:
-        self.ray = connect(address)
-        self.k = k
-        actors = _POOL.pop(k, None)
-        if actors is None:
-            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-            remote = self.ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(Partition)
-            # partition i on node i modulo the nodes alive now (hard: a soft placement
-            # falls back to another node whenever this one answers late, which
-            # happens on a loaded machine; a node gone since is a lost worker)
-            nodes = sorted(n["NodeID"] for n in self.ray.nodes() if n.get("Alive"))
-            actors = [remote.options(scheduling_strategy=NodeAffinitySchedulingStrategy(
-                nodes[i % len(nodes)], soft=False)).remote() if nodes else remote.remote() for i in range(k)]
-        self.actors = actors
-
-    def _get(self, refs):
-        ray = self.ray
-        try:
-            return ray.get(refs)
-        except ray.exceptions.RayTaskError as e:
-            cause = getattr(e, "cause", None)
-            if isinstance(cause, BaseException):
-                raise cause from None
-            raise
-        except ray.exceptions.RayError as e:
-            raise WorkerLost(self._who(e)) from None
-
-    def _who(self, e) -> str:
-        dead = getattr(e, "actor_id", None)
-        for i, a in enumerate(self.actors):
-            if dead is not None and a._actor_id.hex() == dead:
-                return f"partition {i} of {self.k} was lost ({type(e).__name__})"
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        return f"a partition's worker was lost ({type(e).__name__}{': ' + first if first else ''})"
-
-    def call(self, method: str, args_of: Callable[[int], tuple]) -> list:
-        if method == "start":
-            blob = self.ray.cloudpickle.dumps(args_of(0)[0])
-            args_of = (lambda f: lambda i: (blob,) + f(i)[1:])(args_of)
-        return self._get([getattr(a, method).remote(*args_of(i)) for i, a in enumerate(self.actors)])
-
-    def level(self, depth: int, cut: bool):
-        k = self.k
-        outs = [a.expand.options(num_returns=k + 1).remote(depth) for a in self.actors]
-        merged = [a.merge.remote(depth, cut, *[outs[s][1 + d] for s in range(k)]) for d, a in enumerate(self.actors)]
-        return self._get([o[0] for o in outs]), self._get(merged)
-
-    def close(self, failed: bool = False) -> None:
-        if failed:
-            for a in self.actors:
-                try:
-                    self.ray.kill(a)
-                except Exception:
-                    pass
-        else:
-            _POOL[self.k] = self.actors
-        self.actors = []
-
-
-def connect(address: str):
-    """Ray, connected: to the cluster at `address` ("auto": the one running
-    on this machine), or to a private one started here ("local"). An
-    existing connection of this process is used as it is."""
-    try:
-        import ray
-    except ImportError:
-        raise RayUnavailable("Ray is not installed") from None
-    if ray.is_initialized():
-        now = ray.get_runtime_context().gcs_address
-        if address not in ("auto", "local", now):
-            raise ConnectionError(f"this process is connected to the Ray cluster at {now}, not {address}")
-        return ray
-    import logging
-
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    paths = [here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env = {"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}}
-    if address == "local":
-        ray.init(num_cpus=os.cpu_count() or 1, object_store_memory=LOCAL_STORE, include_dashboard=False,
-                 logging_level=logging.WARNING, runtime_env=env)
-    else:
-        _probe(address)
-        ray.init(address=address, logging_level=logging.WARNING, runtime_env=env)
-    return ray
-
-
-def _probe(address: str) -> None:
-    """ConnectionError, at once, when nothing listens at the cluster's
-    address (Ray itself would retry for minutes)."""
-    import socket
-
-    target = address
-    if address == "auto":
-        try:
-            from ray._private.services import canonicalize_bootstrap_address
-
-            target = canonicalize_bootstrap_address("auto")
-        except Exception as e:  # no cluster started on this machine
-            raise ConnectionError(f"no Ray cluster runs on this machine ({e}); start one with `ray start --head`") \
-                from None
-        if target is None:
-            raise ConnectionError("no Ray cluster runs on this machine; start one with `ray start --head`")
-    host, _, port = target.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConnectionError(f"{address!r} is not a Ray cluster address (HOST:PORT, auto or local)")
-    try:
-        socket.create_connection((host, int(port)), timeout=10).close()
-    except OSError as e:
-        raise ConnectionError(f"nothing answers at {target} ({e.strerror or e})") from None
-
+__all__ = ["partitioned_check", "objects_check", "WorkerLost", "RayUnavailable", "PartitionError", "owner_of"]
 
 # ---------------------------------------------------------------- the driver
 
@@ -287,9 +113,30 @@ def partitioned_check(m: Any, factory: Any, s: Settings) -> Result:
         backend.close(failed=broke)
 
 
+def objects_check(m: Any, factory: Any, s: Settings) -> Result:
+    """The sequential BFS's result over the model's Python states (a model
+    without rows, or one that fell back from them), computed by `s.workers`
+    hash partitions, one on each worker process (objects.py; each builds
+    its model from `factory`): the same verdict, counts, queue figure and
+    trace as one process. No checkpoints: refused."""
+    if s.checkpoint is not None or s.resume is not None:
+        raise PartitionError(NO_CHECKPOINT)
+    deadline = None if s.time_limit is None else time.perf_counter() + s.time_limit
+    backend = _Processes(s.workers, factory, ObjectPartition, deadline, s.time_limit)
+    try:
+        r = _Driver(m, factory, backend, s, MemoryGuard(s.memory_limit), None, None, ObjectPartition).run()
+        r.stats.workers = backend.threads
+        return r
+    finally:
+        backend.close()
+
+
 class _Driver:
-    def __init__(self, m, factory, backend, s: Settings, memory, cp, state) -> None:
-        self.m, self.factory, self.b = m, factory, backend
+    """The level loop over a backend's partitions, of the class `kind`
+    (`Partition`: rows; `ObjectPartition`: Python states)."""
+
+    def __init__(self, m, factory, backend, s: Settings, memory, cp, state, kind: type = Partition) -> None:
+        self.m, self.factory, self.b, self.kind = m, factory, backend, kind
         self.k = backend.k
         max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
         check_deadlock, check_livelock, progress_interval = s.check_deadlock, s.check_livelock, s.progress_interval
@@ -317,8 +164,7 @@ class _Driver:
 
     # -- traces ----------------------------------------------------------------
     def chain(self, fp: int) -> list[tuple[int, int]]:
-        own = int(owner_of(np.array([fp], np.uint64), self.k)[0])
-        e = self.b.call("entry_by_fp", lambda i: (fp,))[own]
+        e = [x for x in self.b.call("entry_by_fp", lambda i: (fp,)) if x is not None][0]
         out = [(fp, e[2])]
         parent = e[1]
         while parent >= 0:
@@ -332,8 +178,7 @@ class _Driver:
     def run(self) -> Result:
         b = self.b
         b.call("start", lambda i: (self.factory, i, self.k, self.check_livelock, self.check_deadlock))
-        if isinstance(b, _Local):  # partitions in this process: the limits hold inside a level too
-            b.set_limits(Limits(self.time_limit, self.memory, self.t0))
+        b.set_limits(Limits(self.time_limit, self.memory, self.t0))  # partitions in this process: inside a level too
         try:
             r = self._run()
             self._gather_notes()
@@ -342,6 +187,8 @@ class _Driver:
             return bounded(self.stats(self.queue), e.reason, e.value)
         except (KeyboardInterrupt, SystemError) as e:
             return interrupted(self.stats(self.queue), interrupt_of(e))
+        except WorkerFailed as e:  # a worker process died, raised or hung: the levels merged so far
+            return failed(self.stats(self.queue), e)
         except MemoryError:
             return bounded(self.stats(self.queue), "memory", "MemoryError")
 
@@ -356,8 +203,8 @@ class _Driver:
 
     def _initial(self) -> Result | None:
         """The initial states, as the sequential engine takes them."""
-        m = self.m
-        rows, fps, flags = m.array_initial()
+        m, kind = self.m, self.kind
+        rows, fps, flags, state_of = kind.initial(m)
         seen: set[int] = set()
         keep = []
         for i in range(len(fps)):
@@ -371,17 +218,17 @@ class _Driver:
             self.n += 1
             keep.append(i)
             if flags[i] & CHECK:
-                bad = m.invariants(m.array_state(rows[i]))
+                bad = m.invariants(state_of(i))
                 if bad:
                     chain = {fp: [(fp, i)]}
                     return violation(m, chain.__getitem__, fp, bad[0][0], bad[0][1], self.stats(len(keep) - 1))
         keep_a = np.array(keep, np.int64)
-        own = owner_of(np.asarray(fps, np.uint64)[keep_a], self.k) if keep else np.zeros(0, np.int64)
+        own = kind.owner(np.asarray(fps, np.uint64)[keep_a], self.k) if keep else np.zeros(0, np.int64)
         gids = np.arange(len(keep), dtype=np.int64)
 
         def args(d):
             sel = own == d
-            return (np.asarray(rows)[keep_a[sel]], np.asarray(fps, np.uint64)[keep_a[sel]],
+            return (kind.take(rows, keep_a[sel]), np.asarray(fps, np.uint64)[keep_a[sel]],
                     np.asarray(flags)[keep_a[sel]], gids[sel], keep_a[sel])
 
         self.b.call("seed", args)

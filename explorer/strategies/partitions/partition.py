@@ -79,6 +79,19 @@ class Partition:
     def __init__(self) -> None:
         self.m = None
 
+    # -- what the driver asks of the partition class ----------------------------
+    @staticmethod
+    def initial(m):
+        """(rows, fingerprints, flags, state of index) of the initial states."""
+        rows, fps, flags = m.array_initial()
+        return rows, fps, flags, lambda i: m.array_state(rows[i])
+
+    @staticmethod
+    def take(items, idx) -> np.ndarray:
+        return np.asarray(items)[idx]
+
+    owner = staticmethod(owner_of)
+
     def start(self, factory, index: int, k: int, livelock: bool, deadlock_check: bool) -> tuple[int, str]:
         if isinstance(factory, bytes):  # pickled by the driver: arrays in it arrive writable
             factory = pickle.loads(factory)

@@ -1,3 +1,9 @@
+"""A model without rows on several workers: the partitions driver with
+partitions of Python states on worker processes
+(explorer/strategies/partitions/objects.py) gives one process's verdict,
+counts and trace; a worker that raises or hangs is named. (The array
+engine's worker processes are checked the same way at the end.)"""
+
 import multiprocessing
 import re
 import logging
@@ -21,7 +27,8 @@ def test_two_workers_same_verdict_counts_and_trace(factory):
     seq = check(factory)
     par = check(factory, workers=2)
     assert par.verdict == seq.verdict and par.kind == seq.kind
-    assert par.stats.distinct == seq.stats.distinct
+    assert (par.stats.distinct, par.stats.generated, par.stats.queue, par.stats.max_depth) == (
+        seq.stats.distinct, seq.stats.generated, seq.stats.queue, seq.stats.max_depth)
     assert par.stats.workers == 2
     assert render_text(par, with_stats=False) == render_text(seq, with_stats=False)
 
@@ -38,6 +45,25 @@ def test_parallel_bounds():
 def test_plain_model_works_in_parallel():
     r = check(CounterPair(5), workers=3)
     assert r.verdict == "pass" and r.stats.distinct == 36
+
+
+def test_the_engine_is_the_partitions_driver_and_refuses_a_checkpoint(tmp_path):
+    """One level loop for rows and for Python states: the table gives the
+    objects engine, which runs the partitions driver; a checkpoint (Python
+    states have no file format) is refused, not ignored."""
+    from explorer.check import engine_for
+    from explorer.errors import PartitionError
+    from explorer.settings import Settings
+    from explorer.strategies.partitions.driver import objects_check
+
+    f = ModelFactory(CounterPair, (3,))
+    assert engine_for(f(), Settings(workers=2)).__name__ == "objects_on_processes"
+    s = Settings(workers=2).but(strategy="partitioned", checkpoint=str(tmp_path / "cp"))
+    with pytest.raises(PartitionError, match="a model without rows cannot be checkpointed"):
+        objects_check(f(), f, s)
+    assert not multiprocessing.active_children()
+    with pytest.raises(PartitionError, match="the model does not offer the array protocol"):
+        check(f, s)
 
 
 def test_a_raising_worker_is_a_failed_verdict_naming_it():
@@ -78,16 +104,16 @@ def _broken():
 
 
 def test_worker_logs_reach_parent(caplog):
-    with caplog.at_level(logging.DEBUG, logger="explorer.strategies.parallel"):
+    with caplog.at_level(logging.DEBUG, logger="explorer.strategies.partitions.objects"):
         check(ModelFactory(CounterPair, (2,)), workers=2)
         # Records travel through the multiprocessing_logging queue and are
         # emitted by its receive thread: allow it a moment.
         deadline = time.monotonic() + 3
         while time.monotonic() < deadline and not any(
-            "worker 1: expanded" in r.getMessage() for r in caplog.records
+            "partition 1: expanded" in r.getMessage() for r in caplog.records
         ):
             time.sleep(0.02)
-    assert any("worker 1: expanded" in r.getMessage() for r in caplog.records)
+    assert any("partition 1: expanded" in r.getMessage() for r in caplog.records)
     # Root handlers are restored after the run (mp handler uninstalled).
     import multiprocessing_logging as mpl
 
