@@ -321,8 +321,11 @@ def check(source, *, checks=None, seed: int = 0, horizon=None, warmup=0, coalesc
 
 
 class Swept:
-    """What `serq.sweep` found: a row per value (`rows`: value, verdict,
-    states), the boundary, and the counterexample just on its failing side."""
+    """What `serq.sweep` found: a row per value or cell (`rows`: value --
+    a tuple of values with two or three constants --, verdict, states),
+    the boundary, the counterexample just on its failing side (one
+    constant), the frontier (`frontier`: the Pareto frontier's cells with
+    two or three), and the requirement's exit code (`exit_code`)."""
 
     def __init__(self, raw, name: str):
         self.raw, self.name = raw, name
@@ -331,40 +334,53 @@ class Swept:
     first_pass = property(lambda self: self.raw.first_pass, doc="the passing value at the boundary")
     last_fail = property(lambda self: self.raw.last_fail, doc="the failing value at the boundary")
     note = property(lambda self: self.raw.note, doc="the boundary in words")
+    frontier = property(lambda self: self.raw.frontier, doc="the Pareto frontier (two or three constants)")
+
+    @property
+    def exit_code(self) -> int:
+        """What `serq sweep` exits with (with `require`: the requirement's answer)."""
+        from serq.check.sweep import exit_code
+
+        return exit_code(self.raw)
 
     def verdicts(self) -> dict[int, str]:
         return {r.value: r.verdict for r in self.raw.rows}
 
     def text(self, timing: bool = True) -> str:
-        from serq.check.sweep import render_text
+        from serq.check.sweepreport import render_text
 
         return render_text(self.raw, with_timing=timing)
 
     def json(self, timing: bool = True) -> dict:
-        from serq.check.sweep import render_json
+        from serq.check.sweepreport import render_json
 
         return render_json(self.raw, with_timing=timing)
 
     def _repr_html_(self) -> str:
-        head = "<tr><th>value</th><th>verdict</th><th>states</th></tr>"
-        body = "".join(f"<tr><td>{r.value}</td><td>{html.escape(r.label)}</td><td>{r.states}</td></tr>"
+        names = ", ".join(a.name for a in self.raw.axes)
+        head = f"<tr><th>{html.escape(names)}</th><th>verdict</th><th>states</th></tr>"
+        body = "".join(f"<tr><td>{html.escape(str(r.value))}</td><td>{html.escape(r.label)}</td><td>{r.states}</td></tr>"
                        for r in self.raw.rows)
         return f"<table>{head}{body}</table><p>{html.escape(self.note)}</p>"
 
     def __repr__(self) -> str:
-        r = self.raw
-        return f"<serq.Swept {r.name}={r.lo}..{r.hi}: {self.note}, {self.name}>"
+        ranges = " ".join(f"{a.name}={a.lo}..{a.hi}" for a in self.raw.axes)
+        return f"<serq.Swept {ranges}: {self.note}, {self.name}>"
 
 
-def sweep(source, vary: str, *, bisect: bool = False, workers: int | None = None,
+def sweep(source, vary: str | list[str], *, bisect: bool = False, workers: int | None = None,
           max_states: int | None = None, max_depth: int | None = None, time_limit: float | None = None,
-          ties: str = "all", symmetry: bool = True, checks=None) -> Swept:
-    """Explore the instance once per value of a constant (`serq sweep
-    --vary NAME=LO..HI`)."""
+          ties: str = "all", symmetry: bool = True, checks=None, worst: list[str] | None = None,
+          require: list[str] | None = None) -> Swept:
+    """Explore the instance once per value of a constant, or per cell of
+    two or three (`serq sweep --vary NAME=LO..HI ...`): `vary` is one
+    range or a list of them; `worst` and `require` as `--worst` and
+    `--require`."""
     from serq.check.sweep import sweep as run_sweep
 
     _limits(max_states=max_states, max_depth=max_depth, time_limit=time_limit, workers=workers)
     text, name = _text_of(source)
     raw = run_sweep(text, name, vary, bisect=bisect, workers=workers, max_states=max_states, max_depth=max_depth,
-                    time_limit=time_limit, ties=ties, symmetry=symmetry, checks=_checks(checks))
+                    time_limit=time_limit, ties=ties, symmetry=symmetry, checks=_checks(checks),
+                    worst=worst, require=require)
     return Swept(raw, name)

@@ -202,6 +202,10 @@ class Sweep:
             return f"every value evaluated passes{extra}" if passes else f"{nothing}{extra}"
         if not passes:
             return f"every value evaluated fails{extra}"
+        if len(self.axes) > 1:  # a grid: its frontier, and whether the cells evaluated are monotone
+            cells = "; ".join(", ".join(f"{a.name}={v}" for a, v in zip(self.axes, c)) for c in self.frontier)
+            shape = "" if self.mono is None or self.mono.holds is not False else "not monotone; "
+            return f"{shape}{len(passes)} of {len(self.rows)} cells pass; frontier: {cells or 'none'}{extra}"
         if self.monotone is False:
             return (f"not monotone: passes at {_values(passes)}, fails at {_values(fails)}{extra}; "
                     "no single boundary")

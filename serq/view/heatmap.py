@@ -61,7 +61,8 @@ def _cell_hover(sw, r, at: str) -> str:
     return "<br>".join(w.replace("<", "&lt;") for x in lines if x for w in textwrap.wrap(x, 90))
 
 
-def _heat(go, g, z, text, hover, colourscale, zmin, zmax, colourbar=None):
+def _heat(go, g, z, text, hover, scale, colourbar=None):
+    colourscale, zmin, zmax = scale  # the colours, and the values at their ends
     return go.Heatmap(x=[str(v) for v in g["xs"]], y=[str(v) for v in g["ys"]], z=z, text=text,
                       customdata=hover, texttemplate="%{text}", hovertemplate="%{customdata}<extra></extra>",
                       colorscale=colourscale, zmin=zmin, zmax=zmax, xgap=2, ygap=2,
@@ -82,7 +83,7 @@ def figures(sw) -> list[tuple[str, str, object]]:
         hover = [[_cell_hover(sw, r, names[i][j]) for j, r in enumerate(row)] for i, row in enumerate(g["cells"])]
         z = [[VERDICT_ORDER.index(_verdict(r)) + 0.5 for r in row] for row in g["cells"]]
         text = [["" if r is None else _verdict(r) for r in row] for row in g["cells"]]
-        fig = go.Figure(_heat(go, g, z, text, hover, _steps(VERDICT_COLOURS), 0, len(VERDICT_ORDER)))
+        fig = go.Figure(_heat(go, g, z, text, hover, (_steps(VERDICT_COLOURS), 0, len(VERDICT_ORDER))))
         ring = [(str(g["xs"][j]), str(g["ys"][i])) for i, row in enumerate(g["cells"]) for j, r in enumerate(row)
                 if g["key"](g["ys"][i], g["xs"][j]) in frontier]
         if sw.requirement is None:
@@ -97,7 +98,7 @@ def figures(sw) -> list[tuple[str, str, object]]:
                                 and r.worst[m].error is None) else v) for v, r in zip(vrow, row)]
                   for vrow, row in zip(vals, g["cells"])]
             text = [["" if r is None else r.worst[m].short if m in r.worst else "" for r in row] for row in g["cells"]]
-            fig = go.Figure(_heat(go, g, zs, text, hover, "YlOrRd", 0, top + 1,
+            fig = go.Figure(_heat(go, g, zs, text, hover, ("YlOrRd", 0, top + 1),
                                   colourbar=dict(title=m, thickness=14)))
             fig.update_layout(title=f"worst {m}{g['title']} (inf: unbounded, drawn above the largest value)",
                               **layout)
@@ -106,7 +107,7 @@ def figures(sw) -> list[tuple[str, str, object]]:
             z = [[OUTCOME_ORDER.index(_met(r)) + 0.5 for r in row] for row in g["cells"]]
             text = [["" if r is None else {"pass": "+", "fail": "-", None: "?"}[r.outcome] for r in row]
                     for row in g["cells"]]
-            fig = go.Figure(_heat(go, g, z, text, hover, _steps(OUTCOME_COLOURS), 0, len(OUTCOME_ORDER)))
+            fig = go.Figure(_heat(go, g, z, text, hover, (_steps(OUTCOME_COLOURS), 0, len(OUTCOME_ORDER))))
             _ring(go, fig, ring)
             fig.update_layout(title=f"requirement{g['title']}: {sw.requirement.words}", showlegend=bool(ring),
                               **layout)

@@ -111,6 +111,20 @@ def test_sweep_gives_the_table(capsys):
     assert "<table>" in sw._repr_html_()
 
 
+def test_sweep_of_two_constants_gives_the_grid(capsys, tmp_path):
+    kv = tmp_path / "kv.sq"
+    kv.write_text((ROOT / "instances" / "theorem.sq").read_text().replace(
+        "pool kv { cap 8;", "const KV = 8;\npool kv { cap KV;"))
+    sw = serq.sweep(kv, ["KV=4..6", "BS=1..2"], workers=1, require=["verdict=pass"])
+    assert set(sw.verdicts()) == {(k, b) for k in (4, 5, 6) for b in (1, 2)}
+    code, out = cli(capsys, "sweep", str(kv), "--vary", "KV=4..6", "--vary", "BS=1..2", "--workers", "1",
+                    "--require", "verdict=pass", "--no-timing")
+    assert sw.text(timing=False) == out and sw.exit_code == code
+    assert all(sw.verdicts()[c] == "pass" for c in sw.frontier)
+    assert repr(sw).startswith("<serq.Swept KV=4..6 BS=1..2: ")
+    assert sw.json(timing=False)["format"] == "serq-sweep"
+
+
 def test_bad_input_is_the_commands_located_error(tmp_path):
     with pytest.raises(serq.SerqError) as e:
         serq.explore("pool kv { cap 4; }\nsession s { hold kv 2 { prefil 1; } }\n")
