@@ -23,6 +23,7 @@ import numpy as np
 from explorer import model as protocol
 from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS, ArrayFallback
 from serq.semantics.rows import Rows, explorer_flags
+from serq.semantics.state import prefix_owner
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
 ALL_CHECKS = ("deadlock", "livelock", "stuck", "invariant")
@@ -295,8 +296,8 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
         elif t == "stuck" and sm.checks.positions:  # known only when the positions are kept
             parts.append(stuck_text(lab(e[1]), why=stuck_why(m, state, e, events)))
         elif t == "evict":
-            if e[2] < 0:  # a shared prefix's entry (owner -3 - its index)
-                owner = f"prefix {m.program.prefixes[-3 - e[2]].name}"
+            if e[2] < 0:  # a shared prefix's entry
+                owner = prefix_owner(m.program, e[2])
             else:
                 owner = "a finished session" if e[2] >= len(state.sessions) or _done(m, nxt, e[2]) else lab(e[2])
             parts.append(f"evict {e[3]} {_pool(sm, e[1])} cached for {owner}")
@@ -380,8 +381,8 @@ def pool_text(sm: SerqModel, state, p: int) -> str:
     if cap is not None:
         parts.append(f"free {free}/{cap}")
     if cache:
-        def owner(o):  # a session, or a shared prefix's entry (owner -3 - its index)
-            return f"prefix {sm.program.prefixes[-3 - o].name}" if o < 0 else sm.label(state, o)
+        def owner(o):  # a session, or a shared prefix's entry
+            return (prefix_owner(sm.program, o) or "a finished session") if o < 0 else sm.label(state, o)
 
         parts.append("cached " + ", ".join(f"{owner(o)} {u}" for o, u, *_ in sorted(cache, key=lambda e: e.released)))
     if queue:

@@ -12,6 +12,7 @@ reports the same bytes. docs/simulator.md defines each field.
 from __future__ import annotations
 
 from serq.durations import ITERATION, cell_text, cell_unit, span_text, time_unit
+from serq.semantics.state import prefix_owner
 from serq.semantics.words import first_token
 from serq.words import stuck_text
 
@@ -368,8 +369,8 @@ def describe_event(e, m, state) -> str | None:
     if k == "hit":
         return f"{lab(e[1])} hits {e[3]} cached units of {pool(e[2])}"
     if k == "evict":
-        if e[2] < 0:  # a shared prefix's entry: owner -3 - its index
-            return f"evict {e[3]} units of {pool(e[1])} cached for prefix {m.program.prefixes[-3 - e[2]].name}"
+        if e[2] < 0:  # a shared prefix's entry
+            return f"evict {e[3]} units of {pool(e[1])} cached for {prefix_owner(m.program, e[2])}"
         return f"evict {e[3]} units of {pool(e[1])} cached for {lab(e[2])}"
     if k == "release":
         return f"{lab(e[1])} releases {e[3]} units of {pool(e[2])} ({e[4]} kept)"

@@ -10,7 +10,7 @@ from serq.semantics.kernel.abi import (
     R_ULOG,
     A_ARRIVE, A_ITERATE, BIG, CX_BUDGET, CX_KVB, CX_NDEC, CX_NOW, CX_NREQ, EV_ARRIVE, EV_ITERATE,
     EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ARR, F_ATTR, F_LP0, F_LP1, F_PC, F_PROG,
-    F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_OWN, HS_SCOPE, HS_USE,
+    F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_COPY, HS_OWN, HS_SCOPE, HS_USE,
     K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS, S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN,
     S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON, H_NSEG,
     FT_UNITS_OVERFLOW, OV_KVB, OV_PROGRESS, OV_ROUND, OV_USE,
@@ -103,6 +103,10 @@ def grow(K, w, sid, p, units, may_preempt):
     vo = K[pr + PL_VICTIM]
     b = pbase(K, p)
     pre = 0
+    # an eviction may hand one of this hold's own copies to the cache (`copies
+    # keep`): it then owns a block less and uses the cache's in place, so
+    # what it owns is counted with the copies it has handed over
+    cp0 = w[h + HS_COPY]
     if cap >= 0 and (vo < 0 or not may_preempt):
         # all or nothing, as vLLM's allocate_slots: a grower that cannot get
         # every block it needs from free + evictable takes none
@@ -113,7 +117,7 @@ def grow(K, w, sid, p, units, may_preempt):
         short = -(-short // bs) * bs
         if short > 0 and w[b + P_FREE] + evictable_sum(K, w, p) < short:
             return 1
-    while w[h + HS_OWN] < units:
+    while w[h + HS_OWN] + cp0 - w[h + HS_COPY] < units:
         if cap < 0:
             if ceil_over(units, bs):
                 fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
