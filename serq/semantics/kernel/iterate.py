@@ -95,7 +95,9 @@ def served_pop(K, w, sid):
 def grow(K, w, sid, p, units, may_preempt):
     """Make the session's hold on p own `units`: 0 ok, 1 wait (it may not
     preempt, or nothing is left to preempt), 2 it was preempted itself;
-    +4 when it preempted someone."""
+    +4 when it preempted someone. All or nothing, as vLLM's allocate_slots:
+    while free + evictable cannot give every block it needs, it takes none
+    and evicts none, and preempts a victim (when it may) before trying again."""
     h = hold_of(K, w, sid, p)
     pr = pool_row(K, p)
     bs = K[pr + PL_BLOCK]
@@ -107,16 +109,7 @@ def grow(K, w, sid, p, units, may_preempt):
     # keep`): it then owns a block less and uses the cache's in place, so
     # what it owns is counted with the copies it has handed over
     cp0 = w[h + HS_COPY]
-    if cap >= 0 and (vo < 0 or not may_preempt):
-        # all or nothing, as vLLM's allocate_slots: a grower that cannot get
-        # every block it needs from free + evictable takes none
-        short = units - w[h + HS_OWN]
-        if short > 0 and ceil_over(short, bs):
-            fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
-            return pre
-        short = -(-short // bs) * bs
-        if short > 0 and w[b + P_FREE] + evictable_sum(K, w, p) < short:
-            return 1
+    fits = False
     while w[h + HS_OWN] + cp0 - w[h + HS_COPY] < units:
         if cap < 0:
             if ceil_over(units, bs):
@@ -124,14 +117,22 @@ def grow(K, w, sid, p, units, may_preempt):
                 return pre
             put(K, w, h + HS_OWN, -(-units // bs) * bs)
             break
-        if w[b + P_FREE] >= bs:
-            add(K, w, b + P_FREE, -bs)
-            add(K, w, h + HS_OWN, bs)
-            continue
-        if free_block(K, w, p, -2):
-            continue
-        if halted(K, w):
-            return pre
+        if not fits:
+            short = units - w[h + HS_OWN]
+            if ceil_over(short, bs):
+                fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
+                return pre
+            fits = w[b + P_FREE] + evictable_sum(K, w, p) >= -(-short // bs) * bs
+        if fits:
+            if w[b + P_FREE] >= bs:
+                add(K, w, b + P_FREE, -bs)
+                add(K, w, h + HS_OWN, bs)
+                continue
+            if free_block(K, w, p, -2):
+                continue
+            if halted(K, w):
+                return pre
+            return 1 + pre  # not reached: what was evictable is
         if vo < 0 or not may_preempt:
             return 1 + pre
         victim = pick_victim(K, w, p, vo)
