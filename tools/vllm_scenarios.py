@@ -169,12 +169,61 @@ def hand() -> dict[str, dict]:
         "request of the largest (priority, arrival); vLLM preempts it and goes on serving r1 in that step.",
         4, 9, 16, policy="priority",
         requests=[req("r0", 0, 6, 12, priority=5), req("r1", 1, 24, 2, priority=0)])
+    S["05b_prefix_cache_reuse_three_tokens"] = base(
+        "The requests of 05 with 3 output tokens: r0 and r1 both compute the block [9, 10, 7, 7] of prompt and "
+        "output tokens, which no request can hit (a hit leaves the last token to compute).", 4, 13, 16,
+        requests=[{"id": "r0", "arrival_step": 0, "prompt": list(range(1, 11)), "max_tokens": 3},
+                  {"id": "r1", "arrival_step": 5, "prompt": list(range(1, 11)), "max_tokens": 3},
+                  {"id": "r2", "arrival_step": 5, "prompt": [1, 2, 3, 4, 50, 51, 52, 53, 54, 55], "max_tokens": 3}])
+    S["34b_watermark_gate_off"] = base(
+        "watermark 0.2 with the gate off: r1 is admitted when its first chunk fits with 4 blocks kept free "
+        "while r0 runs.", 4, 21, 16, watermark=0.2, scheduler_reserve_full_isl=False,
+        requests=[req("r0", 0, 30, 6), req("r1", 1, 40, 2), req("r2", 2, 4, 2), req("r3", 3, 12, 3)])
+    pre = list(range(1, 13))
+    S["37_copies_chunked_prefix"] = base(
+        "Two requests share a 12-token prefix and arrive together (threshold 4, budget 8): r0 computes block 0, "
+        "r1 hits it and computes block 1, then r0 computes block 1 again: vLLM keeps both copies.", 4, 20, 8,
+        long_prefill_token_threshold=4,
+        requests=[{"id": "r0", "arrival_step": 0, "prompt": pre + [101, 102], "max_tokens": 2},
+                  {"id": "r1", "arrival_step": 0, "prompt": pre + [201, 202, 203], "max_tokens": 2},
+                  {"id": "r2", "arrival_step": 9, "prompt": pre + [301], "max_tokens": 2}])
+    S["38_copies_same_step"] = base(
+        "Two requests share a 4-token prefix (threshold 2) and compute it in two chunks each: both complete "
+        "the same block in the same step, and vLLM keeps both copies.", 4, 12, 8,
+        long_prefill_token_threshold=2,
+        requests=[{"id": "r0", "arrival_step": 0, "prompt": [1, 2, 3, 4, 11], "max_tokens": 2},
+                  {"id": "r1", "arrival_step": 0, "prompt": [1, 2, 3, 4, 21, 22], "max_tokens": 2},
+                  {"id": "r2", "arrival_step": 8, "prompt": [1, 2, 3, 4, 31], "max_tokens": 2}])
+    S["39_copies_evicted_first"] = base(
+        "Copies under pressure: the first copy of a shared block is freed before the second, eviction takes "
+        "it first, and a later request hits the surviving copy.", 4, 9, 8, long_prefill_token_threshold=2,
+        requests=[{"id": "r0", "arrival_step": 0, "prompt": [1, 2, 3, 4, 11], "max_tokens": 2},
+                  {"id": "r1", "arrival_step": 0, "prompt": [1, 2, 3, 4, 21, 22], "max_tokens": 6},
+                  req("r2", 9, 22, 2), {"id": "r3", "arrival_step": 12, "prompt": [1, 2, 3, 4, 31], "max_tokens": 2}])
+    S["26_chunked_prefill_off"] = base(
+        "enable_chunked_prefill false (max_model_len 32 = the budget): a waiting prompt is admitted only when "
+        "it fits whole in the budget left, and the waiting scan stops at the first that does not.", 4, 40, 32,
+        enable_chunked_prefill=False, max_model_len=32,
+        requests=[req("r0", 0, 20, 4), req("r1", 0, 16, 3), req("r2", 1, 6, 2), req("r3", 1, 30, 2)])
+    S["27_max_num_scheduled_tokens"] = base(
+        "max_num_scheduled_tokens 8 below max_num_batched_tokens 16: the step's token budget is 8.", 4, 40, 16,
+        max_num_scheduled_tokens=8, requests=[req("r0", 0, 20, 3), req("r1", 1, 10, 3), req("r2", 2, 6, 2)])
+    salt = list(range(1, 13))
+    S["28_cache_salt"] = base(
+        "cache_salt: four requests with one 12-token prompt; a hit only under the same salt (none counts as "
+        "one more salt), and a follow-up keeps its conversation's salt.", 4, 40, 16,
+        requests=[{"id": "a", "arrival_step": 0, "prompt": salt + [50], "max_tokens": 2, "cache_salt": "x"},
+                  {"id": "b", "arrival_step": 4, "prompt": salt + [51], "max_tokens": 2, "cache_salt": "y"},
+                  {"id": "c", "arrival_step": 8, "prompt": salt + [52], "max_tokens": 2, "cache_salt": "x"},
+                  {"id": "d", "arrival_step": 8, "prompt": salt + [53], "max_tokens": 2},
+                  follow("b2", "b", 3, 2, think=1)])
     return S
 
 
 def random_scenario(seed: int, n: int, *, bs: int, blocks: int, budget: int, seqs: int, apc: bool, gate: bool,
                     follow_p: float, max_prompt: int, max_out: int, shared: bool = False,
-                    threshold: int = 0, priority: bool = False) -> dict:
+                    threshold: int = 0, priority: bool = False, watermark: float = 0.0,
+                    **knobs) -> dict:
     rng = random.Random(f"vllm-scenario/{seed}")
     cap = (blocks - 1) * bs
     reqs = []
@@ -215,6 +264,12 @@ def random_scenario(seed: int, n: int, *, bs: int, blocks: int, budget: int, seq
     sc = base(desc, bs, blocks, budget, seqs=seqs, apc=apc, scheduler_reserve_full_isl=gate, requests=reqs)
     if threshold:
         sc["long_prefill_token_threshold"] = threshold
+    if watermark:
+        sc["watermark"] = watermark
+        sc["description"] = sc["description"][:-1] + f", watermark {watermark}."
+    for k, v in knobs.items():
+        sc[k] = v
+        sc["description"] = sc["description"][:-1] + f", {k} {json.dumps(v)}."
     if priority:
         sc["policy"] = "priority"
         sc["description"] = sc["description"][:-1] + ", priority policy (priorities 0..3)."
@@ -252,6 +307,59 @@ def randoms() -> dict[str, dict]:
     S["71_random_long_prefill_threshold"] = random_scenario(
         21, 200, bs=4, blocks=25, budget=16, seqs=8, apc=True, gate=True, follow_p=0.2, max_prompt=24, max_out=8,
         threshold=6)
+    # shared prompts with a long-prefill threshold: two prefills of one prefix at once keep two copies
+    copies = [
+        # name, seed, bs, blocks, budget, gate, threshold, max_prompt
+        ("72_random_copies_threshold", 23, 4, 25, 16, True, 4, 16),
+        ("73_random_copies_gate_off", 24, 4, 25, 16, False, 6, 16),
+        ("74_random_copies_small_blocks", 25, 2, 41, 12, True, 3, 14),
+        ("75_random_copies_pressure", 26, 4, 17, 16, True, 4, 16),
+        ("76_random_copies_big_threshold", 27, 4, 33, 24, True, 8, 20),
+        ("77_random_copies_tight_gate_off", 28, 4, 17, 12, False, 4, 14),
+    ]
+    copies += [
+        ("80_random_copies_seed31", 31, 4, 25, 16, True, 4, 16),
+        ("81_random_copies_seed32", 32, 4, 21, 16, False, 4, 16),
+        ("82_random_copies_seed33", 33, 8, 13, 24, True, 8, 24),
+        ("83_random_copies_seed34", 34, 4, 25, 16, True, 2, 16),
+        ("84_random_copies_seed35", 35, 2, 33, 12, False, 3, 14),
+        ("85_random_copies_seed36", 36, 4, 29, 20, True, 6, 18),
+    ]
+    for name, seed, bs, blocks, budget, gate, thr, mp in copies:
+        S[name] = random_scenario(seed, 200, bs=bs, blocks=blocks, budget=budget, seqs=8, apc=True, gate=gate,
+                                  follow_p=0.2, max_prompt=mp, max_out=8, shared=True, threshold=thr)
+    S["78_random_watermark_gate_off"] = random_scenario(
+        29, 200, bs=4, blocks=25, budget=16, seqs=8, apc=True, gate=False, follow_p=0.3, max_prompt=24, max_out=8,
+        watermark=0.1)
+    S["79_random_watermark_gate_off_nocache"] = random_scenario(
+        30, 200, bs=4, blocks=21, budget=16, seqs=8, apc=False, gate=False, follow_p=0.0, max_prompt=24,
+        max_out=10, watermark=0.15)
+    S["86_random_chunked_prefill_off"] = random_scenario(
+        37, 200, bs=4, blocks=17, budget=32, seqs=8, apc=True, gate=True, follow_p=0.0, max_prompt=24, max_out=8,
+        enable_chunked_prefill=False, max_model_len=32)
+    S["87_random_chunked_prefill_off_gate_off"] = random_scenario(
+        38, 200, bs=4, blocks=17, budget=32, seqs=8, apc=True, gate=False, follow_p=0.0, max_prompt=24,
+        max_out=8, enable_chunked_prefill=False, max_model_len=32)
+    S["88_random_scheduled_tokens"] = random_scenario(
+        39, 200, bs=4, blocks=21, budget=24, seqs=8, apc=True, gate=True, follow_p=0.3, max_prompt=20, max_out=8,
+        max_num_scheduled_tokens=12)
+    S["89_random_scheduled_tokens_threshold"] = random_scenario(
+        40, 200, bs=4, blocks=25, budget=24, seqs=8, apc=True, gate=True, follow_p=0.2, max_prompt=16, max_out=8,
+        shared=True, threshold=4, max_num_scheduled_tokens=12)
+    # more of the mixes: shared prompts and thresholds with priorities, watermarks, multi-turn
+    mixes = [
+        # name, seed, gate, threshold, follow_p, priority, watermark
+        ("90_random_copies_priority", 41, True, 4, 0.2, True, 0.0),
+        ("91_random_copies_watermark", 42, True, 4, 0.2, False, 0.1),
+        ("92_random_copies_watermark_gate_off", 43, False, 4, 0.2, False, 0.1),
+        ("93_random_copies_multiturn", 44, True, 6, 0.5, False, 0.0),
+        ("94_random_copies_priority_gate_off", 45, False, 6, 0.3, True, 0.0),
+        ("95_random_shared_no_threshold", 46, True, 0, 0.3, False, 0.0),
+        ("96_random_shared_gate_off_no_threshold", 47, False, 0, 0.3, False, 0.0),
+    ]
+    for name, seed, gate, thr, fp, pri, wm in mixes:
+        S[name] = random_scenario(seed, 200, bs=4, blocks=25, budget=16, seqs=8, apc=True, gate=gate, follow_p=fp,
+                                  max_prompt=16, max_out=8, shared=True, threshold=thr, priority=pri, watermark=wm)
     return S
 
 

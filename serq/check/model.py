@@ -23,6 +23,7 @@ import numpy as np
 from explorer import model as protocol
 from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS, ArrayFallback
 from serq.semantics.rows import Rows, explorer_flags
+from serq.semantics.state import prefix_owner
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 from serq.defaults import ALL_CHECKS
 
@@ -291,8 +292,8 @@ def describe(sm: SerqModel, state, nxt, action, events) -> str:
         elif t == "stuck" and sm.checks.positions:  # known only when the positions are kept
             parts.append(stuck_text(lab(e.sid), why=stuck_why(m, state, e, events)))
         elif t == "evict":
-            if e.owner < 0:  # a shared prefix's entry (owner -3 - its index)
-                owner = f"prefix {m.program.prefixes[-3 - e.owner].name}"
+            if e.owner < 0:  # a shared prefix's entry
+                owner = prefix_owner(m.program, e.owner)
             elif e.owner >= len(state.sessions) or _done(m, nxt, e.owner):
                 owner = "a finished session"
             else:
@@ -378,8 +379,8 @@ def pool_text(sm: SerqModel, state, p: int) -> str:
     if cap is not None:
         parts.append(f"free {free}/{cap}")
     if cache:
-        def owner(o):  # a session, or a shared prefix's entry (owner -3 - its index)
-            return f"prefix {sm.program.prefixes[-3 - o].name}" if o < 0 else sm.label(state, o)
+        def owner(o):  # a session, or a shared prefix's entry
+            return (prefix_owner(sm.program, o) or "a finished session") if o < 0 else sm.label(state, o)
 
         parts.append("cached " + ", ".join(f"{owner(o)} {u}" for o, u, *_ in sorted(cache, key=lambda e: e.released)))
     if queue:

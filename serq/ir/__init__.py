@@ -145,6 +145,10 @@ class Pool(Node):
     evict: Order
     requeue: Literal["front", "back", "order"] = "front"
     hol: Literal["block", "skip"] = "block"
+    # a shared block a hold computes that the cache already has: `free` frees
+    # the hold's copy (one copy per block), `keep` keeps it as the hold's own
+    # until released, then cached beside the first (vLLM)
+    copies: Literal["free", "keep"] = "free"
     at: Pos = None
 
 

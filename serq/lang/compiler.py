@@ -238,6 +238,8 @@ class Compiler:
                 f["requeue"] = str(a)
             elif opt.data == "pool_hol":
                 f["hol"] = str(a)
+            elif opt.data == "pool_copies":
+                f["copies"] = str(a)
         if f.get("cap") is None:
             f.pop("cap", None)
         return ir.Pool(**f)

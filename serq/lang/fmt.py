@@ -206,6 +206,8 @@ class Printer:
             return f"requeue {a};"
         if o.data == "pool_hol":
             return f"hol {a};"
+        if o.data == "pool_copies":
+            return f"copies {a};"
         raise AssertionError(o.data)
 
     def stage_decl(self, t: Tree) -> None:

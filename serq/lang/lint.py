@@ -8,6 +8,8 @@ numbers would not mean what they seem (docs/language.md, Diagnostics).
   whole block can never be allocated.
 - W508: a hold that takes 0 units of a pool and that no run in it grows:
   it never holds a unit of that pool.
+- W510: `copies keep` on a pool no hold names a prefix on: no block of it
+  is shared, so there is no copy to keep.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ def lint(prog: ir.Program, sink, simulate: bool) -> None:
                                        f"{lost} unit{'s' if lost != 1 else ''} can never be allocated",
                       "units move in whole blocks: the pool has "
                       f"{pool.cap // pool.block} blocks ({pool.cap // pool.block * pool.block} units)")
+        if pool.copies == "keep" and not any(
+                isinstance(st, ir.SAcquire) and any(it.pool == pool.name and it.prefix for it in st.hold.items)
+                for sp in prog.sessions for st in sp.states):
+            sink.warn(pool.at, "W510", f"pool `{pool.name}`: `copies keep` has no effect: no hold names a prefix on "
+                                       f"`{pool.name}`, so none of its blocks is shared",
+                      f"name a prefix in the holds that share blocks (`{pool.name} prefix P`), or remove the option")
     for sp in prog.sessions:
         _never_held(sp, sink)
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from serq.oracle.driver import (DEFAULT_SAMPLED_TOKEN_ID, check_scenario, prompt_ids)
+from serq.oracle.driver import (DEFAULT_SAMPLED_TOKEN_ID, cache_salt, check_scenario, prompt_ids)
 
 # what an exact translation of each behaviour needs, in the language's words
 NEEDS_SHARED_PREFIX = "a prefix past a prompt (requests of different sessions share blocks of output tokens)"
-NEEDS_WATERMARK = "an admission watermark with the gate off (scheduler_reserve_full_isl false)"
 
 
 @dataclass
@@ -47,37 +46,46 @@ def _tokens(sc: dict, r: dict) -> list[int]:
     return prompt_ids(sc, r["id"]) + [sampled] * (int(r["max_tokens"]) - 1)
 
 
+def _key(sc: dict, rid: str, toks: list[int]) -> tuple:
+    """A run of tokens as vLLM's block hashes see it: a cache salt enters
+    the first block's hash, so blocks are shared only under one salt."""
+    return (cache_salt(sc, rid) or "",) + tuple(toks)
+
+
 def _prefixes(sc: dict, chains) -> tuple[list[tuple[str, int, str | None]], dict[str, str], bool]:
     """The shared prefixes of a scenario, as vLLM's cache shares them: a full
     block (hashed with every token before it) that requests of different
     conversations compute. Returns the declarations (name, length in tokens,
     parent), the prefix each request's hold names (its longest one, within
     its prompt's full blocks), and whether some requests share more than
-    that (output tokens: no prefix can say it)."""
+    that where a request could hit it (output tokens: no prefix can say
+    it; a hit leaves the last of at most prompt + max_tokens - 1 tokens to
+    compute, so a block past that is computed, never hit)."""
     bs = int(sc["block_size"])
     users: dict[tuple, set[int]] = {}
     for ci, chain in enumerate(chains):
         for r in chain:
             toks = _tokens(sc, r)
             for k in range(1, len(toks) // bs + 1):
-                users.setdefault(tuple(toks[: k * bs]), set()).add(ci)
+                users.setdefault(_key(sc, r["id"], toks[: k * bs]), set()).add(ci)
     depth: dict[str, int] = {}  # request id -> full blocks of its prefix
     beyond = False
     for chain in chains:
         for r in chain:
             toks, prompt = _tokens(sc, r), prompt_ids(sc, r["id"])
-            shared = [k for k in range(1, len(toks) // bs + 1) if len(users[tuple(toks[: k * bs])]) > 1]
+            shared = [k for k in range(1, len(toks) // bs + 1) if len(users[_key(sc, r["id"], toks[: k * bs])]) > 1]
             d = max((k for k in shared if k <= len(prompt) // bs), default=0)
-            beyond |= bool(shared) and max(shared) > d
+            beyond |= any(d < k <= (len(toks) - 1) // bs for k in shared)
             if d:
                 depth[r["id"]] = d
-    keys = sorted({tuple(prompt_ids(sc, rid)[: d * bs]) for rid, d in depth.items()}, key=lambda k: (len(k), k))
+    key_of = {rid: _key(sc, rid, prompt_ids(sc, rid)[: d * bs]) for rid, d in depth.items()}
+    keys = sorted(set(key_of.values()), key=lambda k: (len(k), k))
     names = {k: f"P{i}" for i, k in enumerate(keys, 1)}
     decls = []
-    for k in keys:
+    for k in keys:  # the salt is the key's first item: the length is the rest's
         parent = max((q for q in keys if len(q) < len(k) and k[: len(q)] == q), key=len, default=None)
-        decls.append((names[k], len(k), names[parent] if parent else None))
-    of = {rid: names[tuple(prompt_ids(sc, rid)[: d * bs])] for rid, d in depth.items()}
+        decls.append((names[k], len(k) - 1, names[parent] if parent else None))
+    of = {rid: names[k] for rid, k in key_of.items()}
     return decls, of, beyond
 
 
@@ -86,7 +94,9 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     check_scenario(sc, name)
     bs = int(sc["block_size"])
     usable = int(sc["num_gpu_blocks"]) - 1  # vLLM's block 0 is its null block
-    budget = int(sc.get("max_num_batched_tokens", 2048))
+    # vLLM's token budget per step: max_num_scheduled_tokens (max_num_batched_tokens by default)
+    budget = int(sc.get("max_num_scheduled_tokens", sc.get("max_num_batched_tokens", 2048)))
+    chunked = bool(sc.get("enable_chunked_prefill", True))
     seqs = int(sc.get("max_num_seqs", 128))
     apc = bool(sc.get("enable_prefix_caching", True))
     gate = bool(sc.get("scheduler_reserve_full_isl", True))
@@ -100,8 +110,6 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     needs = []
     if beyond:
         needs.append(NEEDS_SHARED_PREFIX)
-    if wm > 0 and not gate:
-        needs.append(NEEDS_WATERMARK)
 
     out = []
     w = out.append
@@ -117,20 +125,22 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     for pname, length, parent in decls:  # shared token prefixes (full blocks only)
         w(f"prefix {pname} = {parent} + {length - length_of[parent]};" if parent else f"prefix {pname} = {length};")
     w(f"const BS = {bs};")
-    if wm > 0 and gate:
+    if wm > 0:
         w(f"const WM = {wm};  // watermark blocks")
     # a hold waits in its first pool's queue (seqs); a preempted one re-enters it as the
     # pool whose growth preempted it (kv) says
     queue = " queue (pri, arrived);" if priority else ""
     victim = "preempt (desc pri, desc arrived); requeue order;" if priority else "preempt lifo;"
     evict = " evict lru;" if apc else ""
+    # vLLM keeps every copy of a block two requests compute (its map holds them all)
+    copies = " copies keep;" if decls else ""
     # long_prefill_token_threshold caps a prefill while running + waiting > 1 (at the
     # iteration's start): a hold waits in its first pool's queue (seqs)
     chunk = f" chunk if holders(seqs) + waiting(seqs) > 1 then {threshold} else {budget};" \
         if 0 < threshold < budget else ""
     selfp = " self_preempt continue;" if priority else ""
     for head, opts in (("pool seqs", f"cap {seqs}; admit via gpu;{queue}"),
-                       ("pool kv", f"cap {usable} * BS; block BS; admit via gpu; {victim}{evict}"),
+                       ("pool kv", f"cap {usable} * BS; block BS; admit via gpu; {victim}{evict}{copies}"),
                        ("stage gpu", f"budget {budget};{chunk} serve (admitted);{selfp}")):
         one = f"{head} {{ {opts} }}"
         if len(one) <= 100:  # `serq fmt`'s layout: one line if it fits, else one option per line
@@ -144,23 +154,41 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     # (vLLM's num_output_tokens), which survive a preemption: a resumed request
     # recomputes n + g tokens (less its cache hit), its last prefill chunk gives
     # one more answer token, and it decodes only what is left.
-    mark = " + (if holders(kv) > 0 then WM * BS else 0)" if wm > 0 and gate else ""
+    mark = " + (if holders(kv) > 0 then WM * BS else 0)" if wm > 0 else ""
+
+    cap = f", if holders(seqs) + waiting(seqs) > 1 then {threshold} else {budget}" if chunk else ""
+
+    def first_chunk(rest):
+        # with the gate off, vLLM admits when the first chunk's blocks (and the watermark) fit
+        return f"need (min({rest}, budget_left{cap}){mark}) take 0" if mark else "need 0"
+
+    def whole(rest):
+        # without chunked prefill vLLM stops admitting at a request whose next chunk exceeds the budget left
+        first = f"min({rest}{cap})" if cap else f"{rest}"
+        return [] if chunked else [f"admit if {first} <= budget_left"]
+
+    def header(p, hold, clauses):
+        # `serq fmt`'s layout: one line up to 100 columns, else each clause under the first pool
+        one = " ".join([hold] + clauses) + " {"
+        if len(one) <= 100 or not clauses:
+            return [one]
+        return [hold] + [f"{p}     {x}" for x in clauses[:-1]] + [f"{p}     {clauses[-1]} {{"]
 
     def request(indent, turn=0, rid=None):
         # a binding is declared once per session: the cache hit of turn k is c, c2, c3, ...
         c = "c" if turn == 0 else f"c{turn + 1}"
         p = " " * indent
         if apc:
-            need = f"need (n + g - {c}{mark}) take 0" if gate else "need 0"
+            need = f"need (n + g - {c}{mark}) take 0" if gate else first_chunk(f"n + g - {c}")
             pre = f"prefix {prefix_of[rid]} " if rid in prefix_of else ""
             hold = f"{p}hold seqs 1, kv {pre}reuse {c} {need}"
-            adm = f"at admission ({c} = min(cached(kv), floor((n + g - 1) / BS) * BS)) {{"
-            # `serq fmt`'s layout: one line up to 100 columns, else the binding under the first pool
-            head = [f"{hold} {adm}"] if len(hold) + 1 + len(adm) <= 100 else [hold, f"{p}     {adm}"]
-            return head + [f"{p}  prefill (n + g - {c}) growing kv;", f"{p}  set g = g + 1;",
-                    f"{p}  decode (o - g) growing kv progress g;", f"{p}}} keep (kv full);"]
-        need = f"need (n + g{mark}) take 0" if gate else "need 0"
-        return [f"{p}hold seqs 1, kv {need} {{", f"{p}  prefill (n + g) growing kv;", f"{p}  set g = g + 1;",
+            adm = f"at admission ({c} = min(cached(kv), floor((n + g - 1) / BS) * BS))"
+            return header(p, hold, [adm] + whole(f"n + g - {c}")) + [
+                f"{p}  prefill (n + g - {c}) growing kv;", f"{p}  set g = g + 1;",
+                f"{p}  decode (o - g) growing kv progress g;", f"{p}}} keep (kv full);"]
+        need = f"need (n + g{mark}) take 0" if gate else first_chunk("n + g")
+        return header(p, f"{p}hold seqs 1, kv {need}", whole("n + g")) + [
+                f"{p}  prefill (n + g) growing kv;", f"{p}  set g = g + 1;",
                 f"{p}  decode (o - g) growing kv progress g;", f"{p}}}"]
 
     params = "n, o, pri" if priority else "n, o"

@@ -53,8 +53,10 @@ class ScenarioError(Exception):
 
 _KNOWN = {"description", "block_size", "num_gpu_blocks", "max_num_batched_tokens", "max_num_seqs",
           "enable_prefix_caching", "long_prefill_token_threshold", "scheduler_reserve_full_isl",
-          "watermark", "policy", "max_model_len", "sampled_token_id", "max_steps", "requests"}
-_REQ_KNOWN = {"id", "arrival_step", "prompt_len", "prompt", "max_tokens", "priority", "follows", "think_steps"}
+          "watermark", "policy", "max_model_len", "sampled_token_id", "max_steps", "requests",
+          "enable_chunked_prefill", "max_num_scheduled_tokens"}
+_REQ_KNOWN = {"id", "arrival_step", "prompt_len", "prompt", "max_tokens", "priority", "follows", "think_steps",
+              "cache_salt"}
 
 
 def check_scenario(sc, where: str = "scenario") -> dict:
@@ -87,14 +89,23 @@ def check_scenario(sc, where: str = "scenario") -> dict:
             f"(got {sc.get('max_num_batched_tokens', 2048)} < {sc.get('max_num_seqs', 128)})")
     if "long_prefill_token_threshold" in sc:
         posint(sc, "long_prefill_token_threshold", 0)
+    if "max_num_scheduled_tokens" in sc:
+        posint(sc, "max_num_scheduled_tokens", 1)
+        if sc["max_num_scheduled_tokens"] > int(sc.get("max_num_batched_tokens", 2048)):
+            bad(f"'max_num_scheduled_tokens' ({sc['max_num_scheduled_tokens']}) must be at most "
+                f"max_num_batched_tokens ({sc.get('max_num_batched_tokens', 2048)})")
     if sc.get("policy", "fcfs") not in ("fcfs", "priority"):
         bad(f"'policy' must be \"fcfs\" or \"priority\", got {sc['policy']!r}")
     w = sc.get("watermark", 0.0)
     if isinstance(w, bool) or not isinstance(w, (int, float)) or not 0 <= w < 1:
         bad(f"'watermark' must be a number in [0, 1), got {w!r}")
-    for key in ("enable_prefix_caching", "scheduler_reserve_full_isl"):
+    for key in ("enable_prefix_caching", "scheduler_reserve_full_isl", "enable_chunked_prefill"):
         if key in sc and not isinstance(sc[key], bool):
             bad(f"{key!r} must be true or false, got {sc[key]!r}")
+    if sc.get("enable_chunked_prefill") is False and \
+            int(sc.get("max_num_batched_tokens", 2048)) < int(sc.get("max_model_len", DEFAULT_MAX_MODEL_LEN)):
+        bad("with 'enable_chunked_prefill' false, vLLM requires max_num_batched_tokens >= max_model_len "
+            f"(got {sc.get('max_num_batched_tokens', 2048)} < {sc.get('max_model_len', DEFAULT_MAX_MODEL_LEN)})")
     reqs = sc["requests"]
     if not isinstance(reqs, list) or not reqs:
         bad("'requests' must be a non-empty list")
@@ -115,6 +126,11 @@ def check_scenario(sc, where: str = "scenario") -> dict:
         posint(r, "max_tokens", 1, f"{rw}: 'max_tokens'")
         if "priority" in r and (isinstance(r["priority"], bool) or not isinstance(r["priority"], int)):
             bad(f"{rw}: 'priority' must be an integer")
+        if "cache_salt" in r:
+            if not isinstance(r["cache_salt"], str) or not r["cache_salt"]:
+                bad(f"{rw}: 'cache_salt' must be a non-empty string")
+            if "follows" in r:
+                bad(f"{rw}: a follow-up uses its conversation's 'cache_salt' (give it on the first request)")
         if "follows" in r:
             prev = r["follows"]
             if prev not in seen:
@@ -223,7 +239,10 @@ def build_scheduler(sc: dict):
         scheduler_reserve_full_isl=bool(sc.get("scheduler_reserve_full_isl", True)),
         watermark=float(sc.get("watermark", 0.0)),
         policy=str(sc.get("policy", "fcfs")),
+        enable_chunked_prefill=bool(sc.get("enable_chunked_prefill", True)),
     )
+    if "max_num_scheduled_tokens" in sc:
+        want["max_num_scheduled_tokens"] = int(sc["max_num_scheduled_tokens"])
 
     model_config = ModelConfig(
         model=TINY_MODEL_DIR,
@@ -236,7 +255,6 @@ def build_scheduler(sc: dict):
     scheduler_config = SchedulerConfig(
         max_model_len=max_model_len,
         is_encoder_decoder=False,
-        enable_chunked_prefill=True,
         async_scheduling=False,
         **want,
     )
@@ -259,9 +277,8 @@ def build_scheduler(sc: dict):
     problems = [f"{k}: wanted {want[k]!r}, got {got[k]!r}" for k in want if got[k] != want[k]]
     if s.async_scheduling:
         problems.append("async_scheduling ended up True")
-    if not s.enable_chunked_prefill:
-        problems.append("enable_chunked_prefill ended up False")
-    if s.max_num_scheduled_tokens not in (None, want["max_num_batched_tokens"]):
+    if "max_num_scheduled_tokens" not in want and s.max_num_scheduled_tokens not in (
+            None, want["max_num_batched_tokens"]):
         problems.append(f"max_num_scheduled_tokens={s.max_num_scheduled_tokens}")
     if c.block_size != block_size:
         problems.append(f"block_size: wanted {block_size}, got {c.block_size}")
@@ -359,7 +376,17 @@ def make_request(sc: dict, index: int, step: int, order: int, block_hasher):
         arrival_time=float(step) + order * 1e-6,
         priority=int(req.get("priority", 0)),
         block_hasher=block_hasher,
+        cache_salt=cache_salt(sc, req["id"]),
     )
+
+
+def cache_salt(sc: dict, rid: str) -> str | None:
+    """A request's cache salt: its conversation's (given on the first request)."""
+    reqs = {r["id"]: r for r in sc["requests"]}
+    r = reqs[rid]
+    while "follows" in r:
+        r = reqs[r["follows"]]
+    return r.get("cache_salt")
 
 
 def run(sc: dict, max_steps: int, out, full: bool = False) -> dict:

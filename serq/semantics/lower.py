@@ -279,7 +279,7 @@ class Lowered:
                               self.stage_ix[p.admit_via] if p.admit_via is not None else -1,
                               self._order(p.queue), self._order(p.victim), self._order(p.evict),
                               {"front": REQ_FRONT, "back": REQ_BACK, "order": REQ_ORDER}[p.requeue],
-                              0 if p.hol == "block" else 1, 0])
+                              0 if p.hol == "block" else 1, 0, 1 if p.copies == "keep" else 0])
         stage_rows = []
         self.stage_code: list[dict[str, tuple[int, int]]] = []  # per stage: clause -> (code, real)
         for s in program.stages:
@@ -454,7 +454,9 @@ class Lowered:
         NA, NP, HMAX = self.NA, self.NP, self.HMAX
         SF = F_ATTR + NA + HW * HMAX
         PB = RHDR + cap * SF
-        PW = P_Q + cap + CW * (cap + len(self.program.prefixes))  # cache: one entry per session or prefix
+        # cache: one entry per session or prefix, and one per prefix for its released copies (`copies keep`)
+        segs = len(self.program.prefixes) * (2 if any(p.copies == "keep" for p in self.program.pools) else 1)
+        PW = P_Q + cap + CW * (cap + segs)
         W = PB + NP * PW
         evcap = evcap or max(256, 16 * cap)
         off = W

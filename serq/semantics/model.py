@@ -24,7 +24,7 @@ State (NamedTuples, `serq.semantics.state`; the kernel's row holds the same fact
   (sessions, pools, seq, fault)
   session = (prog, pc, attrs, run_done, run_total, holds, parent, live,
              arrived, admitted, last_pos, stuck)
-  hold    = (scope, pool, own, use, admitted)
+  hold    = (scope, pool, own, use, admitted, copies)
   pool    = (free, cache, queue); cache = ((owner, units, released, tick), ...)
   (`tick`: the simulator's time of the release, for `age`; 0 in the explorer)
 `seq` numbers every event; `arrived`, `admitted`, `released` are such

@@ -17,14 +17,16 @@ from typing import Any, NamedTuple
 
 class Hold(NamedTuple):
     """A hold of pool units by a session: the scope (an index in the
-    program's scopes), the pool, the units owned, the units in use, and the
-    event number of its admission."""
+    program's scopes), the pool, the units owned, the units in use, the
+    event number of its admission, and the units of its own copies of
+    shared blocks (`copies keep`; part of `own`)."""
 
     scope: int
     pool: int
     own: int
     use: int
     admitted: int
+    copies: int = 0
 
 
 class Session(NamedTuple):
@@ -88,3 +90,15 @@ def pool_of(p) -> Pool:
     """A pool given as any tuple in the layout, as a Pool (its cache as
     CacheEntries)."""
     return Pool(p[0], tuple(CacheEntry._make(c) for c in p[1]), tuple(p[2]))
+
+
+def prefix_owner(program, owner: int) -> str | None:
+    """The words for a cache entry's owner when it is a shared prefix's
+    (`prefix SYS`, or `copies of prefix SYS`: released copies under `copies
+    keep`); None for a session's entry (owners as the kernel writes them)."""
+    from serq.semantics.kernel.abi import COPY_OWNER, SEG_OWNER
+    if owner > SEG_OWNER:
+        return None
+    if owner <= COPY_OWNER:
+        return f"copies of prefix {program.prefixes[COPY_OWNER - owner].name}"
+    return f"prefix {program.prefixes[SEG_OWNER - owner].name}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from serq.durations import ITERATION, cell_text, cell_unit, span_text, time_unit
 from serq.semantics.events import first_token
+from serq.semantics.state import prefix_owner
 from serq.words import stuck_text
 
 import json
@@ -367,8 +368,8 @@ def describe_event(e, m, state) -> str | None:
     if k == "hit":
         return f"{lab(e.sid)} hits {e.units} cached units of {pool(e.pool)}"
     if k == "evict":
-        if e.owner < 0:  # a shared prefix's entry: owner -3 - its index
-            return f"evict {e.units} units of {pool(e.pool)} cached for prefix {m.program.prefixes[-3 - e.owner].name}"
+        if e.owner < 0:  # a shared prefix's entry
+            return f"evict {e.units} units of {pool(e.pool)} cached for {prefix_owner(m.program, e.owner)}"
         return f"evict {e.units} units of {pool(e.pool)} cached for {lab(e.owner)}"
     if k == "release":
         return f"{lab(e.sid)} releases {e.units} units of {pool(e.pool)} ({e.kept} kept)"

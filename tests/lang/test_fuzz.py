@@ -33,7 +33,7 @@ TOKENS = ["pool", "stage", "session", "workload", "check", "const", "hold", "kee
           "draw", "choose", "in", "by", "turn", "think", "prefill", "decode", "on", "growing",
           "progress", "spawn", "join", "drop", "end", "assert", "hidden", "full", "x", "every",
           "poisson", "seed", "trace", "cap", "block", "via", "queue", "preempt", "evict", "requeue",
-          "hol", "lifo", "fifo", "none", "lru", "desc", "front", "back", "skip", "budget", "serve",
+          "hol", "lifo", "fifo", "none", "lru", "desc", "front", "back", "skip", "copies", "free", "budget", "serve",
           "chunk", "cost", "invariant", "completes", "deadlock", "not", "and", "or", "true", "false",
           "kv", "gpu", "chat", "o", "g", "min", "cached", "floor", "budget_left", "ntok", "now",
           "arrived", "admitted", "released", "0", "1", "4", "2.5", "14ms", "3s", '"f.csv"',
@@ -249,7 +249,7 @@ def programs(draw):
     fresh = Fresh()
     parts = ["const K = " + draw(st.sampled_from(["4", "2 * 3", "(1 + 1) * 2", "8 / 2 * 1"])) + ";"]
     kv_opts = draw(st.permutations(["cap 16;", "block K;", "admit via gpu;", "preempt lifo;", "evict lru;",
-                                    "queue (desc a, arrived);", "requeue back;", "hol skip;"]))
+                                    "queue (desc a, arrived);", "requeue back;", "hol skip;", "copies keep;"]))
     kv_opts = kv_opts[: draw(st.integers(0, len(kv_opts)))]
     parts.append("pool kv { " + " ".join(kv_opts) + " }")
     parts.append("pool seqs { cap 4; " + draw(st.sampled_from(["", "admit via gpu;", "preempt none;"])) + " }")

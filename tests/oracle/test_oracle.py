@@ -15,7 +15,7 @@ from serq.lang.fmt import format_path
 from serq.lang.load import load_text
 from serq.oracle import venv as oracle_venv
 from serq.oracle.compare import agree
-from serq.oracle.convert import NEEDS_SHARED_PREFIX, NEEDS_WATERMARK, convert
+from serq.oracle.convert import NEEDS_SHARED_PREFIX, convert
 from serq.oracle.driver import ScenarioError, check_scenario, prompt_ids
 
 DIR = Path(__file__).resolve().parents[1] / "vllm"
@@ -44,6 +44,15 @@ def test_follow_up_prompt_is_the_conversation_so_far():
     ({"requests": [{"id": "r0", "arrival_step": 0, "max_tokens": 3}]}, "exactly one of 'prompt' or 'prompt_len'"),
     ({"requests": [{"id": "r0", "follows": "x", "prompt_len": 2, "max_tokens": 3}]}, "not a request listed before"),
     ({"requests": [{"id": "r0", "arrival_step": 0, "prompt_len": 2, "max_tokens": 0}]}, "'max_tokens' must be"),
+    ({"max_num_scheduled_tokens": 17}, "'max_num_scheduled_tokens' (17) must be at most max_num_batched_tokens (16)"),
+    ({"max_num_scheduled_tokens": 0}, "'max_num_scheduled_tokens' must be an integer >= 1"),
+    ({"enable_chunked_prefill": 0}, "'enable_chunked_prefill' must be true or false"),
+    ({"enable_chunked_prefill": False}, "vLLM requires max_num_batched_tokens >= max_model_len (got 16 < 8192)"),
+    ({"requests": [{"id": "r0", "arrival_step": 0, "prompt_len": 2, "max_tokens": 1, "cache_salt": ""}]},
+     "'cache_salt' must be a non-empty string"),
+    ({"requests": [{"id": "a", "arrival_step": 0, "prompt_len": 2, "max_tokens": 1, "cache_salt": "s"},
+                   {"id": "b", "follows": "a", "prompt_len": 2, "max_tokens": 1, "cache_salt": "s"}]},
+     "a follow-up uses its conversation's 'cache_salt'"),
 ])
 def test_bad_scenarios_say_what_is_wrong(bad, msg):
     with pytest.raises(ScenarioError, match=msg.replace("(", r"\(").replace(")", r"\)")):
@@ -89,6 +98,44 @@ def test_blocks_shared_past_the_prompts_are_reported_as_not_exact():
     assert convert(s).needs == []
 
 
+def test_blocks_shared_past_the_prompts_that_no_request_can_hit_are_exact():
+    # 05 with 3 output tokens: a and b both compute [9, 10, 7, 7], but a hit
+    # leaves the last token to compute: of prompt + 3 - 1 = 12 tokens at most
+    # 8 are hit, so that block is computed, never hit
+    p10 = list(range(1, 11))
+    s = sc(requests=[{"id": "a", "arrival_step": 0, "prompt": p10, "max_tokens": 3},
+                     {"id": "b", "arrival_step": 5, "prompt": p10, "max_tokens": 3}])
+    assert convert(s).needs == []
+    s["requests"][1]["max_tokens"] = 4  # b, resumed with 3 outputs, recomputes 13 tokens and may hit 12
+    assert convert(s).needs == [NEEDS_SHARED_PREFIX]
+
+
+def test_cache_salt_scheduled_tokens_and_chunked_prefill_off_are_written_in_the_language():
+    p = [1, 2, 3, 4, 5, 6, 7, 8]
+    s = sc(requests=[{"id": "a", "arrival_step": 0, "prompt": p + [9], "max_tokens": 2, "cache_salt": "x"},
+                     {"id": "b", "arrival_step": 2, "prompt": p + [9], "max_tokens": 2, "cache_salt": "y"},
+                     {"id": "c", "arrival_step": 2, "prompt": p + [9], "max_tokens": 2, "cache_salt": "x"},
+                     {"id": "d", "arrival_step": 2, "prompt": p + [9], "max_tokens": 2},
+                     {"id": "e", "arrival_step": 2, "prompt": p, "max_tokens": 2}])
+    conv = convert(s)
+    # a and c share a prefix under salt x; d and e under none; b alone (salt y) shares nothing
+    assert conv.needs == [] and "prefix P1 = 8;\nprefix P2 = 8;\nconst BS" in conv.text
+    assert [conv.labels[r] for r in "abcde"] == ["req_p2#1", "req#2", "req_p2#3", "req_p1#4", "req_p1#5"]
+    assert "stage gpu { budget 8; serve (admitted); }" in convert(sc(max_num_scheduled_tokens=8)).text
+    off = convert(sc(enable_chunked_prefill=False, max_num_batched_tokens=16, max_model_len=16)).text
+    assert "admit if n + g - c <= budget_left {" in off
+    off = convert(sc(enable_chunked_prefill=False, max_model_len=16, long_prefill_token_threshold=4)).text
+    assert "admit if min(n + g - c, if holders(seqs) + waiting(seqs) > 1 then 4 else 16) <= budget_left {" in off
+
+
+def test_copies_keep_is_written_where_blocks_are_shared():
+    shared = sc(requests=[{"id": "a", "arrival_step": 0, "prompt": [1, 2, 3, 4, 5], "max_tokens": 2},
+                          {"id": "b", "arrival_step": 0, "prompt": [1, 2, 3, 4, 6], "max_tokens": 2}])
+    assert "evict lru; copies keep; }" in convert(shared).text
+    assert "copies" not in convert(sc()).text  # nothing shared: the option would change nothing (W510)
+    assert "copies" not in convert(dict(shared, enable_prefix_caching=False)).text
+
+
 def test_threshold_watermark_and_priority_are_written_in_the_language():
     text = convert(sc(long_prefill_token_threshold=4)).text
     assert "chunk if holders(seqs) + waiting(seqs) > 1 then 4 else 16;" in text
@@ -96,7 +143,15 @@ def test_threshold_watermark_and_priority_are_written_in_the_language():
     text = convert(sc(watermark=0.2)).text
     assert "const WM = 2;" in text and "need (n + g - c + (if holders(kv) > 0 then WM * BS else 0))" in text
     assert "WM" not in convert(sc(watermark=0.05)).text  # int(0.05 * 10) = 0 blocks
-    assert convert(sc(watermark=0.2, scheduler_reserve_full_isl=False)).needs == [NEEDS_WATERMARK]
+    # with the gate off, the first chunk's blocks and the watermark must fit
+    off = convert(sc(watermark=0.2, scheduler_reserve_full_isl=False))
+    assert off.needs == []
+    assert "need (min(n + g - c, budget_left) + (if holders(kv) > 0 then WM * BS else 0)) take 0" in off.text
+    off = convert(sc(watermark=0.2, scheduler_reserve_full_isl=False, long_prefill_token_threshold=4,
+                     enable_prefix_caching=False))
+    assert ("need (min(n + g, budget_left, if holders(seqs) + waiting(seqs) > 1 then 4 else 16) + "
+            "(if holders(kv) > 0 then WM * BS else 0)) take 0") in off.text
+    assert "need 0" in convert(sc(scheduler_reserve_full_isl=False)).text
     text = " ".join(convert(sc(policy="priority")).text.split())
     assert "queue (pri, arrived);" in text and "preempt (desc pri, desc arrived); requeue order;" in text
     assert "self_preempt continue;" in text

@@ -51,7 +51,7 @@ def _params():
 
 
 def test_enough_scenarios_with_traces():
-    assert len(NAMES) >= 40
+    assert len(NAMES) >= 80
     for name in NAMES:
         head, steps = read_trace((DIR / f"{name}.trace.jsonl").read_text())
         sc = _scenario(name)

@@ -33,8 +33,10 @@ RHDR = 12
 # session record
 (F_PROG, F_PC, F_RD, F_RT, F_PARENT, F_LIVE, F_ARR, F_ADM, F_LP0, F_LP1, F_STUCK, F_NH) = range(12)
 F_ATTR = 12
-HW = 5  # a hold: scope, pool, own, use, admitted
-HS_SCOPE, HS_POOL, HS_OWN, HS_USE, HS_ADM = range(5)
+HW = 6  # a hold: scope, pool, own, use, admitted, copies
+HS_SCOPE, HS_POOL, HS_OWN, HS_USE, HS_ADM, HS_COPY = range(6)
+# copies: the units of shared blocks the hold computed when the cache had them
+# already, kept as its own (`copies keep`); they are part of own
 # pool record: free, queue length, cache length, queue[CAP], cache[CAP][CW]
 P_FREE, P_QN, P_CN = range(3)
 P_Q = 3
@@ -78,8 +80,8 @@ SCW_BASE = 4  # scope row: parent reentry exit acquire, then (mode, expr, prefix
 SC_PARENT, SC_REENTRY, SC_EXIT, SC_ACQUIRE = range(4)
 SCP = 3  # scope row entries per pool
 SCK_MODE, SCK_EXPR, SCK_PREFIX = range(3)
-POOL_W = 9  # cap block via queue victim evict requeue hol name
-PL_CAP, PL_BLOCK, PL_VIA, PL_QUEUE, PL_VICTIM, PL_EVICT, PL_REQUEUE, PL_HOL, PL_NAME = range(9)
+POOL_W = 10  # cap block via queue victim evict requeue hol name copies(1: keep)
+PL_CAP, PL_BLOCK, PL_VIA, PL_QUEUE, PL_VICTIM, PL_EVICT, PL_REQUEUE, PL_HOL, PL_NAME, PL_COPIES = range(10)
 STAGE_W = 8  # budget chunk serve nvia via cost self_preempt(1: continue) reads_pools
 SG_BUDGET, SG_CHUNK, SG_SERVE, SG_NVIA, SG_VIA, SG_COST, SG_CONTINUE, SG_READS_POOLS = range(8)
 # an order record: nkeys, tie event, tie desc, implicit, real; then per key (OR_KEYS on): desc, then
@@ -118,6 +120,7 @@ CX_BUDGET, CX_NTOK, CX_NDEC, CX_NREQ, CX_KVB, CX_AGE, CX_SIZE, CX_LAST, CX_NOW, 
 POOL_FNS = ("cached", "allocated", "free", "waiting", "holders", "evictable")
 PF_CACHED, PF_ALLOC, PF_FREE, PF_WAITING, PF_HOLDERS, PF_EVICT = range(6)
 SEG_OWNER = -3  # a cache entry of shared prefix q has owner SEG_OWNER - q (-2: "no entry" in free_block)
+COPY_OWNER = -(1 << 40)  # released copies of prefix q's blocks (`copies keep`): owner COPY_OWNER - q
 
 # order record: nkeys, tie event, tie desc, implicit, real; then per key: desc, code per program, global
 TIE_ARRIVED, TIE_ADMITTED, TIE_RELEASED = range(3)

@@ -21,7 +21,7 @@ from serq.semantics.kernel.abi import (
     PROG_W, P_CN, P_FREE, P_Q, P_QN, RHDR, R_EVON, R_FA0, R_FA1, R_FA2, R_FAULT, R_HALT, R_NSESS, R_SEQ, R_ULOG,
     SCP, SCW_BASE, SEG_OWNER, SW, S_ARITY, S_EV, S_EVN, S_FBITS, S_NSCRIPT, S_PSNAP, S_PSNAPON, S_QKIND, S_QN,
     S_QPOS, S_SCRIPT, S_SEGCUR, S_STOPNEW, S_ULOG, S_ULOGN, INT_MAX, INT_MIN, OV_LEVEL,
-    FT_UNITS_OVERFLOW,
+    FT_UNITS_OVERFLOW, COPY_OWNER, HS_COPY,
 )
 
 
@@ -279,7 +279,9 @@ def hold_of(K, w, sid, p):
 # parent (0 for none). They live in one cache entry whose owner is
 # SEG_OWNER - q and whose units are a prefix of [a, b) (eviction takes the
 # tail). A hold naming prefix q uses the shared units [0, ref) with ref =
-# min(floor(use / block) * block, b): those are pinned (never evicted).
+# min(floor(use / block) * block, b), less its own copies (`copies keep`):
+# those are pinned (never evicted). Released copies of q's blocks live in an
+# entry of owner COPY_OWNER - q, which no hit reads.
 
 
 @njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
@@ -359,7 +361,8 @@ def hold_ref(K, w, sid, h):
     if q < 0:
         return 0
     bs = K[pool_row(K, w[h + HS_POOL]) + PL_BLOCK]
-    return min((w[h + HS_USE] // bs) * bs, seg_end(K, q, bs))
+    # less its own copies (`copies keep`), taken as the last shared blocks it computed
+    return min((w[h + HS_USE] // bs) * bs, seg_end(K, q, bs)) - w[h + HS_COPY]
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -388,9 +391,36 @@ def pinned(K, w, p, x, skip):
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def entry_evictable(K, w, p, e):
     ow = w[e + CE_OWNER]
-    if ow > SEG_OWNER:
+    if ow > SEG_OWNER or ow <= COPY_OWNER:  # a session's entry, or released copies: no hold uses them
         return w[e + CE_UNITS]
     return max(w[e + CE_UNITS] - pinned(K, w, p, SEG_OWNER - ow, -1), 0)
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def copy_for(K, w, p, x):
+    """Another copy of a block of prefix x in p (`copies keep`): the index
+    of the entry of released copies, else -2 - the offset of a hold whose
+    own copies include some of x's blocks, else -1."""
+    c = cbase(K, p)
+    for k in range(w[pbase(K, p) + P_CN]):
+        if w[c + CW * k + CE_OWNER] == COPY_OWNER - x:
+            return k
+    bs = K[pool_row(K, p) + PL_BLOCK]
+    a = seg_start(K, x, bs)
+    b = seg_end(K, x, bs)
+    for s in range(w[R_NSESS]):
+        hb = hbase(K, s)
+        for j in range(w[sbase(K, s) + F_NH]):
+            h = hb + HW * j
+            if w[h + HS_POOL] != p or w[h + HS_COPY] == 0:
+                continue
+            q = hold_seg(K, w, s, h)
+            if q < 0 or not seg_within(K, x, q):
+                continue
+            ref = hold_ref(K, w, s, h)
+            if min(ref + w[h + HS_COPY], b) - max(ref, a) > 0:
+                return -2 - h
+    return -1
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)

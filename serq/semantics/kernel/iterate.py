@@ -10,7 +10,7 @@ from serq.semantics.kernel.abi import (
     R_ULOG,
     A_ARRIVE, A_ITERATE, BIG, CX_BUDGET, CX_KVB, CX_NDEC, CX_NOW, CX_NREQ, EV_ARRIVE, EV_ITERATE,
     EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ARR, F_ATTR, F_LP0, F_LP1, F_PC, F_PROG,
-    F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_OWN, HS_SCOPE, HS_USE,
+    F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_COPY, HS_OWN, HS_SCOPE, HS_USE,
     K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS, S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN,
     S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON, H_NSEG,
     FT_UNITS_OVERFLOW, OV_KVB, OV_PROGRESS, OV_ROUND, OV_USE,
@@ -95,7 +95,9 @@ def served_pop(K, w, sid):
 def grow(K, w, sid, p, units, may_preempt):
     """Make the session's hold on p own `units`: 0 ok, 1 wait (it may not
     preempt, or nothing is left to preempt), 2 it was preempted itself;
-    +4 when it preempted someone."""
+    +4 when it preempted someone. All or nothing, as vLLM's allocate_slots:
+    while free + evictable cannot give every block it needs, it takes none
+    and evicts none, and preempts a victim (when it may) before trying again."""
     h = hold_of(K, w, sid, p)
     pr = pool_row(K, p)
     bs = K[pr + PL_BLOCK]
@@ -103,31 +105,34 @@ def grow(K, w, sid, p, units, may_preempt):
     vo = K[pr + PL_VICTIM]
     b = pbase(K, p)
     pre = 0
-    if cap >= 0 and (vo < 0 or not may_preempt):
-        # all or nothing, as vLLM's allocate_slots: a grower that cannot get
-        # every block it needs from free + evictable takes none
-        short = units - w[h + HS_OWN]
-        if short > 0 and ceil_over(short, bs):
-            fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
-            return pre
-        short = -(-short // bs) * bs
-        if short > 0 and w[b + P_FREE] + evictable_sum(K, w, p) < short:
-            return 1
-    while w[h + HS_OWN] < units:
+    # an eviction may hand one of this hold's own copies to the cache (`copies
+    # keep`): it then owns a block less and uses the cache's in place, so
+    # what it owns is counted with the copies it has handed over
+    cp0 = w[h + HS_COPY]
+    fits = False
+    while w[h + HS_OWN] + cp0 - w[h + HS_COPY] < units:
         if cap < 0:
             if ceil_over(units, bs):
                 fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
                 return pre
             put(K, w, h + HS_OWN, -(-units // bs) * bs)
             break
-        if w[b + P_FREE] >= bs:
-            add(K, w, b + P_FREE, -bs)
-            add(K, w, h + HS_OWN, bs)
-            continue
-        if free_block(K, w, p, -2):
-            continue
-        if halted(K, w):
-            return pre
+        if not fits:
+            short = units - w[h + HS_OWN]
+            if ceil_over(short, bs):
+                fault(K, w, FT_UNITS_OVERFLOW, sid, OV_ROUND, p)
+                return pre
+            fits = w[b + P_FREE] + evictable_sum(K, w, p) >= -(-short // bs) * bs
+        if fits:
+            if w[b + P_FREE] >= bs:
+                add(K, w, b + P_FREE, -bs)
+                add(K, w, h + HS_OWN, bs)
+                continue
+            if free_block(K, w, p, -2):
+                continue
+            if halted(K, w):
+                return pre
+            return 1 + pre  # not reached: what was evictable is
         if vo < 0 or not may_preempt:
             return 1 + pre
         victim = pick_victim(K, w, p, vo)

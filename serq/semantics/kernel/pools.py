@@ -15,15 +15,16 @@ from serq.semantics.kernel.abi import (
     EV_DROP, EV_EVICT, EV_QUEUED, EV_RELEASE, F_ADM, F_ATTR, F_ARR, F_NH, F_PROG, H_KW, H_NPROG, H_TIESALL,
     HS_ADM, HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, P_CN, P_FREE, P_Q, P_QN, R_NSESS, REQ_BACK,
     REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER, H_NSEG,
-    FT_UNITS_OVERFLOW, OV_CACHE,
+    FT_UNITS_OVERFLOW, OV_CACHE, COPY_OWNER, HS_COPY,
 )
 from serq.semantics.kernel.abi import (  # the tables' field offsets
     OK_CODE, OK_DESC, OK_REAL, OR_KEYS, OR_NKEYS, OR_REAL, OR_TIE, OR_TIE_DESC, PL_BLOCK, PL_CAP,
-    PL_EVICT, PL_QUEUE, SCK_EXPR, SCK_MODE,
+    PL_COPIES, PL_EVICT, PL_QUEUE, SCK_EXPR, SCK_MODE,
 )
 from serq.semantics.kernel.core import (
     add_over, fault, add, ask, b2f, cbase, entry_evictable, event, f2b, halted, hbase, hold_of, hold_ref, hold_seg,
     next_seq, pbase, pinned, pool_row, put, sbase, scope_row, seg_end, seg_entry, seg_parent, seg_start, to_int,
+    copy_for,
 )
 from serq.semantics.kernel.evaluate import ev, ev_s
 
@@ -118,7 +119,8 @@ def seg_touch(K, w, p, q):
 def publish(K, w, sid, h, upto):
     """The hold's use is growing to `upto`: each shared block it completes
     leaves the hold for the cache, or, if the cache has it already, the
-    hold's copy is freed and it uses the cache's."""
+    hold's copy is freed and it uses the cache's (`copies free`) or it
+    keeps its copy as its own (`copies keep`)."""
     q = hold_seg(K, w, sid, h)
     if q < 0:
         return
@@ -135,14 +137,19 @@ def publish(K, w, sid, h, upto):
             x = seg_parent(K, x)
         a = seg_start(K, x, bs)
         e = seg_entry(K, w, p, x)
-        add(K, w, h + HS_OWN, -bs)
         if e >= 0 and a + w[e + CE_UNITS] > pos:
-            if K[pr + PL_CAP] >= 0:
-                add(K, w, pbase(K, p) + P_FREE, bs)
-        elif e >= 0:
-            add(K, w, e + CE_UNITS, bs)
+            if K[pr + PL_COPIES]:
+                add(K, w, h + HS_COPY, bs)
+            else:
+                add(K, w, h + HS_OWN, -bs)
+                if K[pr + PL_CAP] >= 0:
+                    add(K, w, pbase(K, p) + P_FREE, bs)
         else:
-            cache_put(K, w, SEG_OWNER - x, p, bs)
+            add(K, w, h + HS_OWN, -bs)
+            if e >= 0:
+                add(K, w, e + CE_UNITS, bs)
+            else:
+                cache_put(K, w, SEG_OWNER - x, p, bs)
         pos += bs
 
 
@@ -353,9 +360,29 @@ def free_block(K, w, p, protect):
             if halted(K, w):
                 return False
     e = c + CW * best
+    ow = w[e + CE_OWNER]
+    if COPY_OWNER < ow <= SEG_OWNER and K[pr + PL_COPIES]:
+        # the first copy of a prefix block goes; another copy of it, if any,
+        # is the one a hit finds from now (the map's next copy in vLLM)
+        k = copy_for(K, w, p, SEG_OWNER - ow)
+        if k >= 0:
+            ce = c + CW * k
+            if w[ce + CE_UNITS] <= bs:
+                # the last released copy takes the first's place: the prefix's
+                # blocks are those copies now, released when they were
+                put(K, w, e + CE_REL, max(w[e + CE_REL], w[ce + CE_REL]))
+                put(K, w, e + CE_TICK, max(w[e + CE_TICK], w[ce + CE_TICK]))
+            best = k
+            e = ce
+        elif k < -1:  # a hold's own copy: it becomes the cache's, and the hold uses it in place
+            add(K, w, -k - 2 + HS_OWN, -bs)
+            add(K, w, -k - 2 + HS_COPY, -bs)
+            add(K, w, b + P_FREE, bs)
+            event(K, w, EV_EVICT, (p, ow, bs))
+            return True
     add(K, w, e + CE_UNITS, -bs)
     add(K, w, b + P_FREE, bs)
-    event(K, w, EV_EVICT, (p, w[e + CE_OWNER], bs))
+    event(K, w, EV_EVICT, (p, ow, bs))
     if w[e + CE_UNITS] <= 0:
         cache_remove(K, w, p, best)
     return True
@@ -374,6 +401,7 @@ def hold_append(K, w, sid, scope, p, own, use, adm):
     put(K, w, h + HS_OWN, own)
     put(K, w, h + HS_USE, use)
     put(K, w, h + HS_ADM, adm)
+    put(K, w, h + HS_COPY, 0)
     put(K, w, sb + F_NH, nh + 1)
     return h
 
@@ -399,19 +427,29 @@ def release_one(K, w, sid, scope):
         bs = K[pr + PL_BLOCK]
         kept = 0
         ref = hold_ref(K, w, sid, h) if K[H_NSEG] else 0  # shared units: the cache's already
+        cp = w[h + HS_COPY]  # the hold's own copies of shared blocks: cached below
+        full = ref + cp
         mode = K[sr + SCW_BASE + SCP * p + SCK_MODE]
         if mode == 1:
-            kept = (min(use - ref, own) // bs) * bs
+            kept = (min(use - full, own - cp) // bs) * bs
         elif mode >= 2:
             code = K[sr + SCW_BASE + SCP * p + SCK_EXPR]
             v = to_int(K, w, ev_s(K, code, w, sid), mode == 3, 0, code)
             if halted(K, w):
                 return
-            kept = 0 if v <= ref else (min(v - ref, own) // bs) * bs  # v - ref only when it cannot overflow
+            kept = 0 if v <= full else (min(v - full, own - cp) // bs) * bs  # v - full only when it cannot overflow
         if kept:
             cache_put(K, w, sid, p, kept)
         if K[pr + PL_CAP] >= 0:
-            add(K, w, pbase(K, p) + P_FREE, own - kept)
+            add(K, w, pbase(K, p) + P_FREE, own - cp - kept)
+        # its copies stay cached (they are the units [ref, full)), the longest prefix's first
+        x = hold_seg(K, w, sid, h) if cp > 0 else -1
+        while x >= 0:
+            a = seg_start(K, x, bs)
+            mine = min(full, seg_end(K, x, bs)) - max(ref, a)
+            if mine > 0:
+                cache_put(K, w, COPY_OWNER - x, p, mine)
+            x = seg_parent(K, x)
         # shared blocks only this hold used become evictable now, the
         # longest prefix's first (a request's tail blocks are evicted first)
         x = hold_seg(K, w, sid, h) if ref > 0 else -1
@@ -421,7 +459,7 @@ def release_one(K, w, sid, scope):
             if mine > pinned(K, w, p, x, h):
                 seg_touch(K, w, p, x)
             x = seg_parent(K, x)
-        event(K, w, EV_RELEASE, (sid, p, own, kept))
+        event(K, w, EV_RELEASE, (sid, p, own, kept + cp))
         j += 1
     # drop the scope's holds, keeping the others in order
     n = w[sb + F_NH]
