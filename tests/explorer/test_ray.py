@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,11 +56,16 @@ def test_unreachable_cluster_is_an_input_error(capsys):
     assert "E022" in err and "nothing answers at 127.0.0.1:1" in err
 
 
+def _example(out: str) -> str:
+    return re.sub(r"a session can be stuck \((chat|agent|sub)[^ ]* ", "a session can be stuck (S ", out)
+
+
 @pytest.mark.parametrize("inst", INSTANCES, ids=lambda p: p.stem)
 def test_ray_prints_the_golden_output(cluster, inst, capsys):
     code = main(["explore", str(inst), "--no-timing", "-q", "--ray", cluster, "--partitions", "2"])
     out = capsys.readouterr().out
-    assert out == (GOLDEN / f"{inst.stem}.txt").read_text()
+    # the stuck note's example is the first its partition met (docs/explorer.md): the rest is byte for byte
+    assert _example(out) == _example((GOLDEN / f"{inst.stem}.txt").read_text())
     assert code == main(["explore", str(inst), "--no-timing", "-q"])
 
 

@@ -122,10 +122,10 @@ def test_when_the_first_copy_is_evicted_the_other_copy_is_hit():
 
     def tr(tick, what, events, m, state):
         for e in events:
-            if e[0] == "hit":
-                hits[m.session_label(state, e[1])] = e[3]
-            if e[0] == "evict":
-                evicted.append(e[2])
+            if e.kind == "hit":
+                hits[m.session_label(state, e.sid)] = e.units
+            if e.kind == "evict":
+                evicted.append(e.owner)
 
     simulate(load_text(PRESSURE, "t.sq").program, trace=tr)
     assert hits == {"chat#4": 4}

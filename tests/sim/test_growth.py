@@ -38,7 +38,7 @@ def test_a_grower_that_cannot_get_every_block_preempts_before_it_evicts():
 
     def tr(tick, what, events, m, state):
         if what.startswith("iterate"):
-            kinds = [e[0] for e in events if e[0] in ("evict", "preempt")]
+            kinds = [e.kind for e in events if e.kind in ("evict", "preempt")]
             cache = tuple((m.session_label(state, e.owner), e.units) for e in state.pools[0].cache)
             steps.append((tick // 1_000_000, kinds, state.pools[0].free, cache))
 
