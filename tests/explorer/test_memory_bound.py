@@ -16,6 +16,15 @@ from tests.fixtures import FOREVER
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _warm(*args):
+    """Run a command once without a limit on its address space, so that the
+    compiled kernel is in numba's cache before a child under `ulimit -v`
+    loads it: compiling it (once per install, on a clean machine) needs
+    more memory than the limits below leave, and LLVM aborts the process
+    when an allocation fails (SIGABRT, not a MemoryError)."""
+    subprocess.run([sys.executable, "-m", "serq", *args], cwd=ROOT, capture_output=True, timeout=900)
+
+
 def test_parse_size():
     assert parse_size("512M") == 512 << 20
     assert parse_size("1.5G") == 3 << 29
@@ -54,6 +63,7 @@ def test_memory_error_under_ulimit_is_a_clean_stop(tmp_path):
     def low():  # the address space of the child only: enough to load, not to explore for ever
         resource.setrlimit(resource.RLIMIT_AS, (600 << 20, 600 << 20))
 
+    _warm("explore", str(inst), "--strategy", "dfs", "--max-states", "100", "--no-timing")
     r = subprocess.run([sys.executable, "-m", "serq", "explore", str(inst), "--strategy", "dfs", "--memory", "100G",
                         "--no-timing"], cwd=ROOT, capture_output=True, text=True, preexec_fn=low, timeout=600)
     assert r.returncode == 13, r.stderr
@@ -129,6 +139,7 @@ def test_run_under_ulimit_is_a_clean_stop(tmp_path):
     def low():  # enough to load and start, not for the sessions the run spawns
         resource.setrlimit(resource.RLIMIT_AS, (700 << 20, 700 << 20))
 
+    _warm("run", str(inst), "--time-limit", "0.5", "--no-progress")
     r = subprocess.run([sys.executable, "-m", "serq", "run", str(inst), "--memory", "100G", "--no-progress"],
                        cwd=ROOT, capture_output=True, text=True, preexec_fn=low, timeout=600)
     assert r.returncode == 13, r.stderr
