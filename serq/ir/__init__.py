@@ -149,6 +149,10 @@ class Pool(Node):
     # the hold's copy (one copy per block), `keep` keeps it as the hold's own
     # until released, then cached beside the first (vLLM)
     copies: Literal["free", "keep"] = "free"
+    # when a block enters the cache: when the tokens that fill it are computed,
+    # or when an iteration schedules them (vLLM's allocate_slots): a victim
+    # served earlier in its iteration then leaves those blocks cached
+    cache: Literal["computed", "scheduled"] = "computed"
     at: Pos = None
 
 

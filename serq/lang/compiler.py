@@ -240,6 +240,8 @@ class Compiler:
                 f["hol"] = str(a)
             elif opt.data == "pool_copies":
                 f["copies"] = str(a)
+            elif opt.data == "pool_cache":
+                f["cache"] = str(a)
         if f.get("cap") is None:
             f.pop("cap", None)
         return ir.Pool(**f)

@@ -208,6 +208,8 @@ class Printer:
             return f"hol {a};"
         if o.data == "pool_copies":
             return f"copies {a};"
+        if o.data == "pool_cache":
+            return f"cache {a};"
         raise AssertionError(o.data)
 
     def stage_decl(self, t: Tree) -> None:

@@ -10,6 +10,9 @@ numbers would not mean what they seem (docs/language.md, Diagnostics).
   it never holds a unit of that pool.
 - W510: `copies keep` on a pool no hold names a prefix on: no block of it
   is shared, so there is no copy to keep.
+- W511: `cache scheduled` on a pool that no hold keeps whole blocks of
+  (`keep (P full)`), or whose holds are never preempted (`preempt none`):
+  no victim's given-back tokens can fill a block that stays cached.
 """
 
 from __future__ import annotations
@@ -41,8 +44,19 @@ def lint(prog: ir.Program, sink, simulate: bool) -> None:
             sink.warn(pool.at, "W510", f"pool `{pool.name}`: `copies keep` has no effect: no hold names a prefix on "
                                        f"`{pool.name}`, so none of its blocks is shared",
                       f"name a prefix in the holds that share blocks (`{pool.name} prefix P`), or remove the option")
+        if pool.cache == "scheduled":
+            _cache_scheduled(prog, pool, sink)
     for sp in prog.sessions:
         _never_held(sp, sink)
+
+
+def _cache_scheduled(prog: ir.Program, pool: ir.Pool, sink) -> None:
+    kept = any(k.pool == pool.name and k.full for sp in prog.sessions for sc in sp.scopes for k in sc.keep)
+    why = ("its holds are never preempted (`preempt none`)" if pool.victim is None else
+           None if kept else f"no hold keeps its whole blocks (`keep ({pool.name} full)`)")
+    if why:
+        sink.warn(pool.at, "W511", f"pool `{pool.name}`: `cache scheduled` has no effect: {why}",
+                  "it caches the blocks a preempted victim's given-back tokens fill; remove the option")
 
 
 def _costs(prog: ir.Program, sink) -> None:

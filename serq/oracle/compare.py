@@ -3,7 +3,7 @@
 `agree(sc, trace_lines, coalesce=...)` converts the scenario, runs serq on it
 with a schedule, and compares every step: the tokens per request in serve
 order, admissions (in order), preemptions (in order), prefix hits of the
-admitted requests, finished requests, and free and cached blocks. One serq
+admitted requests, finished requests, and free and cached blocks (all required). One serq
 tick is one vLLM step (each iteration costs 1 tick, arrivals are at their
 step's tick), so a vLLM step is compared with serq's iteration at the same
 tick. vLLM steps that do nothing (idle, or a `schedule()` with no token, no
@@ -19,13 +19,7 @@ from dataclasses import dataclass
 from serq.oracle.convert import convert
 from serq.oracle.driver import TRACE_FORMAT, TRACE_VERSION  # what the driver writes
 
-FIELDS = ("served", "admitted", "preempted", "hits", "finished", "free_blocks")
-# compared and reported, not required: which free blocks still hold a cached
-# prefix. serq's growth takes blocks token by token and may evict cached
-# blocks for a chunk whose growth then fails (a self-preemption); vLLM's
-# allocation of a chunk is all or nothing and evicts nothing when it fails.
-# The schedule is the same; the split of the free blocks can differ.
-SPLIT = "cached_blocks"
+FIELDS = ("served", "admitted", "preempted", "hits", "finished", "free_blocks", "cached_blocks")
 
 
 @dataclass
@@ -34,7 +28,6 @@ class Agreement:
     agree: int  # of them, steps on which serq agrees in every field (up to the first difference)
     first: str | None  # the first differing step, side by side; None when every step agrees
     needs: list[str]  # behaviours the language cannot say yet (converter)
-    split: int | None = None  # the first step whose cached/free split of the free blocks differs
 
     @property
     def ok(self) -> bool:
@@ -152,7 +145,7 @@ def _active(rec: dict) -> bool:
 def side_by_side(step: int, v: dict | None, s: dict | None, field: str | None) -> str:
     lines = [f"first difference at step {step}" + (f" ({field})" if field else "") + ":",
              f"  {'':14} {'vLLM':40} serq"]
-    for f in FIELDS + (SPLIT,):
+    for f in FIELDS:
         a = "-" if v is None else json.dumps(v[f])
         b = "(no iteration)" if s is None else json.dumps(s[f])
         mark = "≠" if (v is None or s is None or v[f] != s[f]) else " "
@@ -187,7 +180,6 @@ def agree(sc: dict, trace_text: str, *, coalesce: bool = True, name: str = "scen
         by_tick[r["tick"]] = r
     compared = 0
     agreed = 0
-    split = None
     seen = set()
     for rec in steps:
         if not _active(rec):
@@ -199,13 +191,11 @@ def agree(sc: dict, trace_text: str, *, coalesce: bool = True, name: str = "scen
         s = _serq_view(by_tick.get(t), bs)
         diff = next((f for f in FIELDS if s is None or v[f] != s[f]), None)
         if diff is not None or s is None:
-            return Agreement(compared, agreed, side_by_side(t, v, s, diff), conv.needs, split)
-        if split is None and v[SPLIT] != s[SPLIT]:
-            split = t
+            return Agreement(compared, agreed, side_by_side(t, v, s, diff), conv.needs)
         agreed += 1
     extra = sorted(t for t in by_tick if t not in seen)
     if extra:
         t = extra[0]
         return Agreement(compared, agreed, side_by_side(t, None, _serq_view(by_tick[t], bs), None)
-                         + f"\n  (vLLM did nothing at step {t}; serq's run stopped: {stopped})", conv.needs, split)
-    return Agreement(compared, agreed, None, conv.needs, split)
+                         + f"\n  (vLLM did nothing at step {t}; serq's run stopped: {stopped})", conv.needs)
+    return Agreement(compared, agreed, None, conv.needs)

@@ -134,6 +134,10 @@ def convert(sc: dict, name: str = "scenario") -> Converted:
     evict = " evict lru;" if apc else ""
     # vLLM keeps every copy of a block two requests compute (its map holds them all)
     copies = " copies keep;" if decls else ""
+    # vLLM caches a block when it allocates it for the tokens a step schedules; a
+    # priority victim scheduled earlier in its step (FCFS's victim, the last running
+    # request, never is) gives its tokens back and leaves those blocks cached
+    copies += " cache scheduled;" if priority and apc else ""
     # long_prefill_token_threshold caps a prefill while running + waiting > 1 (at the
     # iteration's start): a hold waits in its first pool's queue (seqs)
     chunk = f" chunk if holders(seqs) + waiting(seqs) > 1 then {threshold} else {budget};" \

@@ -39,7 +39,7 @@ from serq.semantics.kernel.abi import (
     S_CTXOK, S_DEPTH, S_EV, S_EVN, S_FBITS, S_KEYS, S_NOW, S_NSCRIPT, S_ORDER, S_PERM, S_PLAN,
     S_QKIND, S_QN,
     S_QPOS, S_QSTATE, S_QVALS, S_RES, S_SCRIPT, S_SERVED, S_SKIP, S_STACK, S_STOPNEW,
-    S_TMP, S_TRIAL, S_ULOG, S_ULOGN, S_VALS, S_SSUM, S_FRAMES, S_NFRAMES, FRAMES,
+    S_TMP, S_TRIAL, S_ULOG, S_ULOGN, S_VALS, S_SSUM, S_FRAMES, S_NFRAMES, S_GIVEN, FRAMES,
     H_NSEG, H_SEGT, S_PSNAP, S_PSNAPON, S_SEGCUR,
 )
 
@@ -279,7 +279,8 @@ class Lowered:
                               self.stage_ix[p.admit_via] if p.admit_via is not None else -1,
                               self._order(p.queue), self._order(p.victim), self._order(p.evict),
                               {"front": REQ_FRONT, "back": REQ_BACK, "order": REQ_ORDER}[p.requeue],
-                              0 if p.hol == "block" else 1, 0, 1 if p.copies == "keep" else 0])
+                              0 if p.hol == "block" else 1, 0, 1 if p.copies == "keep" else 0,
+                              1 if p.cache == "scheduled" else 0])
         stage_rows = []
         self.stage_code: list[dict[str, tuple[int, int]]] = []  # per stage: clause -> (code, real)
         for s in program.stages:
@@ -475,7 +476,7 @@ class Lowered:
                         (S_KEYS, (cap + 2) * KW), (S_TMP, (4 + HMAX + NP) * cap + 16), (S_TRIAL, NA), (S_PLAN, 2 * NP + 2),
                         (S_ADMITS, 1), (S_DEPTH, 1), (S_FBITS, 1), (S_NOW, 1), (S_SKIP, cap),
                         (S_PERM, 3 * cap + 4),
-                        (S_SSUM, 1), (S_FRAMES, 4 * FRAMES), (S_NFRAMES, 1),
+                        (S_SSUM, 1), (S_FRAMES, 4 * FRAMES), (S_NFRAMES, 1), (S_GIVEN, 2),
                         (S_PSNAP, len(POOL_FNS) * NP + 1), (S_PSNAPON, 1), (S_SEGCUR, NP + 1),
                         # last: room for the widest range domain, away from the hot scratch
                         (S_QVALS, MAX_DOMAIN), (S_VALS, 2 * MAX_DOMAIN + 64)):

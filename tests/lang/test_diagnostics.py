@@ -57,7 +57,7 @@ bad.sq:3:3: error[E001]: unexpected `turn`; expected `;` or `think`
         'pool kv { capacity 8; }\n',
         {},
         """\
-bad.sq:1:11: error[E001]: unexpected `capacity`; expected `admit`, `block`, `cap`, `copies`, `evict`, `hol`, `preempt`, `queue`, ...
+bad.sq:1:11: error[E001]: unexpected `capacity`; expected `admit`, `block`, `cache`, `cap`, `copies`, `evict`, `hol`, `preempt`, ...
   pool kv { capacity 8; }
             ^^^^^^^^
 1 error""",

@@ -17,7 +17,10 @@ into the compiled kernel, so a change here needs a fresh numba cache
  H_NSEG, H_SEGT,
  # pool levels at an iteration's start (POOL_FNS x pools), whether @step reads
  # them now, and the prefix of the hold being admitted per pool (-1: none)
- S_PSNAP, S_PSNAPON, S_SEGCUR) = range(62)
+ S_PSNAP, S_PSNAPON, S_SEGCUR,
+ # the tokens a victim served earlier in the iteration gives back, and the pool
+ # they grew (`cache scheduled`: its release caches the blocks they fill)
+ S_GIVEN) = range(63)
 HEADER = 64
 FRAMES = 2 * 200 + 64  # the advance driver's frames (spawn nesting is at most SPAWN_DEPTH)
 STACK = 64  # expression stack slots
@@ -80,8 +83,9 @@ SCW_BASE = 4  # scope row: parent reentry exit acquire, then (mode, expr, prefix
 SC_PARENT, SC_REENTRY, SC_EXIT, SC_ACQUIRE = range(4)
 SCP = 3  # scope row entries per pool
 SCK_MODE, SCK_EXPR, SCK_PREFIX = range(3)
-POOL_W = 10  # cap block via queue victim evict requeue hol name copies(1: keep)
-PL_CAP, PL_BLOCK, PL_VIA, PL_QUEUE, PL_VICTIM, PL_EVICT, PL_REQUEUE, PL_HOL, PL_NAME, PL_COPIES = range(10)
+POOL_W = 11  # cap block via queue victim evict requeue hol name copies(1: keep) cache(1: scheduled)
+PL_CAP, PL_BLOCK, PL_VIA, PL_QUEUE, PL_VICTIM, PL_EVICT, PL_REQUEUE, PL_HOL, PL_NAME, PL_COPIES, PL_CACHE = \
+    range(11)
 STAGE_W = 8  # budget chunk serve nvia via cost self_preempt(1: continue) reads_pools
 SG_BUDGET, SG_CHUNK, SG_SERVE, SG_NVIA, SG_VIA, SG_COST, SG_CONTINUE, SG_READS_POOLS = range(8)
 # an order record: nkeys, tie event, tie desc, implicit, real; then per key (OR_KEYS on): desc, then

@@ -12,11 +12,11 @@ from serq.semantics.kernel.abi import (
     EV_PREEMPT, EV_RUN_DONE, EV_SERVE, EV_STUCK, EV_TURN, F_ARR, F_ATTR, F_LP0, F_LP1, F_PC, F_PROG,
     F_RD, F_RT, F_STUCK, FT_CONSERV, H_EVPO, H_NEVP, H_NP, H_PROGT, H_STAGET, HS_COPY, HS_OWN, HS_SCOPE, HS_USE,
     K_ARRIVE, K_RUN, K_TURN, P_FREE, P_QN, PROG_W, R_NSESS, S_ADMITS, S_CTX, S_CTXOK, S_DEPTH, S_EVN,
-    S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON, H_NSEG,
+    S_GIVEN, S_ORDER, S_QPOS, S_RES, S_SERVED, S_SKIP, S_SSUM, S_STOPNEW, S_ULOGN, STAGE_W, S_PSNAPON, H_NSEG,
     FT_UNITS_OVERFLOW, OV_KVB, OV_PROGRESS, OV_ROUND, OV_USE,
 )
 from serq.semantics.kernel.abi import (  # the tables' field offsets
-    ACQ_GATE, PG_NPROGRESS, PG_PROGRESS, PL_BLOCK, PL_CAP, PL_HOL, PL_REQUEUE, PL_VICTIM, RUN_DECODE,
+    ACQ_GATE, PG_NPROGRESS, PG_PROGRESS, PL_BLOCK, PL_CACHE, PL_CAP, PL_HOL, PL_REQUEUE, PL_VICTIM, RUN_DECODE,
     RUN_GROWING, RUN_PROGRESS, RUN_STAGE, SC_REENTRY, SG_BUDGET, SG_CHUNK, SG_CONTINUE, SG_NVIA,
     SG_READS_POOLS, SG_SERVE, SG_VIA, ST_KIND, ST_NEXT,
 )
@@ -78,17 +78,22 @@ def preempt(K, w, victim, p, is_self):
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
 def served_pop(K, w, sid):
     """A victim served earlier in this iteration gives its tokens back (its
-    hold's use grew when it was served)."""
+    hold's use grew when it was served). Under `cache scheduled` its
+    release (next) still caches the blocks those tokens fill: S_GIVEN says
+    how many tokens and on which pool, until `grow` clears it."""
     n = w[K[S_SERVED] + sid]
     if n > 0:
         w[K[S_SSUM]] -= n
         w[K[S_SERVED] + sid] = 0
         sb = sbase(K, sid)
-        gp = K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + 5]
+        gp = K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + RUN_GROWING]
         if gp >= 0:
             h = hold_of(K, w, sid, gp)
             if h >= 0:
                 add(K, w, h + HS_USE, -n)
+                if K[pool_row(K, gp) + PL_CACHE]:
+                    w[K[S_GIVEN]] = n
+                    w[K[S_GIVEN] + 1] = gp
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
@@ -140,6 +145,7 @@ def grow(K, w, sid, p, units, may_preempt):
             return pre
         served_pop(K, w, victim)
         preempt(K, w, victim, p, 1 if victim == sid else 0)
+        w[K[S_GIVEN]] = 0
         pre = 4
         if halted(K, w) or victim == sid:
             return 2 + pre

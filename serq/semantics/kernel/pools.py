@@ -14,7 +14,7 @@ from serq.semantics.kernel.abi import (
     CE_OWNER, CE_REL, CE_TICK, CE_UNITS, CW, CX_ADM, CX_AGE, CX_ARR, CX_LAST, CX_NOW, CX_REL, CX_SIZE,
     EV_DROP, EV_EVICT, EV_QUEUED, EV_RELEASE, F_ADM, F_ATTR, F_ARR, F_NH, F_PROG, H_KW, H_NPROG, H_TIESALL,
     HS_ADM, HS_OWN, HS_POOL, HS_SCOPE, HS_USE, HW, P_CN, P_FREE, P_Q, P_QN, R_NSESS, REQ_BACK,
-    REQ_FRONT, S_CTX, S_CTXOK, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER, H_NSEG,
+    REQ_FRONT, S_CTX, S_CTXOK, S_GIVEN, S_KEYS, S_NOW, S_TMP, TIE_ADMITTED, SCP, SCW_BASE, SEG_OWNER, H_NSEG,
     FT_UNITS_OVERFLOW, OV_CACHE, COPY_OWNER, HS_COPY,
 )
 from serq.semantics.kernel.abi import (  # the tables' field offsets
@@ -430,6 +430,8 @@ def release_one(K, w, sid, scope):
         cp = w[h + HS_COPY]  # the hold's own copies of shared blocks: cached below
         full = ref + cp
         mode = K[sr + SCW_BASE + SCP * p + SCK_MODE]
+        if w[K[S_GIVEN]] > 0 and w[K[S_GIVEN] + 1] == p:
+            use += w[K[S_GIVEN]]  # `cache scheduled`: the blocks its given-back tokens fill are cached
         if mode == 1:
             kept = (min(use - full, own - cp) // bs) * bs
         elif mode >= 2:
