@@ -16,7 +16,7 @@ from serq.ir.fold import const_eval
 from serq.semantics import events, words
 from serq.semantics.kernel.abi import (
     R_HALT,
-    A_ARRIVE, A_ITERATE, A_TURN, CW, EVW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH, F_PARENT,
+    A_ARRIVE, A_ITERATE, A_TURN, CE_UNITS, CW, EVW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH, F_PARENT,
     F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_EXTERNAL, H_INVO, HALT_ASK, HALT_CAP, HALT_EVFULL, HALT_FAULT,
     HALT_ULOG, HW, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2, R_FA3, R_FAULT, R_NSESS,
     R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_QKIND, S_QN, S_QPOS, S_QSTATE, S_QVALS, S_SCRIPT,
@@ -159,6 +159,23 @@ class Engine:
         cache = tuple(map(_entry, zip(*[iter(w[c: c + CW * w[b + P_CN]])] * CW)))  # all at C speed
         free = None if self.program.pools[p].cap is None else w[b + P_FREE]
         return _new(Pool, (free, cache, tuple(w[b + P_Q: b + P_Q + w[b + P_QN]])))
+
+    def cached_queued(self, state) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Each pool's cached units and queue length, read from the row
+        without decoding its sessions (a run's pictures sample them after
+        every iteration: decoding thousands of sessions each time would
+        make the run quadratic)."""
+        if not (isinstance(state, RowState) and state.cap == self.cap):
+            pools = state.pools
+            return tuple(sum(e.units for e in p.cache) for p in pools), tuple(len(p.queue) for p in pools)
+        w = np.frombuffer(state.row, np.int64)
+        cached, queued = [], []
+        for p in range(len(self.program.pools)):
+            b = self.PB + p * self.PW
+            c = b + P_Q + self.cap
+            cached.append(int(w[c + CE_UNITS: c + CW * int(w[b + P_CN]): CW].sum()))
+            queued.append(int(w[b + P_QN]))
+        return tuple(cached), tuple(queued)
 
     def state(self, fault=None):
         """The working row as a state tuple."""

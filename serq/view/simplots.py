@@ -44,9 +44,7 @@ class Recorder(Stats):
         self._cost[si] = cost  # the iteration whose effects come next ended now
 
     def _sample(self, tick, state) -> None:
-        pools = state.pools
-        cached = tuple(sum(e.units for e in p.cache) for p in pools)
-        queued = tuple(len(p.queue) for p in pools)
+        cached, queued = self.m.engine.cached_queued(state)
         if not self.pool_pts or self.pool_pts[-1][1:] != (cached, queued):
             self.pool_pts.append((tick, cached, queued))
 
