@@ -10,7 +10,7 @@ numbers would not mean what they seem (docs/language.md, Diagnostics).
   it never holds a unit of that pool.
 - W510: `copies keep` on a pool no hold names a prefix on: no block of it
   is shared, so there is no copy to keep.
-- W511: `cache scheduled` on a pool that no hold keeps whole blocks of
+- W513: `cache scheduled` on a pool that no hold keeps whole blocks of
   (`keep (P full)`), or whose holds are never preempted (`preempt none`):
   no victim's given-back tokens can fill a block that stays cached.
 """
@@ -55,7 +55,7 @@ def _cache_scheduled(prog: ir.Program, pool: ir.Pool, sink) -> None:
     why = ("its holds are never preempted (`preempt none`)" if pool.victim is None else
            None if kept else f"no hold keeps its whole blocks (`keep ({pool.name} full)`)")
     if why:
-        sink.warn(pool.at, "W511", f"pool `{pool.name}`: `cache scheduled` has no effect: {why}",
+        sink.warn(pool.at, "W513", f"pool `{pool.name}`: `cache scheduled` has no effect: {why}",
                   "it caches the blocks a preempted victim's given-back tokens fill; remove the option")
 
 

@@ -120,11 +120,11 @@ def test_words_layout_and_warnings():
     assert load_text(SRC.replace("  cache scheduled;\n", ""), "t.sq").program.pools[1].cache == "computed"
     assert load_text(SRC, "t.sq").warnings == []
     d = load_text(SRC.replace("} keep (kv full);", "}"), "t.sq").warnings
-    assert [(x.line, x.col, x.code) for x in d] == [(3, 6, "W511")]
+    assert [(x.line, x.col, x.code) for x in d] == [(3, 6, "W513")]
     assert d[0].message == ("pool `kv`: `cache scheduled` has no effect: no hold keeps its whole blocks "
                             "(`keep (kv full)`)")
     d = load_text(SRC.replace("preempt (desc pri, desc arrived);", "preempt none;"), "t.sq").warnings
-    assert [x.code for x in d] == ["W511"] and "never preempted" in d[0].message
+    assert [x.code for x in d] == ["W513"] and "never preempted" in d[0].message
 
 
 @pytest.mark.parametrize("opts,code", [("cache scheduled; cache computed;", "E403"), ("cache later;", "E001")])
