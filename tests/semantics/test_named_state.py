@@ -104,7 +104,7 @@ def test_the_rule_counts_field_reads_not_elements(tmp_path):
 def test_the_kernel_offsets_name_the_table_lower_builds():
     """Widths agree with the named fields, and the pool, stage and state rows
     of a lowered instance read by name give what the program declares."""
-    assert abi.PROG_W == abi.PG_NSTATES + 1 and abi.SW == abi.ST_AT + 1 and abi.POOL_W == abi.PL_COPIES + 1
+    assert abi.PROG_W == abi.PG_NSTATES + 1 and abi.SW == abi.ST_AT + 1 and abi.POOL_W == abi.PL_CACHE + 1
     assert abi.STAGE_W == abi.SG_READS_POOLS + 1 and abi.IW == abi.IT_PREFIX + 1 and abi.SCP == abi.SCK_PREFIX + 1
     assert abi.SCW_BASE == abi.SC_ACQUIRE + 1 and abi.SEGW == abi.SEG_PARENT + 1
     assert abi.BDW == abi.BD_EXPR + 1 and abi.SAW == abi.SA_VALUE + 1
