@@ -164,6 +164,8 @@ class Sweep:
     last_fail: int | None = None
     first_pass: int | None = None
     counterexample: object | None = None  # the explorer Result at last_fail
+    # the instance at last_fail and the model's options, to give the counterexample's trace as data
+    counterexample_model: dict | None = None
     interrupted: str | None = None  # the signal that stopped the sweep (rows: the values finished)
     failed: str | None = None  # the worker lost, and why (rows: the values finished)
     axes: list = field(default_factory=list)  # Axis per constant (empty: the one of name, lo, hi)
@@ -382,9 +384,12 @@ def sweep(text: str, file: str, vary: str | list[str], *, bisect: bool = False, 
     _boundary(sw)
     if sw.last_fail in results and sw.interrupted is None and sw.failed is None:
         sw.counterexample = results[sw.last_fail]
-        mark_no_return(_load(text, file, names, sw.last_fail), sw.counterexample,
+        prog = _load(text, file, names, sw.last_fail)
+        mark_no_return(prog, sw.counterexample,
                        graph_limit=GRAPH_LIMIT if graph_limit is None else graph_limit,
                        **{k: v for k, v in opts.items() if k in ("ties", "symmetry", "checks", "max_states", "time_limit")})
+        sw.counterexample_model = {"program": prog, **{k: v for k, v in opts.items()
+                                                       if k in ("ties", "symmetry", "checks")}}
     return sw
 
 

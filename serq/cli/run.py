@@ -94,6 +94,7 @@ def _simulate(args, *, check: bool, trace=None):
         from serq.diagnostics import render_all
 
         print(render_all(loaded.warnings, loaded.source), file=sys.stderr)
+    args.warnings = loaded.warnings  # --json has them too
     checks = Checks.of_program(loaded.program, args.check) if check else None
     cfg = SimConfig(seed=args.seed, horizon=args.horizon, warmup=args.warmup, coalesce=not args.no_coalesce,
                     stop_on_violation=check, checks=checks, max_steps=args.max_steps, trace=trace,
@@ -195,12 +196,12 @@ def _console():
                    force_terminal=tty, soft_wrap=False)
 
 
-def _print_report(result, args, console) -> None:
-    from serq.sim.report import build_report, render, to_json
+def _print_report(result, args, console, check=None) -> None:
+    from serq.sim.report import build_report, render, report_json, to_json
 
     report = build_report(result, instance=args.instance)
     if args.json:
-        sys.stdout.write(to_json(report))
+        sys.stdout.write(to_json(report_json(report, warnings=getattr(args, "warnings", ()), check=check)))
     else:
         render(report, console)
 
@@ -255,8 +256,8 @@ def cmd_check(args) -> int:
     except OutOfMemory as e:
         print(f"{args.instance}: {e}; not a pass", file=sys.stdout if not args.json else sys.stderr)
         return EXIT_BOUND
-    if args.json:
-        _print_report(result, args, _console())
     j = judge(result, label=args.instance, seed=args.seed, max_steps=args.max_steps)
+    if args.json:
+        _print_report(result, args, _console(), check=j)
     print("\n".join(j.lines), file=sys.stdout if not args.json else sys.stderr)
     return j.exit_code

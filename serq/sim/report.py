@@ -16,7 +16,6 @@ from serq.semantics.events import first_token
 from serq.semantics.state import prefix_owner
 from serq.words import stuck_text
 
-import json
 import math
 from typing import Any
 
@@ -281,8 +280,23 @@ def checked_names(checks) -> list[str]:
     return [] if checks is None else [n for n in ("deadlock", "livelock", "stuck", "invariant") if getattr(checks, n)]
 
 
+def report_json(report: dict, *, warnings=(), check=None) -> dict:
+    """`serq run --json` (format serq-run): the report with the instance's
+    warnings; with `check` (serq.sim.checking's Judgement), `serq check
+    --json` (format serq-check): the same with the verdict, its exit code
+    and the lines `serq check` prints."""
+    from serq.formats import CHECK, RUN, stamp, warnings_data
+
+    doc = {**report, "warnings": warnings_data(warnings)}
+    if check is None:
+        return stamp(RUN, doc)
+    return stamp(CHECK, {**doc, "verdict": check.verdict, "exit_code": check.exit_code, "lines": list(check.lines)})
+
+
 def to_json(report: dict) -> str:
-    return json.dumps(report, indent=2) + "\n"
+    from serq.formats import dumps
+
+    return dumps(report)
 
 
 def _num(v) -> str:
