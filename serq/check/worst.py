@@ -453,7 +453,11 @@ def render_json(w: Worst, warnings=()) -> dict:
     from serq.check.tracedata import trace_data
     from serq.formats import WORST, stamp, warnings_data
 
-    data = trace_data(w.model, w.trace) if w.trace and w.model is not None else [{} for _ in w.trace]
+    from types import SimpleNamespace
+
+    # the witness's states are MetricStates: the serq state and the counter's phases
+    plain = [SimpleNamespace(state=getattr(s.state, "state", s.state), action=s.action) for s in w.trace]
+    data = trace_data(w.model, plain) if w.trace and w.model is not None else [{} for _ in w.trace]
     return stamp(WORST, {
         "metric": w.metric.name, "unit": w.metric.unit, "what": w.metric.what,
         "value": w.value, "unbounded": w.value is None, "subject": w.subject,
