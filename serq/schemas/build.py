@@ -227,6 +227,20 @@ def schedule() -> dict:
             "$defs": {"iteration": line}}
 
 
+def requests() -> dict:
+    """The header line of `--requests FILE.jsonl`; each line after it is a `row` ($defs)."""
+    from serq.sim.requests import COLUMNS
+
+    t = opt(INT)
+    row = obj({"session": STR, "program": STR, "request": INT, "arrival": INT, "admitted": t, "first_token": t,
+               "finish": t, "ttft": t, "latency": t, "preemptions": INT, "recomputed": INT, "cached": INT})
+    assert list(row["properties"]) == list(COLUMNS)
+    return {**obj({**head(formats.REQUESTS), "instance": STR, "seed": INT,
+                   "time_unit": {"enum": ["ns", "iteration"]}, "columns": {"const": list(COLUMNS)}}),
+            "description": "the first line of a requests file (.jsonl); every other line is a `row` ($defs)",
+            "$defs": {"row": row}}
+
+
 def ir() -> dict:
     from serq.ir import Program
 
@@ -236,7 +250,7 @@ def ir() -> dict:
 
 BUILDERS = {formats.EXPLORE: explore, formats.WORST: worst, formats.THEOREM: theorem,
             formats.RUN: lambda: report(formats.RUN), formats.CHECK: lambda: report(formats.CHECK),
-            formats.SWEEP: sweep, formats.SCHEDULE: schedule, formats.IR: ir}
+            formats.SWEEP: sweep, formats.SCHEDULE: schedule, formats.REQUESTS: requests, formats.IR: ir}
 
 
 def build(fmt: str) -> dict:

@@ -77,6 +77,7 @@ class Stats:
         self.queued: dict[tuple[int, int], int] = {}
         self.faults: list[tuple[int, str, str]] = []
         self.now = 0
+        self.log = None  # a serq.sim.requests.RequestLog (`--requests`), fed the events
 
     # -- inputs -------------------------------------------------------------
     def level(self, tick: int, levels: tuple[int, ...]) -> None:
@@ -105,6 +106,8 @@ class Stats:
     def _first_token(self, sid: int, tick: int) -> None:
         if sid in self.ttft_pending:
             self.ttft_pending.discard(sid)
+            if self.log is not None:
+                self.log.first_token(sid, tick)
             if self._counted(sid):
                 self.ttft[self.prog_of[sid]].append(tick - self.req_start[sid])
 
@@ -118,8 +121,11 @@ class Stats:
     def events(self, tick: int, events, state) -> None:
         """Events stamped at `tick`; `state` (the simulator's current one)
         names the program of sessions spawned since the start."""
+        log = self.log
         for e in events:
             k = e.kind
+            if log is not None:
+                log.event(tick, e, state)
             if first_token(e):
                 self._first_token(e.sid, tick)
             if k == "serve":
@@ -166,6 +172,8 @@ class Stats:
                 self.stuck[e.pool] += 1
             elif k == "fault":
                 self.faults.append((tick, e.what, e.message))
+        if log is not None:
+            log.step_done()
 
     def block_start(self, blk) -> None:
         """A coalesced block starts: its decisions (evictions) are stamped
@@ -187,6 +195,8 @@ class Stats:
             k += 1
         if not k:
             return
+        if self.log is not None:
+            self.log.block(blk, k)
         self.iters[si] += k
         self.tokens[si] += k * blk.ntok
         self.busy_ticks[si] += sum(blk.costs[:k])
