@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 
-VERSION = 1
-
 EXPLORE = "serq-explore"  # serq explore --json (and --replay)
 WORST = "serq-worst"  # serq explore --worst METRIC --json
 THEOREM = "serq-theorem"  # serq explore --theorem --json
@@ -24,10 +22,13 @@ IR = "serq-ir"  # serq compile (serq/ir)
 
 FORMATS = (EXPLORE, WORST, THEOREM, RUN, CHECK, SWEEP, SCHEDULE, REQUESTS, IR)
 
+# each format's version: one format's new version leaves the others' as they are
+VERSIONS = {fmt: 1 for fmt in FORMATS}
+
 
 def stamp(fmt: str, doc: dict) -> dict:
     """`doc` with `format` and `version` first."""
-    return {"format": fmt, "version": VERSION, **{k: v for k, v in doc.items() if k not in ("format", "version")}}
+    return {"format": fmt, "version": VERSIONS[fmt], **{k: v for k, v in doc.items() if k not in ("format", "version")}}
 
 
 def dumps(doc) -> str:

@@ -60,12 +60,13 @@ def holders_data(m, state, p: int, sid: int, evictable: int) -> dict:
             "pinned": sum(e.units for e in state.pools[p].cache) - evictable}
 
 
-def pool_data(m, state, sid: int, p: int, reuse: int, need: int, take: int, obt: int | None,
-              evictable: int) -> dict:
-    """One pool of a waiting hold, as data: what it needs and takes (units;
+def pool_data(m, state, sid: int, item: tuple, evictable: int) -> dict:
+    """One pool of a waiting hold (`item`: the admission's (pool, reuse,
+    need, take, obtainable)), as data: what it needs and takes (units;
     `blocks` the same in blocks), what it can obtain (free + evictable -
     the evictable part of what it reuses), who holds the rest, whether
     it is short and whether it fits the pool alone."""
+    p, reuse, need, take, obt = item
     pool = m.pools[p]
     bs, free = pool.block, state.pools[p].free
     want = max(need, take)
@@ -114,7 +115,7 @@ def refusal(m, state, sid: int, now: int = 0) -> Refusal:
         why.append(f"its `admit if {r.gate}`{f' (line {at[0]})' if at else ''} is false")
     fit = []
     for p, reuse, need, take, obt in items:
-        r.pools.append(pool_data(m, state, sid, p, reuse, need, take, obt, evictable[p]))
+        r.pools.append(pool_data(m, state, sid, (p, reuse, need, take, obt), evictable[p]))
         if obt is not None and max(need, take) > obt:
             r.short.append(p)
             why.append(_short_text(m, state, sid, p, need, take, obt, evictable[p]))

@@ -66,7 +66,9 @@ def render_text(sw: Sweep, with_timing: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
-from serq.formats import SWEEP as FORMAT, VERSION  # noqa: E402
+from serq.formats import SWEEP as FORMAT, VERSIONS  # noqa: E402
+
+VERSION = VERSIONS[FORMAT]
 
 
 def worst_json(w: CellWorst) -> dict:

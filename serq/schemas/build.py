@@ -44,7 +44,7 @@ def obj(required: dict, optional: dict | None = None, desc: str | None = None) -
 
 
 def head(fmt: str) -> dict:
-    return {"format": {"const": fmt}, "version": {"const": formats.VERSION}}
+    return {"format": {"const": fmt}, "version": {"const": formats.VERSIONS[fmt]}}
 
 
 def ref(name: str) -> dict:

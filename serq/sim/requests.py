@@ -21,7 +21,7 @@ import csv
 import io
 import json
 
-from serq.formats import REQUESTS, VERSION
+from serq.formats import REQUESTS, VERSIONS
 
 COLUMNS = ("session", "program", "request", "arrival", "admitted", "first_token", "finish", "ttft", "latency",
            "preemptions", "recomputed", "cached")
@@ -132,7 +132,7 @@ def csv_text(rows: list[dict]) -> str:
 
 
 def jsonl_text(rows: list[dict], head: dict) -> str:
-    lines = [json.dumps({"format": REQUESTS, "version": VERSION, **head})]
+    lines = [json.dumps({"format": REQUESTS, "version": VERSIONS[REQUESTS], **head})]
     lines.extend(json.dumps(r) for r in rows)
     return "\n".join(lines) + "\n"
 

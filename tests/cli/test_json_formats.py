@@ -116,9 +116,9 @@ def test_a_deadlock_diagnosis_as_data(capsys):
     assert any(line.startswith("wait-for cycle: parent#1 waits for child#2") for line in d["diagnosis"])
     # the warnings W504 and W500, located, as on stderr
     assert [(x["code"], x["line"]) for x in d["warnings"]] == [("W504", 27), ("W500", 28)]
-    last = d["trace"][-1]
-    assert [e["kind"] for e in last["events"]] == ["admit", "iterate", "serve", "run_done", "spawn", "queued"]
-    assert last["events"][4] == {"kind": "spawn", "session": "parent#1", "child": "child#2"}
+    final_events = d["trace"][-1]["events"]
+    assert [e["kind"] for e in final_events] == ["admit", "iterate", "serve", "run_done", "spawn", "queued"]
+    assert final_events[4] == {"kind": "spawn", "session": "parent#1", "child": "child#2"}
 
 
 def test_replay_json(capsys):
@@ -199,10 +199,10 @@ def test_run_and_check_json(capsys, tmp_path):
     assert lines
     for line in lines:
         validate(line, formats.SCHEDULE, "iteration")
-    code, c = cli(capsys, "check", INST / "join_in_hold.sq", "--json")
-    validate(c, formats.CHECK)
-    assert (code, c["format"], c["verdict"], c["exit_code"]) == (10, "serq-check", "deadlock", 10)
-    assert c["lines"][0].endswith("that can never move:")
+    code, chk = cli(capsys, "check", INST / "join_in_hold.sq", "--json")
+    validate(chk, formats.CHECK)
+    assert (code, chk["format"], chk["verdict"], chk["exit_code"]) == (10, "serq-check", "deadlock", 10)
+    assert chk["lines"][0].endswith("that can never move:")
     code, ok = cli(capsys, "check", INST / "theorem.sq", "--json")
     validate(ok, formats.CHECK)
     assert (code, ok["verdict"]) == (0, "pass")
