@@ -213,6 +213,15 @@ class Run:
 
         return report_json(self.report, warnings=self.warnings)
 
+    @property
+    def requests(self) -> list[dict]:
+        """A row per request (`serq run --requests`, docs/simulator.md): the
+        run must have been made with requests=True."""
+        log = getattr(self.result.stats, "log", None)
+        if log is None:
+            raise ValueError("this run recorded no requests: run it with serq.run(..., requests=True)")
+        return log.rows
+
     stopped = property(lambda self: self.result.stopped, doc="why the run ended")
     now = property(lambda self: self.result.now, doc="the simulated time at the end, in ticks")
 
@@ -254,7 +263,7 @@ class Run:
 
 
 def _simulate(source, *, check: bool, checks, seed: int, horizon, warmup, coalesce: bool, max_steps: int,
-              time_limit, memory, plots: bool):
+              time_limit, memory, plots: bool, requests: bool = False):
     from serq.check.model import Checks
     from serq.sim.simulator import SimConfig, Simulator
 
@@ -276,6 +285,10 @@ def _simulate(source, *, check: bool, checks, seed: int, horizon, warmup, coales
         from serq.view.simplots import attach
 
         attach(sim)
+    if requests:
+        from serq.sim.requests import attach as log_requests
+
+        log_requests(sim)
     return sim.run(), name, loaded.warnings
 
 
@@ -292,12 +305,14 @@ def _duration(what: str, v) -> int | None:
 
 def run(source, *, seed: int = 0, horizon=None, warmup=0, coalesce: bool = True,
         max_steps: int = DEFAULT_MAX_STEPS, time_limit: float | None = None, memory=None,
-        plots: bool = True) -> Run:
+        plots: bool = True, requests: bool = False) -> Run:
     """Simulate an instance (`serq run`). `plots`: record the series of the
-    plots' page (the notebook's picture; it costs time on long runs)."""
+    plots' page (the notebook's picture; it costs time on long runs);
+    `requests`: record a row per request (`Run.requests`, as `serq run
+    --requests` writes them)."""
     result, name, warnings = _simulate(source, check=False, checks=None, seed=seed, horizon=horizon,
                                        warmup=warmup, coalesce=coalesce, max_steps=max_steps,
-                                       time_limit=time_limit, memory=memory, plots=plots)
+                                       time_limit=time_limit, memory=memory, plots=plots, requests=requests)
     return Run(result, name, warnings)
 
 

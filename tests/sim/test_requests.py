@@ -134,3 +134,16 @@ def test_bad_paths(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "error[E017]" in captured.err and "no directory" in captured.err and captured.out == ""
     assert not (tmp_path / "no").exists()
+
+
+def test_the_library_gives_the_same_rows(tmp_path, capsys):
+    import serq
+
+    inst = str(INST / "vllm_chat.sq")
+    assert main(["run", inst, "--seed", "2", "--requests", str(tmp_path / "r.jsonl")]) == 0
+    capsys.readouterr()
+    _head, *lines = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    r = serq.run(inst, seed=2, plots=False, requests=True)
+    assert r.requests == lines and len(lines) == 3
+    with pytest.raises(ValueError, match="requests=True"):
+        _ = serq.run(inst, plots=False).requests
