@@ -136,6 +136,7 @@ class Row:
     states: int
     worst: dict = field(default_factory=dict)  # metric -> CellWorst
     req: object = None  # the Requirement that judges it; None: the verdict alone
+    warnings: list = field(default_factory=list)  # the instance's warnings at this value (Diagnostic)
 
     @property
     def outcome(self) -> str | None:
@@ -249,11 +250,14 @@ def at_words(name, value) -> str:
     return ", ".join(f"{n} = {v}" for n, v in _consts(name, value).items())
 
 
-def _load(text: str, file: str, name, value):
+def _load(text: str, file: str, name, value, warnings: list | None = None):
+    """The program at these values; its warnings appended to `warnings`."""
     from serq.lang.load import load_text, require_sessions
 
     loaded = load_text(text, file, explorer=True, consts=_consts(name, value))
     require_sessions(loaded, file, "sweep")  # a value that starts no session checks nothing: never `pass`
+    if warnings is not None:
+        warnings.extend(d for d in loaded.warnings if not d.is_error)
     return loaded.program
 
 
@@ -264,13 +268,14 @@ def _explore_value(job) -> tuple[Row, object | None]:
     text, file, name, value, opts, *more = job
     from serq.check.explore import explore
 
+    warnings: list = []
     try:
-        prog = _load(text, file, name, value)
+        prog = _load(text, file, name, value, warnings)
     except SerqError as e:
         d = e.diagnostics[0]
         return Row(value, "error", None, f"{d.code}: {d.message}", 2, 0), None
     r = explore(prog, graph_limit=0, **opts)
-    row = Row(value, r.verdict, r.kind, r.message, r.exit_code, r.stats.distinct)
+    row = Row(value, r.verdict, r.kind, r.message, r.exit_code, r.stats.distinct, warnings=warnings)
     if r.verdict != "interrupted":
         for metric in (more[0] if more else ()):
             row.worst[metric] = _worst(prog, metric, opts)

@@ -86,7 +86,10 @@ def common_json(sw: Sweep) -> dict:
 
 
 def cell_json(r: Row) -> dict:
-    out = {"verdict": r.verdict, "kind": r.kind, "message": r.message, "exit_code": r.exit_code, "states": r.states}
+    from serq.formats import warnings_data
+
+    out = {"verdict": r.verdict, "kind": r.kind, "message": r.message, "exit_code": r.exit_code, "states": r.states,
+           "warnings": warnings_data(r.warnings)}
     if r.worst:
         out["worst"] = {m: worst_json(w) for m, w in r.worst.items()}
     if r.req is not None:

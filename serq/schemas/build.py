@@ -190,7 +190,7 @@ def sweep() -> dict:
     cworst = obj({"value": opt(INT), "unbounded": BOOL, "complete": BOOL, "bound_reason": opt(STR), "text": STR,
                   "error": opt(STR)})
     cell = {"verdict": {"anyOf": [VERDICT, {"const": "error"}]}, "kind": opt(STR), "message": STR, "exit_code": INT,
-            "states": INT}
+            "states": INT, "warnings": arr(ref("warning"))}
     more = {"worst": {"type": "object", "additionalProperties": ref("cworst")}, "outcome": opt({"enum": ["pass", "fail"]})}
     at = {"type": "object", "additionalProperties": INT}
     pair = {"type": "array", "items": at, "minItems": 2, "maxItems": 2}

@@ -190,6 +190,15 @@ def test_sweep_json(capsys, theorem_kv):
         validate({**g, "rows": d["rows"]}, formats.SWEEP)
 
 
+def test_sweep_cells_have_their_warnings(capsys, tmp_path):
+    path = tmp_path / "j.sq"
+    path.write_text((INST / "join_in_hold.sq").read_text().replace("pool kv { cap 8;", "const KV = 8;\npool kv { cap KV;"))
+    _code, d = cli(capsys, "sweep", path, "--vary", "KV=8..9", "--no-timing", "--json", "--workers", "1")
+    validate(d, formats.SWEEP)
+    # KV = 9 is no whole number of blocks of 2: W507 at that value only
+    assert [[w["code"] for w in r["warnings"]] for r in d["rows"]] == [["W504", "W500"], ["W507", "W504", "W500"]]
+
+
 def test_run_and_check_json(capsys, tmp_path):
     code, r = cli(capsys, "run", INST / "multiturn_chat.sq", "--json", "--schedule", tmp_path / "s.jsonl")
     validate(r, formats.RUN)
