@@ -118,9 +118,10 @@ class Result:
     """What `serq.explore` found: the verdict, the shortest counterexample
     (`trace`), the statistics; `raw` is the engine's Result."""
 
-    def __init__(self, raw, program, name: str, model_args: dict):
+    def __init__(self, raw, program, name: str, model_args: dict, warnings=()):
         self.raw, self.program, self.name = raw, program, name
         self._model_args = model_args
+        self.warnings = list(warnings)  # the instance's warnings (serq.diagnostics.Diagnostic)
 
     verdict = property(lambda self: self.raw.verdict, doc="pass, deadlock, livelock, violation, bound, ...")
     ok = property(lambda self: self.raw.ok, doc="the verdict is pass")
@@ -138,19 +139,23 @@ class Result:
         return render_text(self.raw, with_timing=timing)
 
     def json(self, timing: bool = True) -> dict:
-        from explorer.report import render_json
+        """What `serq explore --json` prints (format serq-explore, docs/json.md)."""
+        from serq.check.tracedata import explore_json
 
-        return render_json(self.raw, with_timing=timing)
+        return explore_json(self._model, self.raw, with_timing=timing, warnings=self.warnings)
+
+    def _model(self):
+        from serq.check.model import Checks, SerqModel
+
+        a = self._model_args
+        return SerqModel(self.program, ties=a["ties"], symmetry=a["symmetry"],
+                         checks=Checks.of_program(self.program, a["checks"]))
 
     def page(self) -> str:
         """The timeline page (`serq explore --html`), as HTML text."""
-        from serq.check.model import Checks, SerqModel
         from serq.view.timeline import timeline_page
 
-        a = self._model_args
-        model = SerqModel(self.program, ties=a["ties"], symmetry=a["symmetry"],
-                          checks=Checks.of_program(self.program, a["checks"]))
-        return timeline_page(model, self.raw, self.name)
+        return timeline_page(self._model(), self.raw, self.name)
 
     def _repr_html_(self) -> str | None:
         from serq.diagnostics import SerqError
@@ -183,7 +188,8 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
     raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,
                  time_limit=time_limit, ties=ties, symmetry=symmetry, workers=workers, checks=checks,
                  graph_limit=graph_limit, memory_limit=limit, exact=exact)
-    return Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks})
+    return Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks},
+                  loaded.warnings)
 
 
 # ---------------------------------------------------------------- run, check
@@ -193,11 +199,28 @@ class Run:
     """What `serq.run` simulated: `report` is the report `serq run --json`
     prints (a dict), `result` the simulator's own result."""
 
-    def __init__(self, result, name: str):
+    def __init__(self, result, name: str, warnings=()):
         from serq.sim.report import build_report
 
         self.result, self.name = result, name
         self.report = build_report(result, instance=name)
+        self.warnings = list(warnings)  # the instance's warnings (serq.diagnostics.Diagnostic)
+
+    def json(self) -> dict:
+        """What `serq run --json` prints (format serq-run, docs/json.md): the report with its format,
+        version and warnings."""
+        from serq.sim.report import report_json
+
+        return report_json(self.report, warnings=self.warnings)
+
+    @property
+    def requests(self) -> list[dict]:
+        """A row per request (`serq run --requests`, docs/simulator.md): the
+        run must have been made with requests=True."""
+        log = getattr(self.result.stats, "log", None)
+        if log is None:
+            raise ValueError("this run recorded no requests: run it with serq.run(..., requests=True)")
+        return log.rows
 
     stopped = property(lambda self: self.result.stopped, doc="why the run ended")
     now = property(lambda self: self.result.now, doc="the simulated time at the end, in ticks")
@@ -240,7 +263,7 @@ class Run:
 
 
 def _simulate(source, *, check: bool, checks, seed: int, horizon, warmup, coalesce: bool, max_steps: int,
-              time_limit, memory, plots: bool):
+              time_limit, memory, plots: bool, requests: bool = False):
     from serq.check.model import Checks
     from serq.sim.simulator import SimConfig, Simulator
 
@@ -262,7 +285,11 @@ def _simulate(source, *, check: bool, checks, seed: int, horizon, warmup, coales
         from serq.view.simplots import attach
 
         attach(sim)
-    return sim.run(), name
+    if requests:
+        from serq.sim.requests import attach as log_requests
+
+        log_requests(sim)
+    return sim.run(), name, loaded.warnings
 
 
 def _duration(what: str, v) -> int | None:
@@ -278,22 +305,30 @@ def _duration(what: str, v) -> int | None:
 
 def run(source, *, seed: int = 0, horizon=None, warmup=0, coalesce: bool = True,
         max_steps: int = DEFAULT_MAX_STEPS, time_limit: float | None = None, memory=None,
-        plots: bool = True) -> Run:
+        plots: bool = True, requests: bool = False) -> Run:
     """Simulate an instance (`serq run`). `plots`: record the series of the
-    plots' page (the notebook's picture; it costs time on long runs)."""
-    result, name = _simulate(source, check=False, checks=None, seed=seed, horizon=horizon, warmup=warmup,
-                             coalesce=coalesce, max_steps=max_steps, time_limit=time_limit, memory=memory,
-                             plots=plots)
-    return Run(result, name)
+    plots' page (the notebook's picture; it costs time on long runs);
+    `requests`: record a row per request (`Run.requests`, as `serq run
+    --requests` writes them)."""
+    result, name, warnings = _simulate(source, check=False, checks=None, seed=seed, horizon=horizon,
+                                       warmup=warmup, coalesce=coalesce, max_steps=max_steps,
+                                       time_limit=time_limit, memory=memory, plots=plots, requests=requests)
+    return Run(result, name, warnings)
 
 
 class Checked(Run):
     """What `serq.check` found: the verdict and the lines `serq check`
     prints, with the run it judged."""
 
-    def __init__(self, result, name: str, judgement):
-        super().__init__(result, name)
+    def __init__(self, result, name: str, judgement, warnings=()):
+        super().__init__(result, name, warnings)
         self.judgement = judgement
+
+    def json(self) -> dict:
+        """What `serq check --json` prints (format serq-check, docs/json.md)."""
+        from serq.sim.report import report_json
+
+        return report_json(self.report, warnings=self.warnings, check=self.judgement)
 
     verdict = property(lambda self: self.judgement.verdict)
     ok = property(lambda self: self.judgement.ok)
@@ -311,10 +346,10 @@ def check(source, *, checks=None, seed: int = 0, horizon=None, warmup=0, coalesc
     select (`serq check`)."""
     from serq.sim.checking import judge
 
-    result, name = _simulate(source, check=True, checks=checks, seed=seed, horizon=horizon, warmup=warmup,
-                             coalesce=coalesce, max_steps=max_steps, time_limit=time_limit, memory=memory,
-                             plots=plots)
-    return Checked(result, name, judge(result, label=name, seed=seed, max_steps=max_steps))
+    result, name, warnings = _simulate(source, check=True, checks=checks, seed=seed, horizon=horizon,
+                                       warmup=warmup, coalesce=coalesce, max_steps=max_steps,
+                                       time_limit=time_limit, memory=memory, plots=plots)
+    return Checked(result, name, judge(result, label=name, seed=seed, max_steps=max_steps), warnings)
 
 
 # ---------------------------------------------------------------- sweep

@@ -27,6 +27,14 @@ class Refusal:
     short: list[int] = field(default_factory=list)  # the pools it cannot obtain enough of
     why: str = ""  # the words after the session's label
     lines: list[str] = field(default_factory=list)
+    pools: list[dict] = field(default_factory=list)  # each pool of the hold, as data (`pool_data`)
+    fault: str | None = None  # a header that cannot be evaluated
+
+    def data(self, m, state) -> dict:
+        """The refusal as data (`--json`'s `blocked`, docs/json.md)."""
+        lab = lambda sid: None if sid is None else m.session_label(state, sid)  # noqa: E731
+        return {"session": lab(self.sid), "behind": lab(self.behind), "admit_if": self.gate,
+                "fault": self.fault, "pools": self.pools, "text": self.lines[0] if self.lines else ""}
 
 
 def _n(n: int, word: str) -> str:
@@ -42,6 +50,33 @@ def _holders(m, state, p: int, sid: int, evictable: int) -> str:
     if pinned:
         parts.append(f"{_n(pinned, 'unit')} {'are' if pinned != 1 else 'is'} pinned in the cache")
     return ", ".join(parts) if parts else "no other session holds a unit"
+
+
+def holders_data(m, state, p: int, sid: int, evictable: int) -> dict:
+    """`_holders` as data: the other sessions' units of pool p, and the
+    cached units pinned (used by a hold, not evictable)."""
+    return {"holders": [{"session": m.session_label(state, o), "units": h.own} for o, s in enumerate(state.sessions)
+                        if o != sid for h in s.holds if h.pool == p and h.own],
+            "pinned": sum(e.units for e in state.pools[p].cache) - evictable}
+
+
+def pool_data(m, state, sid: int, item: tuple, evictable: int) -> dict:
+    """One pool of a waiting hold (`item`: the admission's (pool, reuse,
+    need, take, obtainable)), as data: what it needs and takes (units;
+    `blocks` the same in blocks), what it can obtain (free + evictable -
+    the evictable part of what it reuses), who holds the rest, whether
+    it is short and whether it fits the pool alone."""
+    p, reuse, need, take, obt = item
+    pool = m.pools[p]
+    bs, free = pool.block, state.pools[p].free
+    want = max(need, take)
+    d = {"pool": pool.name, "reuse": reuse, "needs": need, "takes": take, "obtainable": obt,
+         "short": obt is not None and want > obt, "block": bs, "cap": pool.cap}
+    if obt is not None:
+        d.update(free=free, evictable=evictable, reused=free + evictable - obt,
+                 blocks={"needs": want // bs, "obtainable": max(obt, 0) // bs, "cap": pool.cap // bs},
+                 fits_alone=blocks_over_cap(pool, want // bs) is None, **holders_data(m, state, p, sid, evictable))
+    return d
 
 
 def _short_text(m, state, sid: int, p: int, need: int, take: int, obt: int, evictable: int) -> str:
@@ -79,13 +114,15 @@ def refusal(m, state, sid: int, now: int = 0) -> Refusal:
         at = hold.admit_if.at or st.at
         why.append(f"its `admit if {r.gate}`{f' (line {at[0]})' if at else ''} is false")
     fit = []
-    for p, _reuse, need, take, obt in items:
+    for p, reuse, need, take, obt in items:
+        r.pools.append(pool_data(m, state, sid, (p, reuse, need, take, obt), evictable[p]))
         if obt is not None and max(need, take) > obt:
             r.short.append(p)
             why.append(_short_text(m, state, sid, p, need, take, obt, evictable[p]))
         elif obt is not None:
             bs = m.pools[p].block
             fit.append(f"`{m.pools[p].name}` {_n(max(need, take) // bs, 'block')} of {obt // bs} obtainable")
+    r.fault = fault
     if fault is not None:
         why.append(f"its header cannot be evaluated: {fault}")
     elif r.gate is not None and not r.short and fit:
@@ -121,6 +158,14 @@ def grower_text(m, state, sid: int) -> str | None:
     """The words for a resident that cannot take one more token: its run
     grows a finite pool that preempts no one, its hold has no unit to
     spare, and less than a block is free or evictable. None otherwise."""
+    d = grower_data(m, state, sid)
+    return None if d is None else d["text"]
+
+
+def grower_data(m, state, sid: int) -> dict | None:
+    """`grower_text` as data (`--json`'s `blocked`): the session, the pool,
+    its free and evictable units, its block, the holders; None when the
+    session is no such resident."""
     s = state.sessions[sid]
     run = m.runs[s.prog][s.pc]
     if run is None or s.run_done >= s.run_total or run.growing is None:
@@ -133,9 +178,11 @@ def grower_text(m, state, sid: int) -> str | None:
     free, ev = state.pools[p].free, m.engine.evictable(state)[p]
     if free + ev >= pool.block:
         return None
-    return (f"{m.session_label(state, sid)} cannot grow its hold on `{pool.name}` by a block: free {free} + "
+    text = (f"{m.session_label(state, sid)} cannot grow its hold on `{pool.name}` by a block: free {free} + "
             f"evictable {ev} units, less than a block ({pool.block}), and `{pool.name}` preempts no one "
             f"(`preempt none`); {_holders(m, state, p, -1, ev)}")
+    return {"session": m.session_label(state, sid), "pool": pool.name, "free": free, "evictable": ev,
+            "block": pool.block, **holders_data(m, state, p, -1, ev), "text": text}
 
 
 def stuck_why(m, before, stuck, events) -> str | None:

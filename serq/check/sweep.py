@@ -136,6 +136,7 @@ class Row:
     states: int
     worst: dict = field(default_factory=dict)  # metric -> CellWorst
     req: object = None  # the Requirement that judges it; None: the verdict alone
+    warnings: list = field(default_factory=list)  # the instance's warnings at this value (Diagnostic)
 
     @property
     def outcome(self) -> str | None:
@@ -164,6 +165,8 @@ class Sweep:
     last_fail: int | None = None
     first_pass: int | None = None
     counterexample: object | None = None  # the explorer Result at last_fail
+    # the instance at last_fail and the model's options, to give the counterexample's trace as data
+    counterexample_model: dict | None = None
     interrupted: str | None = None  # the signal that stopped the sweep (rows: the values finished)
     failed: str | None = None  # the worker lost, and why (rows: the values finished)
     axes: list = field(default_factory=list)  # Axis per constant (empty: the one of name, lo, hi)
@@ -247,11 +250,14 @@ def at_words(name, value) -> str:
     return ", ".join(f"{n} = {v}" for n, v in _consts(name, value).items())
 
 
-def _load(text: str, file: str, name, value):
+def _load(text: str, file: str, name, value, warnings: list | None = None):
+    """The program at these values; its warnings appended to `warnings`."""
     from serq.lang.load import load_text, require_sessions
 
     loaded = load_text(text, file, explorer=True, consts=_consts(name, value))
     require_sessions(loaded, file, "sweep")  # a value that starts no session checks nothing: never `pass`
+    if warnings is not None:
+        warnings.extend(d for d in loaded.warnings if not d.is_error)
     return loaded.program
 
 
@@ -262,13 +268,14 @@ def _explore_value(job) -> tuple[Row, object | None]:
     text, file, name, value, opts, *more = job
     from serq.check.explore import explore
 
+    warnings: list = []
     try:
-        prog = _load(text, file, name, value)
+        prog = _load(text, file, name, value, warnings)
     except SerqError as e:
         d = e.diagnostics[0]
         return Row(value, "error", None, f"{d.code}: {d.message}", 2, 0), None
     r = explore(prog, graph_limit=0, **opts)
-    row = Row(value, r.verdict, r.kind, r.message, r.exit_code, r.stats.distinct)
+    row = Row(value, r.verdict, r.kind, r.message, r.exit_code, r.stats.distinct, warnings=warnings)
     if r.verdict != "interrupted":
         for metric in (more[0] if more else ()):
             row.worst[metric] = _worst(prog, metric, opts)
@@ -382,9 +389,12 @@ def sweep(text: str, file: str, vary: str | list[str], *, bisect: bool = False, 
     _boundary(sw)
     if sw.last_fail in results and sw.interrupted is None and sw.failed is None:
         sw.counterexample = results[sw.last_fail]
-        mark_no_return(_load(text, file, names, sw.last_fail), sw.counterexample,
+        prog = _load(text, file, names, sw.last_fail)
+        mark_no_return(prog, sw.counterexample,
                        graph_limit=GRAPH_LIMIT if graph_limit is None else graph_limit,
                        **{k: v for k, v in opts.items() if k in ("ties", "symmetry", "checks", "max_states", "time_limit")})
+        sw.counterexample_model = {"program": prog, **{k: v for k, v in opts.items()
+                                                       if k in ("ties", "symmetry", "checks")}}
     return sw
 
 

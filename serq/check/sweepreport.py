@@ -66,8 +66,9 @@ def render_text(sw: Sweep, with_timing: bool = True) -> str:
     return "\n".join(out) + "\n"
 
 
-FORMAT = "serq-sweep"
-VERSION = 1
+from serq.formats import SWEEP as FORMAT, VERSIONS  # noqa: E402
+
+VERSION = VERSIONS[FORMAT]
 
 
 def worst_json(w: CellWorst) -> dict:
@@ -85,7 +86,10 @@ def common_json(sw: Sweep) -> dict:
 
 
 def cell_json(r: Row) -> dict:
-    out = {"verdict": r.verdict, "kind": r.kind, "message": r.message, "exit_code": r.exit_code, "states": r.states}
+    from serq.formats import warnings_data
+
+    out = {"verdict": r.verdict, "kind": r.kind, "message": r.message, "exit_code": r.exit_code, "states": r.states,
+           "warnings": warnings_data(r.warnings)}
     if r.worst:
         out["worst"] = {m: worst_json(w) for m, w in r.worst.items()}
     if r.req is not None:
@@ -93,9 +97,20 @@ def cell_json(r: Row) -> dict:
     return out
 
 
-def render_json(sw: Sweep, with_timing: bool = True) -> dict:
-    from explorer.report import render_json as result_json
+def result_json(sw: Sweep, with_timing: bool = True) -> dict:
+    """The counterexample at the boundary, as `serq explore --json` gives it (format serq-explore)."""
+    from serq.check.tracedata import explore_json, model_for
 
+    spec = sw.counterexample_model
+    if spec is None:  # a sweep made by hand, without its instance: the trace in words only
+        from explorer.report import render_json as words_json
+        from serq.formats import EXPLORE, stamp
+
+        return stamp(EXPLORE, words_json(sw.counterexample, with_timing=with_timing))
+    return explore_json(lambda: model_for(**spec), sw.counterexample, with_timing=with_timing)
+
+
+def render_json(sw: Sweep, with_timing: bool = True) -> dict:
     if len(sw.axes) > 1:
         return {**common_json(sw), **grid_json(sw)}
     return {
@@ -106,7 +121,7 @@ def render_json(sw: Sweep, with_timing: bool = True) -> dict:
         "interrupted": sw.interrupted,
         "failed": sw.failed,
         "counterexample": (None if sw.counterexample is None else
-                           {"value": sw.last_fail, "result": result_json(sw.counterexample, with_timing=with_timing)}),
+                           {"value": sw.last_fail, "result": result_json(sw, with_timing=with_timing)}),
     }
 
 

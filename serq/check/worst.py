@@ -445,10 +445,20 @@ def render_text(w: Worst) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_json(w: Worst) -> dict:
+def render_json(w: Worst, warnings=()) -> dict:
+    """`serq explore --worst METRIC --json` (format serq-worst): the
+    worst case and its witness, each step with its data as in serq-explore
+    (serq.check.tracedata)."""
     from explorer.fingerprint import format_fp
+    from serq.check.tracedata import trace_data
+    from serq.formats import WORST, stamp, warnings_data
 
-    return {
+    from types import SimpleNamespace
+
+    # the witness's states are MetricStates: the serq state and the counter's phases
+    plain = [SimpleNamespace(state=getattr(s.state, "state", s.state), action=s.action) for s in w.trace]
+    data = trace_data(w.model, plain) if w.trace and w.model is not None else [{} for _ in w.trace]
+    return stamp(WORST, {
         "metric": w.metric.name, "unit": w.metric.unit, "what": w.metric.what,
         "value": w.value, "unbounded": w.value is None, "subject": w.subject,
         "complete": w.complete, "bound_reason": w.bound_reason, "exit_code": w.exit_code,
@@ -456,6 +466,8 @@ def render_json(w: Worst) -> dict:
         "lasso_start": w.lasso_start, "replay_path": w.replay_path, "states": w.states,
         "request_from": w.request_from,
         "text": headline(w),
+        "warnings": warnings_data(warnings),
         "trace": [{"step": s.index, "action_index": s.action_index, "action": s.action_text,
-                   "diff": list(s.diff), "fingerprint": format_fp(s.fingerprint)} for s in w.trace],
-    }
+                   "diff": list(s.diff), "fingerprint": format_fp(s.fingerprint), **d}
+                  for s, d in zip(w.trace, data)],
+    })

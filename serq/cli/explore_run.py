@@ -4,10 +4,9 @@ result's words, JSON or page. Its flags are serq/cli/explore.py."""
 
 from __future__ import annotations
 
-import json
 import sys
 
-from explorer.report import render_json, render_text
+from explorer.report import render_text
 from explorer.trace import NondeterministicModel, ReplayError
 from explorer.check import CheckpointError, PartitionError, RayUnavailable, WorkerLost
 from explorer.runtime.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
@@ -67,8 +66,9 @@ def cmd_explore(args) -> int:
         from serq.check.estimate import size_warning
 
         diags = sorted(diags + size_warning(loaded.program, args, memory_limit(args)))
-    if diags and not args.json:
+    if diags:  # with --json too: the JSON has them as data, stderr in words
         print(render_all(diags, loaded.source), file=sys.stderr)
+    args.warnings = [d for d in diags if not d.is_error]
     prog = loaded.program
     check_html_target(args)
     if args.theorem:
@@ -101,9 +101,10 @@ def cmd_explore(args) -> int:
     finally:
         if display is not None:
             display.close()
-    write_timeline(args, lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                                           checks=Checks.of_program(prog, args.check)), result)
-    return print_result(result, args)
+    make = lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
+                             checks=Checks.of_program(prog, args.check))
+    write_timeline(args, make, result)
+    return print_result(result, args, make)
 
 
 def _worst(args, prog) -> int:
@@ -125,16 +126,23 @@ def _worst(args, prog) -> int:
 
         write_page(args.html, worst_page(w, args.instance), "serq explore")
     if args.json:
-        print(json.dumps(render_json(w), indent=1))
+        from serq.formats import dumps
+
+        sys.stdout.write(dumps(render_json(w, warnings=args.warnings)))
     else:
         sys.stdout.write(render_text(w))
     return w.exit_code
 
 
-def print_result(result, args) -> int:
+def print_result(result, args, model) -> int:
+    """The result in words or (`--json`) as data; `model`: a function
+    making the model that reads the trace (called only for --json)."""
     timing = not args.no_timing
     if args.json:
-        print(json.dumps(render_json(result, with_timing=timing), indent=1))
+        from serq.check.tracedata import explore_json
+        from serq.formats import dumps
+
+        sys.stdout.write(dumps(explore_json(model, result, with_timing=timing, warnings=args.warnings)))
     else:
         sys.stdout.write(render_text(result, with_timing=timing))
     return result.exit_code
@@ -154,7 +162,10 @@ def _replay(args, prog) -> int:
                        graph_limit=args.graph_limit, model=model, memory_limit=memory_limit(args))
     write_timeline(args, model, r)
     if args.json:
-        print(json.dumps(render_json(r, with_timing=False, with_stats=False), indent=1))
+        from serq.check.tracedata import explore_json
+        from serq.formats import dumps
+
+        sys.stdout.write(dumps(explore_json(model, r, with_timing=False, with_stats=False, warnings=args.warnings)))
     else:
         sys.stdout.write(render_text(r, with_timing=not args.no_timing, with_stats=False))
     return r.exit_code
@@ -175,15 +186,21 @@ def cmd_theorem(args, loaded) -> int:
     finally:
         if display is not None:
             display.close()
-    write_timeline(args, lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,
-                                           checks=Checks.of_program(prog, ["completes"])), result)
+    make = lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
+                             checks=Checks.of_program(prog, ["completes"]))
+    write_timeline(args, make, result)
     timing = not args.no_timing
     if args.json:
-        out = {"theorem": line, "exit_code": code,
-               "hypotheses": [{"code": h.code, "name": h.name, "text": h.text, "holds": h.holds,
-                               "witnesses": h.witnesses} for h in hs],
-               "exploration": render_json(result, with_timing=timing)}
-        print(json.dumps(out, indent=1))
+        from serq.check.tracedata import explore_json
+        from serq.formats import THEOREM, dumps, stamp, warnings_data
+
+        out = stamp(THEOREM, {
+            "theorem": line, "exit_code": code,
+            "hypotheses": [{"code": h.code, "name": h.name, "text": h.text, "holds": h.holds,
+                            "witnesses": h.witnesses} for h in hs],
+            "warnings": warnings_data(args.warnings),
+            "exploration": explore_json(make, result, with_timing=timing)})
+        sys.stdout.write(dumps(out))
     else:
         sys.stdout.write(line + "\n\n" + table(hs) + "\n" + render_text(result, with_timing=timing))
     return code

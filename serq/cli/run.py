@@ -62,6 +62,10 @@ def register(sub) -> None:
                         "as JSON lines (docs/simulator.md)")
     r.add_argument("--html", metavar="FILE",
                    help="also write plots of the run (pool levels, queues, busy time, latencies) as a page")
+    r.add_argument("--requests", metavar="FILE",
+                   help="also write one row per request (arrival, admission, first token, finish, ttft, latency, "
+                        "preemptions, recomputed and cached tokens) to FILE.csv, or FILE.jsonl as JSON lines "
+                        "(docs/simulator.md)")
     r.set_defaults(func=cmd_run)
     c = add_parser(sub, "check", help="simulate and fail on what the instance's `check` lines select "
                                       "(as `serq explore`), asserts, conservation")
@@ -80,6 +84,7 @@ def _simulate(args, *, check: bool, trace=None):
     from serq.sim.simulator import SimConfig
 
     check_limits(args, "--max-steps", "--time-limit")
+    check_requests(args)
     memory = memory_limit(args)  # a bad --memory, before any work
     if args.horizon is not None and args.horizon <= 0:
         # a run that simulates nothing finds nothing: never report it as ok
@@ -94,6 +99,7 @@ def _simulate(args, *, check: bool, trace=None):
         from serq.diagnostics import render_all
 
         print(render_all(loaded.warnings, loaded.source), file=sys.stderr)
+    args.warnings = loaded.warnings  # --json has them too
     checks = Checks.of_program(loaded.program, args.check) if check else None
     cfg = SimConfig(seed=args.seed, horizon=args.horizon, warmup=args.warmup, coalesce=not args.no_coalesce,
                     stop_on_violation=check, checks=checks, max_steps=args.max_steps, trace=trace,
@@ -112,6 +118,42 @@ def _setup_and_run(loaded, cfg, args):
         from serq.view.simplots import attach
 
         attach(sim)  # the report's statistics plus the series the plots need
+    if getattr(args, "requests", None):
+        return _with_requests(sim, cfg, args)
+    return _scheduled(sim, cfg, args)
+
+
+def check_requests(args) -> None:
+    """`--requests FILE`: .csv or .jsonl, before any work."""
+    from serq.sim.requests import check_path
+
+    if getattr(args, "requests", None) and check_path(args.requests) is None:
+        raise flag_error("--requests", args.requests, "E012", "--requests writes FILE.csv (CSV) or FILE.jsonl "
+                         "(JSON lines): name the file with one of these suffixes")
+
+
+def _with_requests(sim, cfg, args):
+    """The run with its requests' rows written to --requests FILE (opened
+    first: an unwritable path is E017 before the run; no file is left
+    when the run fails)."""
+    from explorer.runtime.outfile import Output
+    from serq.sim.requests import attach, check_path, csv_text, header, jsonl_text
+
+    out = Output(args.requests)
+    log = attach(sim)
+    try:
+        r = _scheduled(sim, cfg, args)
+        rows = log.rows
+        out.write(csv_text(rows) if check_path(args.requests) == "csv" else
+                  jsonl_text(rows, header(r, args.instance)))
+    except BaseException:
+        out.abort()
+        raise
+    out.commit()
+    return r
+
+
+def _scheduled(sim, cfg, args):
     if getattr(args, "schedule", None):
         from serq.sim.schedule import open_schedule
 
@@ -195,12 +237,12 @@ def _console():
                    force_terminal=tty, soft_wrap=False)
 
 
-def _print_report(result, args, console) -> None:
-    from serq.sim.report import build_report, render, to_json
+def _print_report(result, args, console, check=None) -> None:
+    from serq.sim.report import build_report, render, report_json, to_json
 
     report = build_report(result, instance=args.instance)
     if args.json:
-        sys.stdout.write(to_json(report))
+        sys.stdout.write(to_json(report_json(report, warnings=getattr(args, "warnings", ()), check=check)))
     else:
         render(report, console)
 
@@ -255,8 +297,8 @@ def cmd_check(args) -> int:
     except OutOfMemory as e:
         print(f"{args.instance}: {e}; not a pass", file=sys.stdout if not args.json else sys.stderr)
         return EXIT_BOUND
-    if args.json:
-        _print_report(result, args, _console())
     j = judge(result, label=args.instance, seed=args.seed, max_steps=args.max_steps)
+    if args.json:
+        _print_report(result, args, _console(), check=j)
     print("\n".join(j.lines), file=sys.stdout if not args.json else sys.stderr)
     return j.exit_code

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -84,7 +83,9 @@ def cmd_sweep(args) -> int:
         write_page(args.html, sweep_page(sw, args.instance), "serq sweep")
     timing = not args.no_timing
     if args.json:
-        print(json.dumps(render_json(sw, with_timing=timing), indent=1))
+        from serq.formats import dumps
+
+        sys.stdout.write(dumps(render_json(sw, with_timing=timing)))
     else:
         sys.stdout.write(render_text(sw, with_timing=timing))
     return exit_code(sw)

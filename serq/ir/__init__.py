@@ -445,6 +445,7 @@ class Prefix(Node):
 class Program(Node):
     """One instance: everything `serq run` and `serq explore` need."""
 
+    format: Literal["serq-ir"] = "serq-ir"  # what `serq compile` writes (docs/json.md); optional on input
     version: Literal[1] = 1
     source: str = "<input>"
     consts: tuple[tuple[str, int | float], ...] = ()

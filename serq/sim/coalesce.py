@@ -144,6 +144,7 @@ class Block:
     ntok: int
     state: tuple  # the model state after the k iterations
     evicted: tuple[int, ...] = ()  # cached units evicted per pool by the block's growth
+    growing: tuple = ()  # per entry of `served`: the pool its run grows, or None
 
 
 BLOCK_START = 64  # iterations the first plan of a block may cover
@@ -351,7 +352,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
         new_pools[p] = pools[p]._replace(free=free - from_free, cache=cache)
     new_state = view.patched(new_sessions, new_pools)
     return Block(si, k, costs, levels, [(sid, n, d) for sid, n, d, _, _ in served], D, new_state,
-                 tuple(evicted))
+                 tuple(evicted), tuple(g for _, _, _, g, _ in served))
 
 
 def _evict(cache: tuple, units: int, desc: bool) -> tuple:

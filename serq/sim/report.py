@@ -16,7 +16,6 @@ from serq.semantics.events import first_token
 from serq.semantics.state import prefix_owner
 from serq.words import stuck_text
 
-import json
 import math
 from typing import Any
 
@@ -78,6 +77,7 @@ class Stats:
         self.queued: dict[tuple[int, int], int] = {}
         self.faults: list[tuple[int, str, str]] = []
         self.now = 0
+        self.log = None  # a serq.sim.requests.RequestLog (`--requests`), fed the events
 
     # -- inputs -------------------------------------------------------------
     def level(self, tick: int, levels: tuple[int, ...]) -> None:
@@ -106,6 +106,8 @@ class Stats:
     def _first_token(self, sid: int, tick: int) -> None:
         if sid in self.ttft_pending:
             self.ttft_pending.discard(sid)
+            if self.log is not None:
+                self.log.first_token(sid, tick)
             if self._counted(sid):
                 self.ttft[self.prog_of[sid]].append(tick - self.req_start[sid])
 
@@ -119,8 +121,11 @@ class Stats:
     def events(self, tick: int, events, state) -> None:
         """Events stamped at `tick`; `state` (the simulator's current one)
         names the program of sessions spawned since the start."""
+        log = self.log
         for e in events:
             k = e.kind
+            if log is not None:
+                log.event(tick, e, state)
             if first_token(e):
                 self._first_token(e.sid, tick)
             if k == "serve":
@@ -167,6 +172,8 @@ class Stats:
                 self.stuck[e.pool] += 1
             elif k == "fault":
                 self.faults.append((tick, e.what, e.message))
+        if log is not None:
+            log.step_done()
 
     def block_start(self, blk) -> None:
         """A coalesced block starts: its decisions (evictions) are stamped
@@ -188,6 +195,8 @@ class Stats:
             k += 1
         if not k:
             return
+        if self.log is not None:
+            self.log.block(blk, k)
         self.iters[si] += k
         self.tokens[si] += k * blk.ntok
         self.busy_ticks[si] += sum(blk.costs[:k])
@@ -281,8 +290,23 @@ def checked_names(checks) -> list[str]:
     return [] if checks is None else [n for n in ("deadlock", "livelock", "stuck", "invariant") if getattr(checks, n)]
 
 
+def report_json(report: dict, *, warnings=(), check=None) -> dict:
+    """`serq run --json` (format serq-run): the report with the instance's
+    warnings; with `check` (serq.sim.checking's Judgement), `serq check
+    --json` (format serq-check): the same with the verdict, its exit code
+    and the lines `serq check` prints."""
+    from serq.formats import CHECK, RUN, stamp, warnings_data
+
+    doc = {**report, "warnings": warnings_data(warnings)}
+    if check is None:
+        return stamp(RUN, doc)
+    return stamp(CHECK, {**doc, "verdict": check.verdict, "exit_code": check.exit_code, "lines": list(check.lines)})
+
+
 def to_json(report: dict) -> str:
-    return json.dumps(report, indent=2) + "\n"
+    from serq.formats import dumps
+
+    return dumps(report)
 
 
 def _num(v) -> str:

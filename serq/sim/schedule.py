@@ -39,9 +39,10 @@ from typing import IO
 
 from serq.semantics.model import ITERATE, FirstOracle
 from serq.semantics.view import StateView
+from serq.formats import SCHEDULE, VERSIONS
 
-FORMAT = "serq-schedule"
-VERSION = 1
+FORMAT = SCHEDULE
+VERSION = VERSIONS[SCHEDULE]
 
 
 class ScheduleWriter:

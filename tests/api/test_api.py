@@ -71,7 +71,8 @@ def test_a_result_renders_as_the_timeline_page(tmp_path, capsys):
 def test_run_gives_the_report_and_its_page(capsys, tmp_path):
     r = serq.run(CHAT, seed=3)
     code, out = cli(capsys, "run", CHAT, "--seed", "3", "--json")
-    assert r.report == json.loads(out) and code == 0
+    assert r.json() == json.loads(out) and code == 0
+    assert r.report == {k: v for k, v in r.json().items() if k not in ("format", "version", "warnings")}
     assert r.stopped == "done" and r.text().startswith(f"serq run {CHAT}  seed 3")
     assert repr(r) == f"<serq.Run {CHAT}: 9 iterations, 5.042300 s simulated, stopped: done>"
     assert "plotly" in r.page() and r._repr_html_().startswith("<iframe srcdoc=")

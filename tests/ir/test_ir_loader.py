@@ -75,8 +75,8 @@ def test_a_bad_ir_is_a_located_error(tmp_path, capsys, cmd, edit, path, code, me
     f = _write(tmp_path, d)
     assert main([cmd, str(f)]) == 2
     err = capsys.readouterr().err
-    if path is None:  # a string not even JSON: where the parser stopped
-        line, col = 3, 19
+    if path is None:  # a string not even JSON: where the parser stopped (`source`, after `format` and `version`)
+        line, col = 4, 19
     else:
         line, col = locate(f.read_text(), path)
     assert f"{f}:{line}:{col}: error[{code}]: " in err and message in err, err

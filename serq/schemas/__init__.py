@@ -1,0 +1,1 @@
+"""The JSON Schemas of serq's outputs (docs/json.md): FORMAT.json, built by `build.py`; `serq.formats.schema(FORMAT)` reads one."""
