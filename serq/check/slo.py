@@ -1,0 +1,345 @@
+"""SLO checks: `check ttft <= 4;`, `latency`, `preemptions`, `recomputed`,
+`queue(POOL)` (docs/language.md, "SLO checks"; docs/explorer.md,
+"SLO checks").
+
+A per-request metric is a count carried along a path: the explorer checks
+it on the product of serq's model with a small counter per session and
+metric (`SloModel`), built only when an instance asks for such a check, so
+the states of every other instance are the kernel's alone. A count is the
+same as `--worst` counts it (serq/check/worst.py, `Counter`): a request
+starts when its session arrives, leaves a `turn` or is spawned, and ends
+at the next `turn` or `end` (ttft: at its first token); an iteration counts
+for every request under way when it starts. The count is compared with the
+bound in the step that makes it (before the request ends in that same
+step), so the first state where a count passes its bound is a violation,
+and breadth-first search gives the shortest path to it. Once a count is
+over, the state is a violation and is not expanded: every count stays
+within its bound plus one, and the product is finite when the model is.
+
+`queue(POOL) <= K` is a property of one state: the model checks it among
+its invariants (`SerqModel`), on the kernel's states, symmetry included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from serq import ir
+from serq.semantics.events import first_token
+from serq.semantics.model import ITERATE, TURN
+
+# per-session fields of the product, in this order, for the metrics checked
+_NONE = -1  # no request under way (ttft: none waiting for its first token)
+# the events a count reads: each names its session (`sid`, a spawn its `child`)
+_SESSION_EVENTS = frozenset({"arrive", "turn", "spawn", "preempt", "hit", "admit", "serve", "release", "at_turn",
+                             "end", "run_done"})
+
+
+@dataclass(frozen=True)
+class Slo:
+    """One `check METRIC <= BOUND`: the bound is a constant or, for a
+    per-request metric, the attribute `attr` of the request's session."""
+
+    metric: str
+    bound: int | None
+    attr: str | None = None
+    pool: int | None = None  # queue: one pool, or None for each pool
+    pool_name: str | None = None
+    line: int | None = None
+
+    @property
+    def per_request(self) -> bool:
+        return self.metric != "queue"
+
+    @property
+    def text(self) -> str:
+        what = f"queue({self.pool_name})" if self.pool_name else self.metric
+        return f"{what} <= {self.attr if self.attr is not None else self.bound}"
+
+    @property
+    def kind(self) -> str:
+        """The violation's kind: `violation (slo ttft)`."""
+        return f"slo {self.metric}"
+
+    def where(self) -> str:
+        return f"`check {self.text}`" + (f" (line {self.line})" if self.line else "")
+
+
+def slos_of(program: ir.Program, checks) -> tuple[Slo, ...]:
+    """The SLO checks among IR checks."""
+    pools = [p.name for p in program.pools]
+    out = []
+    for c in checks:
+        if c.kind != "slo":
+            continue
+        attr = c.e.name if isinstance(c.e, ir.Name) else None
+        bound = c.e.v if isinstance(c.e, ir.Num) else None
+        out.append(Slo(c.metric, bound, attr, pools.index(c.pool) if c.pool else None, c.pool,
+                       c.at[0] if c.at else None))
+    return tuple(out)
+
+
+def parse_flag(text: str, program: ir.Program) -> ir.Check:
+    """`--check 'ttft<=4'` (or `queue(kv)<=2`, `recomputed<=prompt`) as an IR
+    check, validated as a `check` line is; a SerqError located in the
+    flag's value when it is not one."""
+    import re
+
+    from serq.diagnostics import flag_error
+
+    m = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(?:\(\s*([A-Za-z_]\w*)\s*\))?\s*(<=|<|>=|>|==)\s*([A-Za-z_]\w*|-?\d+)\s*",
+                     text)
+    if m is None:
+        raise flag_error("--check", text, "E012", "expected a property (deadlock, livelock, stuck, invariant, "
+                         "completes) or an SLO such as ttft<=4, queue(kv)<=2, recomputed<=prompt")
+    if m.group(3) != "<=":
+        raise flag_error("--check", text, "E012", f"a check bounds a metric from above with <=, got {m.group(3)}",
+                         m.start(3) + 1, len(m.group(3)))
+    word, col = m.group(4), m.start(4) + 1
+    consts = dict(program.consts)
+    if re.fullmatch(r"-?\d+", word) or word in consts:
+        v = int(word) if word not in consts else consts[word]
+        bound: ir.Expr = ir.Num(v=v, at=(1, col))
+    else:
+        bound = ir.Name(name=word, at=(1, col))
+    check = ir.Check(kind="slo", metric=m.group(1), pool=m.group(2), e=bound, at=(1, m.start(1) + 1))
+    from serq.lang.validate import Validator
+
+    v = Validator(program, False, True)
+    v.slo(check, {})
+    errors = [d for d in v.sink.items if d.is_error]
+    if errors:
+        d = errors[0]
+        raise flag_error("--check", text, "E012", d.message, d.col, d.span, d.notes)
+    return check.model_copy(update={"at": None})  # a flag's check has no line in the source
+
+
+# ---------------------------------------------------------------- the product
+
+
+class SloState(NamedTuple):
+    """A state of the SLO search: serq's state (a packed row), per session
+    the counters the checks need, and the first count over its bound in
+    the step that reached it ((check index, session, value) or None)."""
+
+    state: Any
+    counts: tuple
+    over: tuple | None
+
+
+class Fields:
+    """Which counters a session carries: one per per-request metric
+    checked, and for `recomputed` the position and high water of its
+    growing runs (serq/check/worst.py, `Counter._redo`)."""
+
+    def __init__(self, slos: tuple[Slo, ...]):
+        names = [s.metric for s in slos if s.per_request]
+        self.ft = "ttft" in names
+        self.lat = "latency" in names
+        self.pre = "preemptions" in names
+        self.rc = "recomputed" in names
+        self.idle = ((_NONE,) * (self.ft + self.lat + self.pre + self.rc) + ((0, 0) if self.rc else ()))
+
+
+def _index(fields: Fields) -> dict[str, int]:
+    out, k = {}, 0
+    for name, on in (("ttft", fields.ft), ("latency", fields.lat), ("preemptions", fields.pre),
+                     ("recomputed", fields.rc)):
+        if on:
+            out[name] = k
+            k += 1
+    if fields.rc:
+        out["pos"], out["hw"] = k, k + 1
+    return out
+
+
+class SloModel:
+    """The explorer's model protocol over a SerqModel (without symmetry:
+    a session keeps its id, and its counters with it) and the per-request
+    counters of the instance's SLO checks. An action is the serq model's."""
+
+    capabilities = frozenset({"canonical_bytes", "format_state", "notes"})  # declared: explorer/model.py
+
+    def __init__(self, program: ir.Program, *, ties: str = "all", checks=None, notes: list | None = None):
+        from serq.check.model import Checks, SerqModel
+
+        checks = checks or Checks.of_program(program)
+        self.sm = SerqModel(program, ties=ties, symmetry=False, checks=checks, notes=notes)
+        self.program = program
+        self.checks = checks
+        self.notes = self.sm.notes
+        self.slos = tuple(s for s in checks.slo if s.per_request)
+        self.fields = Fields(self.slos)
+        self.ix = _index(self.fields)
+        m = self.sm.m
+        self._attr = {s.attr: [[a.name for a in p.attrs].index(s.attr) for p in m.progs]
+                      for s in self.slos if s.attr is not None}
+
+    # -- protocol ---------------------------------------------------------
+    def initial_states(self):
+        out = []
+        for s in self.sm.initial_states():
+            out.append(SloState(s, (self.fields.idle,) * len(self.sm.m.initial_state().sessions), None))
+        return out
+
+    def actions(self, state):
+        return self.sm.actions(state.state)
+
+    def step(self, state, action):
+        nxt, events = self.sm.m.step_events(state.state, action)
+        if nxt is None:
+            return None
+        packed = self.sm.rows.pack(nxt)
+        counts, over = self.advance(state.counts, action, packed.tuple(), events)
+        return SloState(packed, counts, over)
+
+    def advance(self, counts: tuple, action, nxt, events) -> tuple[tuple, tuple | None]:
+        """The counters after a step, and the first count over its bound."""
+        ix, f = self.ix, self.fields
+        ph = [list(c) for c in counts] + [list(f.idle) for _ in range(len(nxt.sessions) - len(counts))]
+        w = 1 if action[0] == ITERATE and any(e.kind == "iterate" for e in events) else 0
+        if w:  # every request under way when the iteration starts (spawned ones are not yet)
+            for c in ph[:len(counts)]:
+                for name in ("ttft", "latency"):
+                    k = ix.get(name)
+                    if k is not None and c[k] != _NONE:
+                        c[k] += w
+        peak = [list(c) for c in ph]  # each count's largest value in this step, before a request ends in it
+        hits: dict[int, int] = {}
+        preempted: set[int] = set()
+        for e in events:
+            t = e.kind
+            if t not in _SESSION_EVENTS:
+                continue
+            sid = e.child if t == "spawn" else e.sid
+            c = ph[sid]
+            if t in ("arrive", "turn", "spawn"):
+                for name in ("ttft", "latency", "preemptions", "recomputed"):
+                    if name in ix:
+                        c[ix[name]] = 0
+                continue
+            if t == "preempt":
+                preempted.add(sid)
+                if "preemptions" in ix and c[ix["preemptions"]] != _NONE:
+                    c[ix["preemptions"]] += 1
+            if f.rc:
+                p, h, r = ix["pos"], ix["hw"], ix["recomputed"]
+                if t == "hit":
+                    hits[sid] = hits.get(sid, 0) + e.units
+                elif t == "admit":
+                    c[p] = hits.get(sid, 0)
+                elif t == "serve" and e.pool is not None:
+                    n = max(0, min(c[p] + e.n, c[h]) - c[p])
+                    if n and c[r] != _NONE:
+                        c[r] += n
+                    c[p] += e.n
+                    c[h] = max(c[h], c[p])
+                elif t == "preempt":
+                    c[p] = 0
+                elif t in ("release", "at_turn", "end") and sid not in preempted:
+                    c[p] = c[h] = 0
+            for k in range(len(c)):
+                if c[k] > peak[sid][k]:
+                    peak[sid][k] = c[k]
+            if t in ("at_turn", "end"):
+                for name in ("ttft", "latency", "preemptions", "recomputed"):
+                    if name in ix:
+                        c[ix[name]] = _NONE
+            elif f.ft and first_token(e):
+                c[ix["ttft"]] = _NONE
+        for sid, c in enumerate(ph):
+            for k in range(len(c)):
+                if c[k] > peak[sid][k]:
+                    peak[sid][k] = c[k]
+        return tuple(tuple(c) for c in ph), self._over(peak, nxt)
+
+    def _over(self, peak, nxt) -> tuple | None:
+        for ci, s in enumerate(self.slos):
+            k = self.ix[s.metric]
+            for sid, c in enumerate(peak):
+                if c[k] == _NONE:
+                    continue
+                bound = s.bound
+                if s.attr is not None:
+                    sess = nxt.sessions[sid]
+                    bound = sess.attrs[self._attr[s.attr][sess.prog]]
+                if c[k] > bound:
+                    return (ci, sid, c[k])
+        return None
+
+    def canonical_bytes(self, state) -> bytes:
+        key = self.sm.exact_key(state.state)
+        return len(key).to_bytes(8, "little") + key + repr((state.counts, state.over)).encode()
+
+    def is_done(self, state):
+        return self.sm.is_done(state.state)
+
+    def is_progress(self, state, action, nxt):
+        return action[0] == TURN
+
+    def invariants(self, state, *, stuck: bool | None = None):
+        out = self.sm.invariants(state.state, stuck=stuck)
+        if out or state.over is None:
+            return out
+        ci, sid, v = state.over
+        base = state.state
+        base = base.tuple() if hasattr(base, "tuple") else base  # a state sent to a worker is a tuple
+        return [(self.slos[ci].kind, over_text(self.slos[ci], self.sm.label(base, sid), v))]
+
+    def format_action(self, state, action):
+        return self.sm.format_action(state.state, action)
+
+    def format_diff(self, state, nxt):
+        return self.sm.format_diff(state.state, nxt.state)
+
+    def format_state(self, state):
+        return self.sm.format_state(state.state)
+
+    def describe_deadlock(self, state):
+        return self.sm.describe_deadlock(state.state)
+
+
+def over_text(s: Slo, who: str, v: int) -> str:
+    """The words of a count over its bound."""
+    bound = f"{s.attr}" if s.attr is not None else f"{s.bound}"
+    if s.metric == "ttft":
+        what = f"{who}'s request counts {v} iteration{'s' if v != 1 else ''} from its start to its first token"
+    elif s.metric == "latency":
+        what = f"{who}'s request counts {v} iteration{'s' if v != 1 else ''} from its start"
+    elif s.metric == "preemptions":
+        what = f"{who}'s request is preempted {v} time{'s' if v != 1 else ''}"
+    else:
+        what = f"{who}'s request computes {v} token{'s' if v != 1 else ''} again after a preemption"
+    return f"{what}, more than {s.where()} allows ({s.metric} > {bound})"
+
+
+def queue_violations(slos, state, pool_names) -> list[tuple[str, str]]:
+    """`check queue(P) <= K` on one state (a state tuple)."""
+    for s in slos:
+        if s.per_request:
+            continue
+        pools = range(len(state.pools)) if s.pool is None else [s.pool]
+        for p in pools:
+            n = len(state.pools[p].queue)
+            if n > s.bound:
+                return [(s.kind, f"{n} session{'s wait' if n != 1 else ' waits'} in {pool_names[p]}'s queue, more than "
+                                 f"{s.where()} allows")]
+    return []
+
+
+def needs_product(checks) -> bool:
+    """Whether a search must carry per-request counters (`SloModel`)."""
+    return any(s.per_request for s in getattr(checks, "slo", ()))
+
+
+def make_model(program: ir.Program, *, ties: str = "all", symmetry: bool = True, checks=None,
+               notes: list | None = None):
+    """The model a search over these checks explores: serq's, or the
+    product with the SLO counters when a per-request SLO is checked."""
+    from serq.check.model import Checks, SerqModel
+
+    checks = checks or Checks.of_program(program)
+    if needs_product(checks):
+        return SloModel(program, ties=ties, checks=checks, notes=notes)
+    return SerqModel(program, ties=ties, symmetry=symmetry, checks=checks, notes=notes)
