@@ -308,7 +308,7 @@ def over_text(s: Slo, who: str, v: int) -> str:
     elif s.metric == "latency":
         what = f"{who}'s request counts {v} iteration{'s' if v != 1 else ''} from its start"
     elif s.metric == "preemptions":
-        what = f"{who}'s request is preempted {v} time{'s' if v != 1 else ''}"
+        what = f"{who}'s request is preempted {'once' if v == 1 else f'{v} times'}"
     else:
         what = f"{who}'s request computes {v} token{'s' if v != 1 else ''} again after a preemption"
     return f"{what}, more than {s.where()} allows ({s.metric} > {bound})"
