@@ -54,7 +54,7 @@ class Checks:
         all) selects deadlock, livelock and invariant, and watches stuck
         sessions; `stuck` adds the stuck check. Conservation, `assert` and
         run-time errors are always checked."""
-        from serq.check.slo import parse_flag, slos_of
+        from serq.check.slospec import parse_flag, slos_of
 
         if override:
             kinds = {c if c in ALL_CHECKS + ("completes",) else "slo" for c in override}
@@ -231,7 +231,7 @@ class SerqModel:
                 continue
             out.append((kind, msg))
         if not out and self._queue_slos:
-            from serq.check.slo import queue_violations
+            from serq.check.slospec import queue_violations
 
             out = queue_violations(self._queue_slos, state, [p.name for p in self.m.pools])
         return out[:1]
