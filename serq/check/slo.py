@@ -80,7 +80,7 @@ class SloModel:
     a session keeps its id, and its counters with it) and the per-request
     counters of the instance's SLO checks. An action is the serq model's."""
 
-    capabilities = frozenset({"canonical_bytes", "format_state", "notes"})  # declared: explorer/model.py
+    capabilities = frozenset({"fingerprint", "canonical_bytes", "format_state", "notes"})  # explorer/model.py
 
     def __init__(self, program: ir.Program, *, ties: str = "all", checks=None, notes: list | None = None):
         from serq.check.model import Checks, SerqModel
@@ -108,18 +108,26 @@ class SloModel:
         return self.sm.actions(state.state)
 
     def step(self, state, action):
-        nxt, events = self.sm.m.step_events(state.state, action)
+        # the kernel's step with its events, the successor kept as a row
+        # (decoded only when an attribute bound reads it)
+        nxt, events = self.sm.m.engine.run(self.sm.rows.pack(state.state), (action[0], action[1]),
+                                           list(action[2]), 0, True, True)
         if nxt is None:
             return None
         packed = self.sm.rows.pack(nxt)
-        counts, over = self.advance(state.counts, action, packed.tuple(), events)
+        counts, over = self.advance(state.counts, action, packed, events)
         return SloState(packed, counts, over)
 
     def advance(self, counts: tuple, action, nxt, events) -> tuple[tuple, tuple | None]:
-        """The counters after a step, and the first count over its bound."""
+        """The counters after a step, and the first count over its bound
+        (`nxt`: the successor, read only for an attribute bound)."""
         ix, f = self.ix, self.fields
-        ph = [list(c) for c in counts] + [list(f.idle) for _ in range(len(nxt.sessions) - len(counts))]
         w = 1 if action[0] == ITERATE and any(e.kind == "iterate" for e in events) else 0
+        events = [e for e in events if e.kind in _SESSION_EVENTS]
+        if not w and not events:
+            return counts, None
+        n = max([len(counts)] + [e.child + 1 for e in events if e.kind == "spawn"])  # a spawn adds sessions
+        ph = [list(c) for c in counts] + [list(f.idle) for _ in range(n - len(counts))]
         if w:  # every request under way when the iteration starts (spawned ones are not yet)
             for c in ph[:len(counts)]:
                 for name in ("ttft", "latency"):
@@ -131,8 +139,6 @@ class SloModel:
         preempted: set[int] = set()
         for e in events:
             t = e.kind
-            if t not in _SESSION_EVENTS:
-                continue
             sid = e.child if t == "spawn" else e.sid
             c = ph[sid]
             if t in ("arrive", "turn", "spawn"):
@@ -188,6 +194,15 @@ class SloModel:
                 if c[k] > bound:
                     return (ci, sid, c[k])
         return None
+
+    def fingerprint(self, state) -> int:
+        """The kernel's fingerprint of serq's state (without symmetry),
+        hashed with the counters: a stable 64-bit fingerprint."""
+        import hashlib
+
+        fp = self.sm.rows.pack(state.state).fp
+        h = hashlib.blake2b(fp.to_bytes(8, "little") + repr((state.counts, state.over)).encode(), digest_size=8)
+        return int.from_bytes(h.digest(), "little") or 1
 
     def canonical_bytes(self, state) -> bytes:
         key = self.sm.exact_key(state.state)
