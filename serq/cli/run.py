@@ -90,10 +90,11 @@ def _simulate(args, *, check: bool, trace=None):
         from serq.lang.load import require_sessions
 
         require_sessions(loaded, args.instance, "check")  # an empty run checks nothing: never `ok`
-    if loaded.warnings:
+    warnings = loaded.warnings + (slo_not_checked(loaded.program) if check and not args.check else [])
+    if warnings:
         from serq.diagnostics import render_all
 
-        print(render_all(loaded.warnings, loaded.source), file=sys.stderr)
+        print(render_all(sorted(warnings), loaded.source), file=sys.stderr)
     checks = Checks.of_program(loaded.program, args.check) if check else None
     cfg = SimConfig(seed=args.seed, horizon=args.horizon, warmup=args.warmup, coalesce=not args.no_coalesce,
                     stop_on_violation=check, checks=checks, max_steps=args.max_steps, trace=trace,
@@ -102,6 +103,20 @@ def _simulate(args, *, check: bool, trace=None):
         return _setup_and_run(loaded, cfg, args)
     except MemoryError:  # the run itself stops cleanly at one (Simulator.run): this is its setup
         raise OutOfMemory(sum(line.count for line in loaded.program.workload)) from None
+
+
+def slo_not_checked(program) -> list:
+    """W512: `serq check` simulates one run; an SLO check is the explorer's."""
+    from serq.diagnostics import Sink
+
+    sink = Sink(program.source)
+    for c in program.checks:
+        if c.kind == "slo":
+            what = f"{c.metric}({c.pool})" if c.pool else c.metric
+            bound = c.e.name if hasattr(c.e, "name") else c.e.v
+            sink.warn(c.at, "W512", f"`check {what} <= {bound}` is not checked by `serq check`, which simulates "
+                      "one run: `serq explore` checks it over every interleaving", span=len(c.metric))
+    return sink.items
 
 
 def _setup_and_run(loaded, cfg, args):

@@ -163,3 +163,9 @@ def test_an_instance_without_slo_keeps_its_states():
     assert r.verdict == "pass"
     r = explore(prog, graph_limit=0, checks=["completes", "ttft<=4"])
     assert r.verdict == "violation" and r.kind == "slo ttft"
+
+
+def test_serq_check_says_it_does_not_check_an_slo(capsys):
+    code, out, err = run(capsys, "check", SLO_TTFT)
+    assert code == 0 and "ok" in out
+    assert "slo_ttft.sq:41:18: warning[W512]: `check ttft <= 3` is not checked by `serq check`" in err
