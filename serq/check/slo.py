@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 from serq import ir
 from serq.check.slospec import Slo, over_text
 from serq.semantics.events import first_token
-from serq.semantics.model import ITERATE, TURN
+from serq.semantics.model import TURN
 
 # per-session fields of the product, in this order, for the metrics checked
 _NONE = -1  # no request under way (ttft: none waiting for its first token)
@@ -75,54 +75,29 @@ def _index(fields: Fields) -> dict[str, int]:
     return out
 
 
-class SloModel:
-    """The explorer's model protocol over a SerqModel (without symmetry:
-    a session keeps its id, and its counters with it) and the per-request
-    counters of the instance's SLO checks. An action is the serq model's."""
+class Counts:
+    """The per-request counters of the SLO checks: what a session carries
+    (`Fields`), how a step's events move them, and the first count over
+    its bound. The explorer's product (`SloModel`) and the simulator
+    (`serq check`) count with it."""
 
-    capabilities = frozenset({"fingerprint", "canonical_bytes", "format_state", "notes"})  # explorer/model.py
-
-    def __init__(self, program: ir.Program, *, ties: str = "all", checks=None, notes: list | None = None):
-        from serq.check.model import Checks, SerqModel
-
-        checks = checks or Checks.of_program(program)
-        self.sm = SerqModel(program, ties=ties, symmetry=False, checks=checks, notes=notes)
-        self.program = program
-        self.checks = checks
-        self.notes = self.sm.notes
-        self.slos = tuple(s for s in checks.slo if s.per_request)
+    def __init__(self, slos, progs):
+        self.slos = tuple(s for s in slos if s.per_request)
         self.fields = Fields(self.slos)
         self.ix = _index(self.fields)
-        m = self.sm.m
-        self._attr = {s.attr: [[a.name for a in p.attrs].index(s.attr) for p in m.progs]
+        self._attr = {s.attr: [[a.name for a in p.attrs].index(s.attr) for p in progs]
                       for s in self.slos if s.attr is not None}
 
-    # -- protocol ---------------------------------------------------------
-    def initial_states(self):
-        out = []
-        for s in self.sm.initial_states():
-            out.append(SloState(s, (self.fields.idle,) * len(self.sm.m.initial_state().sessions), None))
-        return out
+    def initial(self, n: int) -> tuple:
+        return (self.fields.idle,) * n
 
-    def actions(self, state):
-        return self.sm.actions(state.state)
-
-    def step(self, state, action):
-        # the kernel's step with its events, the successor kept as a row
-        # (decoded only when an attribute bound reads it)
-        nxt, events = self.sm.m.engine.run(self.sm.rows.pack(state.state), (action[0], action[1]),
-                                           list(action[2]), 0, True, True)
-        if nxt is None:
-            return None
-        packed = self.sm.rows.pack(nxt)
-        counts, over = self.advance(state.counts, action, packed, events)
-        return SloState(packed, counts, over)
-
-    def advance(self, counts: tuple, action, nxt, events) -> tuple[tuple, tuple | None]:
+    def advance(self, counts: tuple, nxt, events) -> tuple[tuple, tuple | None]:
         """The counters after a step, and the first count over its bound
-        (`nxt`: the successor, read only for an attribute bound)."""
+        ((check index, session, value) or None); `nxt`: the successor,
+        read only for an attribute bound. An iteration is a step with an
+        `iterate` event (one that faults has none: it did no work)."""
         ix, f = self.ix, self.fields
-        w = 1 if action[0] == ITERATE and any(e.kind == "iterate" for e in events) else 0
+        w = 1 if any(e.kind == "iterate" for e in events) else 0
         events = [e for e in events if e.kind in _SESSION_EVENTS]
         if not w and not events:
             return counts, None
@@ -157,9 +132,9 @@ class SloModel:
                 elif t == "admit":
                     c[p] = hits.get(sid, 0)
                 elif t == "serve" and e.pool is not None:
-                    n = max(0, min(c[p] + e.n, c[h]) - c[p])
-                    if n and c[r] != _NONE:
-                        c[r] += n
+                    again = max(0, min(c[p] + e.n, c[h]) - c[p])
+                    if again and c[r] != _NONE:
+                        c[r] += again
                     c[p] += e.n
                     c[h] = max(c[h], c[p])
                 elif t == "preempt":
@@ -195,6 +170,52 @@ class SloModel:
                     return (ci, sid, c[k])
         return None
 
+    def message(self, over, label) -> tuple[str, str]:
+        """(kind, words) of a count over its bound; `label(sid)` names a session."""
+        ci, sid, v = over
+        return self.slos[ci].kind, over_text(self.slos[ci], label(sid), v)
+
+
+class SloModel:
+    """The explorer's model protocol over a SerqModel (without symmetry:
+    a session keeps its id, and its counters with it) and the per-request
+    counters of the instance's SLO checks. An action is the serq model's."""
+
+    capabilities = frozenset({"fingerprint", "canonical_bytes", "format_state", "notes"})  # explorer/model.py
+
+    def __init__(self, program: ir.Program, *, ties: str = "all", checks=None, notes: list | None = None):
+        from serq.check.model import Checks, SerqModel
+
+        checks = checks or Checks.of_program(program)
+        self.sm = SerqModel(program, ties=ties, symmetry=False, checks=checks, notes=notes)
+        self.program = program
+        self.checks = checks
+        self.notes = self.sm.notes
+        self.counter = Counts(checks.slo, self.sm.m.progs)
+        self.slos = self.counter.slos
+
+    # -- protocol ---------------------------------------------------------
+    def initial_states(self):
+        out = []
+        for s in self.sm.initial_states():
+            out.append(SloState(s, self.counter.initial(len(self.sm.m.initial_state().sessions)), None))
+        return out
+
+    def actions(self, state):
+        return self.sm.actions(state.state)
+
+    def step(self, state, action):
+        # the kernel's step with its events, the successor kept as a row
+        # (decoded only when an attribute bound reads it)
+        nxt, events = self.sm.m.engine.run(self.sm.rows.pack(state.state), (action[0], action[1]),
+                                           list(action[2]), 0, True, True)
+        if nxt is None:
+            return None
+        packed = self.sm.rows.pack(nxt)
+        counts, over = self.counter.advance(state.counts, packed, events)
+        return SloState(packed, counts, over)
+
+
     def fingerprint(self, state) -> int:
         """The kernel's fingerprint of serq's state (without symmetry),
         hashed with the counters: a stable 64-bit fingerprint."""
@@ -218,10 +239,9 @@ class SloModel:
         out = self.sm.invariants(state.state, stuck=stuck)
         if out or state.over is None:
             return out
-        ci, sid, v = state.over
         base = state.state
         base = base.tuple() if hasattr(base, "tuple") else base  # a state sent to a worker is a tuple
-        return [(self.slos[ci].kind, over_text(self.slos[ci], self.sm.label(base, sid), v))]
+        return [self.counter.message(state.over, lambda sid: self.sm.label(base, sid))]
 
     def format_action(self, state, action):
         return self.sm.format_action(state.state, action)

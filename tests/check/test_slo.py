@@ -165,7 +165,38 @@ def test_an_instance_without_slo_keeps_its_states():
     assert r.verdict == "violation" and r.kind == "slo ttft"
 
 
-def test_serq_check_says_it_does_not_check_an_slo(capsys):
+def test_serq_check_checks_an_slo(capsys):
     code, out, err = run(capsys, "check", SLO_TTFT)
-    assert code == 0 and "ok" in out
-    assert "slo_ttft.sq:41:18: warning[W512]: `check ttft <= 3` is not checked by `serq check`" in err
+    assert code == 0 and "ok: no deadlock, failed assert, invariant, `ttft <= 3` broken, `preemptions <= 1` " \
+        "broken or conservation violation" in out
+    code, out, err = run(capsys, "check", SLO_TTFT, "--check", "ttft<=1")
+    assert code == 12 and out.startswith(f"{SLO_TTFT}: FAIL: slo ttft at 1 iteration: chat#2's request counts "
+                                         "2 iterations from its start to its first token")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_serq_check_counts_the_run_it_simulates(seed):
+    """`serq check` counts each request of its one run as the explorer
+    counts a path: without a stage cost an iteration is a tick, so a
+    bound fails exactly below the run's largest ttft and end-to-end
+    latency in its report; and a run that fails is a path the explorer
+    finds failing too."""
+    from serq.check.model import Checks
+    from serq.sim.simulator import SimConfig, Simulator
+
+    prog = load_path(SLO_TTFT).program
+
+    def simulate(checks):
+        ch = Checks.of_program(prog, checks) if checks else None
+        sim = Simulator(prog, SimConfig(seed=seed, stop_on_violation=ch is not None, checks=ch))
+        return sim.run()
+
+    stats = simulate(None).stats
+    worst = {"ttft": max(max(v) for v in stats.ttft if v), "latency": max(max(v) for v in stats.e2e if v)}
+    for metric, w in worst.items():
+        for b in (w - 1, w):
+            r = simulate([f"{metric}<={b}"])
+            assert bool(r.violations) == (b < w), (metric, b, w)
+            if r.violations:
+                assert r.violations[0][1] == f"slo {metric}"
+                assert explore(prog, checks=[f"{metric}<={b}"], graph_limit=0).verdict == "violation"
