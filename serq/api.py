@@ -92,15 +92,19 @@ def _memory(memory) -> int | None:
     raise ValueError(f"memory must be a size such as \"4G\" or a positive number of bytes, got {memory!r}")
 
 
-def _checks(checks) -> list[str] | None:
-    from serq.defaults import ALL_CHECKS
+def _checks(checks, slo: bool = True) -> list[str] | None:
+    """The properties asked for; `slo`: an SLO (`"ttft<=4"`) is one (the
+    explorer's; the simulator's `check` has none), parsed against the
+    instance when it is explored."""
+    from serq.defaults import ALL_CHECKS, EXPLORE_CHECKS
 
     if checks is None:
         return None
     checks = [checks] if isinstance(checks, str) else list(checks)
     for c in checks:
-        if c not in ALL_CHECKS + ("completes",):
-            raise ValueError(f"unknown property {c!r}; the properties are {', '.join(ALL_CHECKS + ('completes',))}")
+        if c not in (EXPLORE_CHECKS if slo else ALL_CHECKS + ("completes",)):
+            raise ValueError(f"unknown property {c!r}; the properties are {', '.join(ALL_CHECKS + ('completes',))}"
+                             + (" or an SLO such as 'ttft<=4'" if slo else ""))
     return checks
 
 
@@ -145,11 +149,12 @@ class Result:
         return explore_json(self._model, self.raw, with_timing=timing, warnings=self.warnings)
 
     def _model(self):
-        from serq.check.model import Checks, SerqModel
+        from serq.check.model import Checks
+        from serq.check.slo import make_model
 
         a = self._model_args
-        return SerqModel(self.program, ties=a["ties"], symmetry=a["symmetry"],
-                         checks=Checks.of_program(self.program, a["checks"]))
+        return make_model(self.program, ties=a["ties"], symmetry=a["symmetry"],
+                          checks=Checks.of_program(self.program, a["checks"]))
 
     def page(self) -> str:
         """The timeline page (`serq explore --html`), as HTML text."""
@@ -268,7 +273,7 @@ def _simulate(source, *, check: bool, checks, seed: int, horizon, warmup, coales
     from serq.sim.simulator import SimConfig, Simulator
 
     _limits(max_steps=max_steps, time_limit=time_limit)
-    checks, limit = _checks(checks), _memory(memory)
+    checks, limit = _checks(checks, slo=False), _memory(memory)
     ticks = _duration("horizon", horizon)
     if ticks is not None and ticks <= 0:
         raise ValueError("horizon must be a positive time (a run up to time 0 simulates nothing)")

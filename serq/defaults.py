@@ -10,3 +10,16 @@ GRAPH_LIMIT = 200_000
 
 # actions a simulation applies at most by default (`--max-steps`)
 DEFAULT_MAX_STEPS = 20_000_000
+
+
+class CheckChoices(tuple):
+    """`--check`'s choices for the explorer: the property names, and any
+    SLO written with a comparison (`ttft<=4`, `queue(kv)<=2`), which the
+    command parses against the instance (serq/check/slo.py). Iterating
+    gives the names (help, completion, "did you mean")."""
+
+    def __contains__(self, value) -> bool:
+        return tuple.__contains__(self, value) or (isinstance(value, str) and any(c in value for c in "<>="))
+
+
+EXPLORE_CHECKS = CheckChoices(ALL_CHECKS + ("completes",))

@@ -77,3 +77,13 @@ MOMENT_TABLE_ROWS = [  # for docs and `serq explain`-style listings
 
 EXPLORER_BANNED = ("now", "age")
 EXPLORER_MAX_DOMAIN = 4096  # values one draw may take in the explorer
+
+# the metrics a `check METRIC <= BOUND;` bounds (docs/language.md, "SLO checks"):
+# per request (ttft, latency, preemptions, recomputed) or per state (queue)
+SLO_METRICS = {
+    "ttft": "iterations from a request's start to its first token",
+    "latency": "iterations from a request's start to its end",
+    "preemptions": "preemptions of one request",
+    "recomputed": "tokens one request computes again after a preemption",
+    "queue": "sessions waiting in a pool's queue",
+}

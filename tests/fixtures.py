@@ -99,3 +99,13 @@ def serq_ui(inst, *args):
                 proc.kill()
                 proc.wait()
     assert proc.returncode == 0 and "Traceback" not in proc.err, proc.err
+
+
+def per_request_slo(path) -> bool:
+    """Whether an instance file checks a per-request SLO (`check ttft <= 3;`):
+    it is explored over a model without rows (serq/check/slo.py)."""
+    from serq.check.model import Checks
+    from serq.check.slo import needs_product
+    from serq.lang.load import load_path
+
+    return needs_product(Checks.of_program(load_path(path, explorer=True).program))

@@ -11,7 +11,8 @@ from explorer.outcome import bounded
 from explorer.result import Stats
 from explorer.settings import Settings
 from serq import ir
-from serq.check.model import Checks, SerqModel
+from serq.check.model import Checks
+from serq.check.slo import make_model
 
 from serq.defaults import GRAPH_LIMIT  # states the point-of-no-return graph may hold by default
 
@@ -34,8 +35,8 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     (no collision can hide a state; one process, the sequential engine)."""
     ch = checks_of(program, checks)
     notes: list = []  # the first stuck session, when `completes` watches them (shared by the search's models)
-    factory = ModelFactory(SerqModel, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
-                                                     "notes": notes})
+    factory = ModelFactory(make_model, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
+                                                      "notes": notes})
     partitioned = ray is not None or partitions is not None or checkpoint is not None or resume is not None
     settings = Settings(strategy="partitioned" if partitioned else strategy, max_states=max_states,
                         max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
@@ -101,7 +102,7 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
     if not result.trace or graph_limit <= 0:
         return
     if model is None:
-        model = SerqModel(program, ties=ties, symmetry=symmetry, checks=checks_of(program, checks))
+        model = make_model(program, ties=ties, symmetry=symmetry, checks=checks_of(program, checks))
     model = Completion(model)  # a stuck session may still finish
     limit = graph_limit if max_states is None else min(graph_limit, max_states)
     try:
@@ -150,7 +151,7 @@ def replay_verdict(program: ir.Program, path: str, *, ties: str = "all", symmetr
     ReplayError for a path that does not apply."""
     from explorer.trace import replay
 
-    model = SerqModel(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
+    model = make_model(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
     return model, judged(model, replay(model, path), path)
 
 

@@ -44,6 +44,9 @@ class Checks:
     # the theorem's conclusion: a state counts as done when every session
     # left is waiting for an admission it never had (`unadmitted`)
     admitted: bool = False
+    # the SLO checks (serq/check/slo.py): `queue` ones are invariants of a
+    # state; per-request ones make the search carry counters (`SloModel`)
+    slo: tuple = ()
 
     @classmethod
     def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
@@ -51,11 +54,17 @@ class Checks:
         all) selects deadlock, livelock and invariant, and watches stuck
         sessions; `stuck` adds the stuck check. Conservation, `assert` and
         run-time errors are always checked."""
-        kinds = set(override) if override else {c.kind for c in prog.checks}
+        from serq.check.slospec import parse_flag, slos_of
+
+        if override:
+            kinds = {c if c in ALL_CHECKS + ("completes",) else "slo" for c in override}
+            slo = slos_of(prog, [parse_flag(c, prog) for c in override if c not in ALL_CHECKS + ("completes",)])
+        else:
+            kinds, slo = {c.kind for c in prog.checks}, slos_of(prog, prog.checks)
         if not kinds or "completes" in kinds:
-            return cls(stuck="stuck" in kinds)
+            return cls(stuck="stuck" in kinds, slo=slo)
         return cls(deadlock="deadlock" in kinds, livelock="livelock" in kinds,
-                   stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False)
+                   stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False, slo=slo)
 
     @property
     def positions(self) -> bool:
@@ -65,7 +74,7 @@ class Checks:
 
     def names(self) -> list[str]:
         return ([n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
-                + (["admitted"] if self.admitted else []))
+                + (["admitted"] if self.admitted else []) + [s.text for s in self.slo])
 
 
 class SerqModel:
@@ -87,7 +96,8 @@ class SerqModel:
         # and flags in one call per state, and the canonical form (`exact_key`)
         self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.positions)
         self.rows.warm()  # numba's start-up here, not in the search's time
-        self._plain_invariants = not self.m.engine.low.invariants
+        self._queue_slos = tuple(s for s in self.checks.slo if not s.per_request)
+        self._plain_invariants = not self.m.engine.low.invariants and not self._queue_slos
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):
@@ -220,6 +230,10 @@ class SerqModel:
             if kind == "invariant" and not self.checks.invariant:
                 continue
             out.append((kind, msg))
+        if not out and self._queue_slos:
+            from serq.check.slospec import queue_violations
+
+            out = queue_violations(self._queue_slos, state, [p.name for p in self.m.pools])
         return out[:1]
 
     # -- words --------------------------------------------------------------

@@ -15,6 +15,8 @@ its words' functions, so the data says what the English says.
 
 from __future__ import annotations
 
+import dataclasses
+
 from serq.check.admission import grower_data, refusals
 from serq.check.model import SerqModel, pool_levels, session_phase, wait_for
 from serq.semantics.model import ITERATE, TURN
@@ -198,8 +200,11 @@ def explore_json(model, result, *, with_timing: bool = True, with_stats: bool = 
     d["blocked"] = None
     if result.trace:
         sm = model if isinstance(model, SerqModel) else model()
-        for t, data in zip(d["trace"], trace_data(sm, result.trace)):
+        trace = result.trace
+        if not isinstance(sm, SerqModel):  # the SLO search's product (serq/check/slo.py): serq's state inside
+            sm, trace = sm.sm, [dataclasses.replace(s, state=s.state.state) for s in trace]
+        for t, data in zip(d["trace"], trace_data(sm, trace)):
             t.update(data)
         if result.verdict == "deadlock":
-            d["blocked"] = blocked_data(sm, result.trace[-1].state)
+            d["blocked"] = blocked_data(sm, trace[-1].state)
     return d

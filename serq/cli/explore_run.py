@@ -15,6 +15,7 @@ from serq.cli.explore import check_flags, cluster_kwargs
 from serq.cli.flags import memory_limit
 from serq.check.model import Checks, SerqModel
 from serq.check.explore import explore, mark_no_return, replay_verdict
+from serq.check.slo import make_model, needs_product
 from serq.lang.validate import validate
 
 
@@ -73,6 +74,7 @@ def cmd_explore(args) -> int:
     check_html_target(args)
     if args.theorem:
         return cmd_theorem(args, loaded)
+    refuse_for_slo(args, Checks.of_program(prog, args.check))  # a bad `--check ttft<=x` is E012 here
     if args.replay:
         return _replay(args, prog)
     if args.worst is not None:
@@ -101,10 +103,27 @@ def cmd_explore(args) -> int:
     finally:
         if display is not None:
             display.close()
-    make = lambda: SerqModel(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
-                             checks=Checks.of_program(prog, args.check))
+    make = lambda: make_model(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
+                              checks=Checks.of_program(prog, args.check))
     write_timeline(args, make, result)
     return print_result(result, args, make)
+
+
+def refuse_for_slo(args, checks) -> None:
+    """A per-request SLO check is explored on serq's model with counters
+    (serq/check/slo.py), a model without rows: the engines that need rows
+    cannot run it (E012)."""
+    if not needs_product(checks) or args.worst is not None:
+        return
+    from serq.cli.explore import cluster_kwargs
+    from serq.diagnostics import flag_error
+
+    flag = "--swarm" if args.swarm is not None else next(
+        (f"--{k}" for k, v in cluster_kwargs(args).items() if v is not None and v is not False), None)
+    if flag is not None:
+        raise flag_error(flag, flag, "E012", f"a per-request SLO check ({checks.slo[0].text}) is explored over serq's "
+                         f"model with the requests' counters, a model without rows, which {flag} cannot run; drop "
+                         f"{flag} (--workers N explores it in parallel)")
 
 
 def _worst(args, prog) -> int:

@@ -12,7 +12,7 @@ from serq.diagnostics import flag_error
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits, memory_limit
 from explorer.runtime.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
-from serq.defaults import ALL_CHECKS, DEFAULT_MAX_STEPS
+from serq.defaults import DEFAULT_MAX_STEPS, EXPLORE_CHECKS
 
 # the simulator (and numba's kernel under it) is imported when a command
 # runs, not when the parser is built
@@ -70,10 +70,11 @@ def register(sub) -> None:
     c = add_parser(sub, "check", help="simulate and fail on what the instance's `check` lines select "
                                       "(as `serq explore`), asserts, conservation")
     _common(c)
-    c.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
+    c.add_argument("--check", action="append", choices=EXPLORE_CHECKS, metavar="PROPERTY",
                    help="check this property instead of the instance's `check` lines, as `serq explore "
                         "--check` (deadlock, livelock, stuck, invariant, completes: the first, second and "
-                        "fourth); repeatable")
+                        "fourth; or an SLO: ttft<=N, latency<=N, preemptions<=N, recomputed<=N, "
+                        "queue(POOL)<=N, counted along the run simulated); repeatable")
     c.add_argument("--json", action="store_true", help="print the report as JSON as well")
     c.set_defaults(func=cmd_check)
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from serq.diagnostics import Diagnostic, SerqError, flag_error
-from serq.defaults import ALL_CHECKS
+from serq.defaults import EXPLORE_CHECKS
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits
 
@@ -43,7 +43,7 @@ def register(sub) -> None:
     s.add_argument("--time-limit", type=float, metavar="SEC", help="per value: stop after SEC seconds")
     s.add_argument("--ties", choices=("all", "seq"), default="all", help="as for serq explore")
     s.add_argument("--no-symmetry", action="store_true", help="as for serq explore")
-    s.add_argument("--check", action="append", choices=ALL_CHECKS + ("completes",), metavar="PROPERTY",
+    s.add_argument("--check", action="append", choices=EXPLORE_CHECKS, metavar="PROPERTY",
                    help="as for serq explore; repeatable")
     s.add_argument("--json", action="store_true", help="print the sweep as JSON")
     s.add_argument("--no-timing", action="store_true", help="omit times (byte-stable output)")

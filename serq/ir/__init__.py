@@ -428,8 +428,13 @@ class WorkloadLine(Node):
 
 
 class Check(Node):
-    kind: Literal["deadlock", "livelock", "stuck", "completes", "invariant"]
+    """A property. `slo`: `metric <= e` (`e` a constant or a session
+    attribute; `pool` for `queue(POOL)`, None for every pool)."""
+
+    kind: Literal["deadlock", "livelock", "stuck", "completes", "invariant", "slo"]
     e: Expr | None = None
+    metric: str | None = None
+    pool: str | None = None
     at: Pos = None
 
 

@@ -152,7 +152,7 @@ class Compiler:
             elif kind == "workload":
                 workload.extend(self.wl_line(l) for l in it.children)
             elif kind == "check":
-                checks.extend(self.check(c) for c in it.children)
+                checks.extend(c for c in map(self.check, it.children) if c is not None)
         return ir.Program(source=self.file, consts=tuple(self.consts.items()), pools=tuple(pools),
                           stages=tuple(stages), sessions=tuple(sessions),
                           workload=tuple(w for w in workload if w is not None), checks=tuple(checks),
@@ -336,10 +336,41 @@ class Compiler:
         return ir.WorkloadLine(count=count, program=prog, args=self.args(args_t, prog, pos(prog_t)),
                                arrival=arrival, at=pos(prog_t))
 
-    def check(self, t) -> ir.Check:
+    def check(self, t) -> ir.Check | None:
         if t.data == "check_simple":
             return ir.Check(kind=str(t.children[0]), at=pos(t.children[0]))
+        if t.data == "check_slo":
+            return self.slo(t)
         return ir.Check(kind="invariant", e=self.expr(t.children[0]), at=pos(t))
+
+    def slo(self, t) -> ir.Check | None:
+        """`METRIC <= BOUND` or `queue(POOL) <= BOUND`: the metric and pool
+        stay names (checked by serq.lang.validate, on the IR); the bound is
+        a constant, or a bare name that is no constant (a session attribute)."""
+        left, op, right = t.children
+        metric = pool = None
+        if isinstance(left, Tree) and left.data == "name":
+            metric = str(left.children[0])
+        elif (isinstance(left, Tree) and left.data == "call" and len(left.children) == 2
+              and isinstance(left.children[1], Tree) and left.children[1].data == "name"):
+            metric, pool = str(left.children[0]), str(left.children[1].children[0])
+        if metric is None:
+            self.sink.error(pos(left), "E001", "expected a metric here: `check ttft <= 4;`, `check queue(kv) <= 2;` "
+                            "(ttft, latency, preemptions, recomputed, queue)")
+            return None
+        if str(op) != "<=":
+            self.sink.error(pos(op), "E001", f"a check bounds a metric from above with `<=`, got `{op}`",
+                            f"write `{metric}{'(' + pool + ')' if pool else ''} <= N`", span=len(str(op)))
+            return None
+        if isinstance(right, Tree) and right.data == "name" and str(right.children[0]) not in self.consts \
+                and str(right.children[0]) not in self.prefixes:
+            bound = ir.Name(name=str(right.children[0]), at=pos(right))
+        else:
+            v = self.const(right, f"the bound of `check {metric}`", minimum=0)
+            if v is None:
+                return None
+            bound = ir.Num(v=v, at=pos(right))
+        return ir.Check(kind="slo", metric=metric, pool=pool, e=bound, at=pos(left))
 
     # ------------------------------------------------------------ sessions
     def session(self, t) -> ir.SessionProgram:

@@ -245,7 +245,12 @@ class Printer:
     def check_decl(self, t: Tree) -> None:
         items = []
         for c in t.children:
-            items.append(str(c.children[0]) if c.data == "check_simple" else f"invariant {expr(c.children[0])}")
+            if c.data == "check_simple":
+                items.append(str(c.children[0]))
+            elif c.data == "check_slo":
+                items.append(f"{expr(c.children[0])} {c.children[1]} {expr(c.children[2])}")
+            else:
+                items.append(f"invariant {expr(c.children[0])}")
         self.emit(0, f"check {', '.join(items)};", _start(t), _end_line(t))
 
     def session_decl(self, t: Tree) -> None:

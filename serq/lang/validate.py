@@ -13,7 +13,7 @@ from serq.ir.types import article, infer_type
 from serq.ir.shape import shape_problems
 from serq.ir.util import enclosing_pools, expr_names, walk_expr
 from serq.lang.lint import lint
-from serq.vocab import EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MAX_INT, MAX_SESSIONS, MOMENT_TABLE_ROWS, Moment, moment
+from serq.vocab import SLO_METRICS, EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MAX_INT, MAX_SESSIONS, MOMENT_TABLE_ROWS, Moment, moment
 
 
 class Validator:
@@ -149,9 +149,12 @@ class Validator:
             self.call(w.program, w.args, w.at, "workload line", None, moment("const"))
             if self.explorer and isinstance(w.arrival, ir.ArriveTrace):
                 pass  # the explorer ignores arrival times
+        slos: dict[tuple, ir.Check] = {}
         for c in self.p.checks:
             if c.kind == "invariant":
                 self.expr(c.e, moment("check"), want="bool", what="an invariant")
+            elif c.kind == "slo":
+                self.slo(c, slos)
         if not self.p.workload:
             self.sink.warn((1, 1), "W502", "the instance has no workload: no session will run")
         elif not any(w.count for w in self.p.workload):
@@ -159,6 +162,72 @@ class Validator:
         if not self.sink.errors:  # a program that does not load runs nothing its defaults could mislead
             lint(self.p, self.sink, self.simulate)
         return sorted(self.sink.items)
+
+    def slo(self, c: ir.Check, seen: dict) -> None:
+        """`check METRIC <= BOUND;`: a known metric, a pool that exists
+        (`queue` only), a bound that is a non-negative integer constant or,
+        for a per-request metric, an integer attribute of every program;
+        each metric (and pool) bounded once; W511 where it can never fail."""
+        if c.metric not in SLO_METRICS:
+            hint = self._similar(c.metric or "", list(SLO_METRICS))
+            self.sink.error(c.at, "E100", f"unknown metric `{c.metric}`; a check bounds {', '.join(SLO_METRICS)}",
+                            *([f"did you mean `{hint}`?"] if hint else []), span=len(c.metric or " "))
+            return
+        if c.pool is not None and c.metric != "queue":
+            self.sink.error(c.at, "E107", f"`{c.metric}` takes no pool (only `queue(POOL)` does)",
+                            span=len(c.metric))
+            return
+        if c.pool is not None and c.pool not in self.pools:
+            hint = self._similar(c.pool, list(self.pools))
+            self.sink.error(c.at, "E101", f"unknown pool `{c.pool}`; the pools are {', '.join(self.pools) or 'none'}",
+                            *([f"did you mean `{hint}`?"] if hint else []), span=len(c.metric))
+            return
+        b = c.e
+        if isinstance(b, ir.Name):
+            if c.metric == "queue":
+                self.sink.error(b.at, "E401", f"the bound of `check queue` must be a constant; `{b.name}` is not "
+                                "a constant (a per-request check may read a session attribute, a per-state one not)",
+                                span=len(b.name))
+                return
+            for s in self.p.sessions:
+                attr = next((a for a in s.attrs if a.name == b.name), None)
+                if attr is None:
+                    hint = self._similar(b.name, [a.name for a in s.attrs])
+                    self.sink.error(b.at, "E100", f"unknown name `{b.name}` of session `{s.name}`: a bound read per "
+                                    "request must be a constant or an attribute of every session program",
+                                    *([f"did you mean `{hint}`?"] if hint else []), span=len(b.name))
+                    return
+                if attr.type != "int":
+                    self.sink.error(b.at, "E200", f"the bound of `check {c.metric}` must be an integer; `{b.name}` "
+                                    f"of session `{s.name}` is {article(attr.type)}", span=len(b.name))
+                    return
+        elif not (isinstance(b, ir.Num) and isinstance(b.v, int) and not isinstance(b.v, bool)):
+            self.sink.error(b.at if b is not None else c.at, "E200",
+                            f"the bound of `check {c.metric}` must be an integer constant")
+            return
+        elif b.v < 0:
+            self.sink.error(b.at, "E402", f"the bound of `check {c.metric}` must be at least 0, got {b.v}")
+            return
+        key = (c.metric, c.pool)
+        if key in seen:
+            first = seen[key].at
+            what = f"{c.metric}({c.pool})" if c.pool else c.metric
+            self.sink.error(c.at, "E403", f"`check {what}` is given twice (first at line {first[0] if first else '?'}): "
+                            "keep the bound meant", span=len(c.metric))
+            return
+        seen[key] = c
+        if c.metric in ("preemptions", "recomputed") and not self.preemptible:
+            self.sink.warn(c.at, "W511", f"`check {c.metric}` can never be violated: no request is ever preempted "
+                           "(no run grows a finite pool that preempts)", span=len(c.metric))
+        if c.metric == "queue" and isinstance(b, ir.Num) and not self._spawns():
+            total = sum(w.count for w in self.p.workload)
+            if b.v >= total:
+                self.sink.warn(c.at, "W511", f"`check queue{'(' + c.pool + ')' if c.pool else ''} <= {b.v}` can never "
+                               f"be violated: the workload starts {total} session{'s' if total != 1 else ''} and "
+                               "none spawns", span=len(c.metric))
+
+    def _spawns(self) -> bool:
+        return any(isinstance(st, ir.SSpawn) for s in self.p.sessions for st in s.states)
 
     def _position(self, path: tuple):
         """The source position nearest to a JSON path of the program."""

@@ -53,7 +53,8 @@ def checked(ch: Checks) -> str:
     """What an `ok` line found none of: the selected properties, and what
     is always checked."""
     words = (["deadlock"] if ch.deadlock else []) + (["stuck session"] if ch.stuck else []) + ["failed assert"]
-    words += (["invariant"] if ch.invariant else []) + ["conservation violation"]
+    words += (["invariant"] if ch.invariant else []) + [f"`{s.text}` broken" for s in ch.slo]
+    words += ["conservation violation"]
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 

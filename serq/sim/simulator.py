@@ -155,6 +155,15 @@ class Simulator:
         m = self.m
         self.stats = Stats(program, m, self.cfg.warmup)
         self.checks = self.cfg.checks or Checks.of_program(program)
+        # `serq check`: the per-request SLO checks, counted along the run as
+        # the explorer counts them (serq/check/slo.py); every iteration is
+        # a step of its own, so no block is coalesced
+        self.slo = None
+        if self.cfg.stop_on_violation and any(s.per_request for s in self.checks.slo):
+            from serq.check.slo import Counts
+
+            self.slo = Counts(self.checks.slo, m.progs)
+            self.licence = [(False, "an SLO check counts every iteration")] * len(m.stages)
 
     # -- helpers ------------------------------------------------------------
     def _push(self, tick: int, prio: int, kind: str, payload) -> None:
@@ -197,6 +206,8 @@ class Simulator:
         self.violations_total = 0
         self._violation_seen: set = set()
         self.stuck_note = None
+        self._whole = None
+        self.slo_counts = None if self.slo is None else self.slo.initial(len(self.state.sessions))
         # the no-progress watchdog: iterations and actions since a session last
         # ended or reached a turn (a block counts its k iterations)
         self._since_progress = 0
@@ -341,6 +352,7 @@ class Simulator:
             cfg.trace(tick, f"iterate {m.stages[si].name} until {end / 1e6:.6f} ms", events, m, nxt)
         if cfg.iteration is not None:
             cfg.iteration(si, tick, events, nxt)
+        self._whole = events  # the SLO checks count the step's effects too (`_commit`)
         return self._commit(nxt, events[:cut], tick) or True
 
     def _others_quiet(self, si: int) -> bool:
@@ -385,7 +397,10 @@ class Simulator:
         return self._commit(nxt, events, tick)
 
     def _commit(self, nxt, events, tick: int) -> str | None:
-        """Take a successor: its decisions stamped at `tick`, then checks."""
+        """Take a successor: its decisions stamped at `tick`, then checks
+        (an iteration's SLO counts read its effects too, `_whole`, as the
+        explorer counts them, in the step that decides them)."""
+        whole, self._whole = self._whole, None
         self.steps += 1
         before, self.state = self.state, nxt
         self.stats.level(tick, self._levels(nxt))
@@ -393,6 +408,12 @@ class Simulator:
         if _faulted(nxt):
             self.faults.append((tick, nxt.fault[0], nxt.fault[1]))
             return FAULT
+        if self.slo is not None:
+            self.slo_counts, over = self.slo.advance(self.slo_counts, nxt, events if whole is None else whole)
+            if over is not None:
+                self._violate(tick, *self.slo.message(over, lambda sid: self.m.session_label(nxt, sid)))
+        for kind, msg in self._queue_slos(nxt):
+            self._violate(tick, kind, msg)
         if self.m.engine.low.invariants and (self.checks.invariant or not self.cfg.stop_on_violation):
             for kind, msg in self.m.check_invariants(nxt):
                 if kind == "invariant" and msg not in self._violation_seen:
@@ -403,6 +424,14 @@ class Simulator:
         if self.steps >= self.cfg.max_steps:
             return STEP_LIMIT
         return self._over()
+
+    def _queue_slos(self, state) -> list:
+        """`check queue(P) <= K` on a state, when `serq check` checks it."""
+        if not self.cfg.stop_on_violation or not self.checks.slo:
+            return []
+        from serq.check.slospec import queue_violations
+
+        return queue_violations(self.checks.slo, state, [p.name for p in self.m.pools])
 
     def _over(self) -> str | None:
         """The wall-clock and memory limits (explorer/runtime/limits.py, as the

@@ -136,6 +136,11 @@ def render_timeline(data: dict) -> str:
 
 
 def timeline_page(sm: SerqModel, result, instance: str) -> str:
+    if hasattr(sm, "slos"):  # an SLO search (serq/check/slo.py): serq's state is the first half of each
+        from dataclasses import replace
+
+        result = replace(result, trace=[replace(s, state=s.state.state) for s in result.trace])
+        sm = sm.sm
     return render_timeline(timeline(sm, result, instance))
 
 

@@ -49,7 +49,7 @@ def test_the_shipped_schemas_are_those_built():
 @pytest.mark.parametrize("name,code,verdict", [
     ("join_in_hold", 10, "deadlock"), ("hol_none", 10, "deadlock"), ("self_preempt", 11, "livelock"),
     ("stuck_completes", 0, "pass"), ("theorem", 0, "pass"), ("agent_subagents", None, None),
-    ("multiturn_chat", None, None),
+    ("multiturn_chat", None, None), ("slo_ttft", 12, "violation"), ("slo_holds", 0, "pass"),
 ])
 def test_explore_json(capsys, name, code, verdict):
     got, d = cli(capsys, "explore", INST / f"{name}.sq", "--json", "--no-timing")
