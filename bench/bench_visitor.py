@@ -8,7 +8,8 @@ cache, the compiled engine loaded before the first timing.
     python bench/bench_visitor.py --repeat 5 --instances multiturn_chat
 
 - sequential: `check` of the instance's model on the sequential engine
-  (the Python protocol; `strategy` bfs and dfs), no visitor; then (when
+  (the Python protocol; `strategy` bfs and dfs; "grid" is a model that
+  costs almost nothing, where the search's own work shows), no visitor; then (when
   explorer.visitor exists) with a visitor that does nothing and one that
   counts states and edges;
 - graph: `build_graph` of the instance (every state, every edge);
@@ -53,6 +54,40 @@ class Objects:
         return getattr(self.sm, name)
 
 
+class Grid:
+    """(x, y), 0 <= x, y <= n, one step right or up: (n + 1)**2 states of a
+    model that costs almost nothing, so that the search's own work shows."""
+
+    capabilities = frozenset({"fingerprint"})
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def initial_states(self):
+        return [(0, 0)]
+
+    def actions(self, state):
+        return (0, 1)
+
+    def step(self, state, action):
+        x, y = state
+        if action == 0:
+            return (x + 1, y) if x < self.n else None
+        return (x, y + 1) if y < self.n else None
+
+    def fingerprint(self, state) -> int:
+        return state[0] * (self.n + 1) + state[1] + 1
+
+    def is_done(self, state) -> bool:
+        return state == (self.n, self.n)
+
+    def is_progress(self, state, action, nxt) -> bool:
+        return True
+
+    def invariants(self, state):
+        return []
+
+
 def best(fn, repeat: int) -> tuple[float, object]:
     times, out = [], None
     for _ in range(repeat):
@@ -88,9 +123,8 @@ def main() -> None:
 
         visitors = {"nothing": Nothing, "counting": Counting}
     explore(load("vllm_chat"), max_states=10)  # the compiled engine loaded
-    for name in a.instances:
-        prog = load(name)
-        sm = Objects(SerqModel(prog))
+    for name in ["grid"] + a.instances:
+        sm = Grid(250) if name == "grid" else Objects(SerqModel(load(name)))
         for strategy in ("bfs", "dfs"):
             t, r = best(lambda: check(sm, Settings(strategy=strategy)), a.repeat)
             line = f"{name} {strategy} sequential: {r.stats.distinct} distinct, {t:.3f} s CPU, no visitor"
@@ -99,7 +133,7 @@ def main() -> None:
                 assert rv.stats.distinct == r.stats.distinct
                 line += f"; {label} visitor {tv:.3f} s ({(tv / t - 1) * 100:+.1f}%)"
             print(line, flush=True)
-        t, g = best(lambda: build_graph(SerqModel(prog)), a.repeat)
+        t, g = best(lambda: build_graph(sm if name == "grid" else SerqModel(load(name))), a.repeat)
         print(f"{name} build_graph: {len(g)} nodes, {g.edges} edges, {t:.3f} s CPU", flush=True)
     prog = load("theorem_no_fit")
     r = explore(prog, graph_limit=0)

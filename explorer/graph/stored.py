@@ -103,6 +103,7 @@ def build_graph(
     if r.verdict != PASS:  # a limit or a signal: the graph so far, cut where it came
         _trim(g)
         g.complete, g.bound_reason = False, r.bound_reason
+    g.edges = sum(map(len, g.succ))
     g.elapsed = time.perf_counter() - t0
     return g
 
@@ -139,7 +140,6 @@ class _Grow(Visitor):
         g.succ[self.u].append((ai, g.index[nfp]))
         if g.info is not None:
             g.info[self.u].append(self.edge_info(state, action, nxt))
-        g.edges += 1
 
 
 def _trim(g: StateGraph) -> None:
@@ -157,4 +157,3 @@ def _trim(g: StateGraph) -> None:
             k = min(k, len(g.info[u]))
             del g.info[u][k:]
         del out[k:]
-    g.edges = sum(len(x) for x in g.succ)

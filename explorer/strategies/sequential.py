@@ -220,14 +220,14 @@ class _Search:
     def _bfs(self) -> Result:
         queue: deque = deque()
         self._initial(lambda: len(queue), lambda s, fp, d: queue.append((s, fp, d)))
-        on_edge = self.on_edge
+        on_edge, has = self.on_edge, self.store.has
         while queue:
             self._tick(len(queue))
             state, fp, depth = queue.popleft()
             any_succ = False
             for ai, action, nxt, nfp, events in self._successors(state, fp):
                 any_succ = True
-                if nfp not in self.store:
+                if not has(nfp):
                     if self.max_depth is not None and depth >= self.max_depth:
                         self.cut.add(nfp)
                         continue
@@ -253,7 +253,7 @@ class _Search:
         stack.reverse()  # expand initial state 0 first
         expanded: set[int] = set()
         bounded_depth = self.max_depth is not None
-        on_edge = self.on_edge
+        on_edge, has = self.on_edge, self.store.has
         while stack:
             self._tick(len(stack))
             state, fp, depth = stack.pop()
@@ -267,7 +267,7 @@ class _Search:
             any_succ = False
             for ai, action, nxt, nfp, events in self._successors(state, fp):
                 any_succ = True
-                if nfp in self.store:
+                if has(nfp):
                     if bounded_depth and self.store.get(nfp).depth > depth + 1:
                         # Shorter path found: re-parent (depths along parent
                         # links still strictly decrease) and re-expand.
