@@ -38,6 +38,7 @@ per edge.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections import deque
 from contextlib import contextmanager
@@ -71,6 +72,10 @@ def sequential_check(m: Any, s: Settings) -> Result:
     return _Search(m, s).run()
 
 
+_GC = {"runs": 0, "old": None}  # searches running (on any thread), the thresholds before the first
+_GC_LOCK = threading.Lock()
+
+
 @contextmanager
 def _fewer_collections(gen0: int = 10_000):
     """CPython's cyclic collector less often while the search runs. The
@@ -78,14 +83,20 @@ def _fewer_collections(gen0: int = 10_000):
     frontier's entries, a visitor's graph) and makes no cycles of its own;
     at the default threshold (700 allocations) the collector walks the
     growing heap again and again (a third of the time of `--worst ttft`'s
-    stored graph on vllm_chat). The thresholds are the process's: put back
-    after."""
-    old = gc.get_threshold()
-    gc.set_threshold(max(gen0, old[0]), *old[1:])
+    stored graph on vllm_chat). The thresholds are the process's: the
+    first search to start raises them, the last to end puts them back."""
+    with _GC_LOCK:
+        if _GC["runs"] == 0:
+            _GC["old"] = old = gc.get_threshold()
+            gc.set_threshold(max(gen0, old[0]), *old[1:])
+        _GC["runs"] += 1
     try:
         yield
     finally:
-        gc.set_threshold(*old)
+        with _GC_LOCK:
+            _GC["runs"] -= 1
+            if _GC["runs"] == 0:
+                gc.set_threshold(*_GC["old"])
 
 
 class _Stop(Exception):
