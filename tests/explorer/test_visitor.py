@@ -228,3 +228,34 @@ def test_no_hook_left_as_the_base_is_called(monkeypatch):
     monkeypatch.setattr(Visitor, "on_state", boom)
     monkeypatch.setattr(Visitor, "on_terminal", boom)
     assert check(CounterPair(3), visitor=Visitor()).stats.distinct == 16
+
+
+class Signalled(Graph):
+    """A graph whose expansion of node `at` is cut by a signal."""
+
+    def __init__(self, succ, at, k=1, **kw) -> None:
+        super().__init__(succ, **kw)
+        self.at, self.k = at, k
+
+    def step(self, state, k):
+        from explorer import Interrupted
+
+        if (state, k) == (self.at, self.k):
+            raise Interrupted("SIGTERM")
+        return super().step(state, k)
+
+
+def test_the_analyses_keep_their_limits_and_signals_on_the_one_search():
+    from explorer import Interrupted
+    from explorer.check import build_graph, forward_no_return
+
+    succ = {0: (1, 2), 1: (3, 4), 2: (4,), 3: (), 4: ()}
+    g = build_graph(Signalled(succ, at=1, done={3}))  # node 1's second edge never comes
+    assert (g.complete, g.bound_reason, len(g)) == (False, "SIGTERM", 4)
+    assert g.succ == [[(0, 1), (1, 2)], [(0, 3)], [], []] and g.edges == 3
+    assert build_graph(Graph(succ), time_limit=0).bound_reason == "time_limit"
+    assert build_graph(Graph(succ), max_states=2).bound_reason == "max_states"
+    with pytest.raises(Interrupted):  # the point of no return is given up, as before
+        forward_no_return(Signalled(succ, at=1, k=0, done={3}), [0, 2, 4])
+    nr = forward_no_return(Graph(succ, done={3}), [0, 2, 4], time_limit=0)
+    assert (nr.status, nr.reason) == ("unknown", "time_limit")
