@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from serq.cli.explore import explore  # noqa: E402
+from serq.check.explore import explore  # noqa: E402
 from serq.lang.load import load_path, load_text  # noqa: E402
 from serq.check.sweep import sweep  # noqa: E402
 from serq.check.worst import METRICS, find_worst  # noqa: E402

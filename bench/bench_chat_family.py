@@ -65,7 +65,7 @@ workload { {N} x chat; }
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
     from serq.lang.load import load_text
-    from serq.cli.explore import explore
+    from serq.check.explore import explore
     text, sym, limit, workers = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3]), int(sys.argv[4])
     small = load_text(sys.argv[5], "small.sq", explorer=True).program
     for s in (True, False):  # every compiled part of the engine loaded (a whole run of 2 chats)

@@ -39,7 +39,7 @@ workload { {N} x chat; }
 CHILD = textwrap.dedent("""
     import json, resource, sys, time
     from serq.lang.load import load_text
-    from serq.cli.explore import explore
+    from serq.check.explore import explore
     text, sym, limit = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3])
     prog = load_text(text, "bench.sq", explorer=True).program
     t = time.perf_counter()

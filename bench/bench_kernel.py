@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from serq.cli.explore import explore  # noqa: E402
+from serq.check.explore import explore  # noqa: E402
 from serq.lang.load import load_path  # noqa: E402
 from serq.semantics.model import Model  # noqa: E402
 from serq.semantics.engine import KIND  # noqa: E402

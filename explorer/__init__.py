@@ -9,6 +9,8 @@ Public API::
     print(render_text(result)); sys.exit(result.exit_code)
 
 ``check(model, **fields)`` stands for ``check(model, Settings(**fields))``.
+``Settings(visitor=v)``, ``v`` a ``Visitor``: hooks the (sequential) search
+calls on each state and edge (``explorer.visitor``).
 
 The engine knows nothing about any particular system: see ``explorer.model``
 for the protocol.
@@ -28,6 +30,7 @@ _WHERE = {
     **dict.fromkeys(("Result", "Stats"), "explorer.result"),
     "check": "explorer.check",
     "Settings": "explorer.settings",
+    **dict.fromkeys(("Visitor", "PRUNE", "STOP"), "explorer.visitor"),
     **dict.fromkeys(("Interrupted", "interrupts"), "explorer.runtime.interrupt"),
     **dict.fromkeys(("NondeterministicModel", "ReplayError", "Step", "format_path", "parse_path", "replay"),
                     "explorer.trace"),
@@ -63,7 +66,8 @@ class _Package(types.ModuleType):
 sys.modules[__name__].__class__ = _Package
 
 __all__ = [
-    "check", "Settings", "replay", "render_text", "render_json", "stats_line", "verdict_line",
+    "check", "Settings", "Visitor", "PRUNE", "STOP",
+    "replay", "render_text", "render_json", "stats_line", "verdict_line",
     "Model", "ModelFactory", "Result", "Stats", "Step",
     "NondeterministicModel", "ReplayError", "format_path", "parse_path",
     "fingerprint", "state_fingerprint", "format_fp",

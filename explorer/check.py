@@ -18,9 +18,18 @@ takes (model, factory, settings) and returns a Result:
 A rows engine that meets `ArrayFallback` (the model cannot go on with
 rows) hands the run to the engine the table gives a model without rows.
 
-The side analyses over a stored graph (the point of no return, the worst
-paths, the graph itself) and the generic walk are reached through this
-module too, so that a caller imports no engine module.
+A run with a visitor (`Settings.visitor`, explorer/visitor.py: hooks
+called on each state and edge) needs the model's states as Python values:
+the door reads the model as offering objects alone, so that the table
+gives it the sequential engine, the one that calls a visitor (the same
+states and counts as the rows engines). `Settings` refuses a visitor with
+several workers or with the strategies "partitioned" and "swarm".
+
+The side analyses are visitors over this one search, reached through this
+module too, so that a caller imports no engine module: the stored graph
+(`build_graph`, for the point of no return and the worst paths), the
+forward searches of the point of no return (`forward_no_return`) and the
+walk of a successor function (`walk`, the theorem's solo runs).
 
 (`explorer.check`, the package's attribute, is this function: import
 names from the module with `from explorer.check import ...`.)
@@ -43,10 +52,11 @@ from explorer.stores.exact import Exact
 from explorer.graph.stored import StateGraph, build_graph
 from explorer.trace import follow
 from explorer.graph.walk import WalkEnd, walk
+from explorer.visitor import PRUNE, STOP, Visitor
 
 __all__ = ["check", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
            "WorkerLost", "NoReturn", "point_of_no_return", "forward_no_return", "highest", "longest",
-           "build_graph", "StateGraph", "follow", "walk", "WalkEnd"]
+           "build_graph", "StateGraph", "follow", "walk", "WalkEnd", "Visitor", "PRUNE", "STOP"]
 
 Engine = Callable[[Any, ModelFactory, Settings], Result]
 
@@ -90,15 +100,18 @@ def _named(s: Settings) -> str:
     return "bfs" if s.strategy == "partitioned" else s.strategy
 
 
-def offers(m: Any) -> str:
-    """What the model offers the engines: "row_threads", "rows" or "objects"."""
+def offers(m: Any, s: Settings | None = None) -> str:
+    """What the model offers the engines: "row_threads", "rows" or "objects"
+    (objects alone for a run with a visitor, which sees Python states)."""
     caps = declared(m)
+    if s is not None and s.visitor is not None:
+        return "objects"
     return ROW_THREADS if ROW_THREADS in caps else ROWS if ROWS in caps else "objects"
 
 
 def engine_for(m: Any, s: Settings) -> Engine:
     """The engine `ENGINES` gives the model and the settings."""
-    key = (s.strategy, offers(m), s.workers > 1)
+    key = (s.strategy, offers(m, s), s.workers > 1)
     engine = ENGINES.get(key)
     if engine is None:
         raise ValueError(f"no engine for the strategy {s.strategy!r} with a model offering {key[1]}"

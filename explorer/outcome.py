@@ -17,7 +17,7 @@ from explorer.runtime.verdict import BOUND, DEADLOCK, FAILED, INTERRUPTED, LIVEL
 
 ChainOf = Callable[[int], list[tuple[int, int]]]
 
-__all__ = ["passed", "bounded", "interrupted", "violation", "deadlock", "livelock_or_pass", "livelock_result",
+__all__ = ["passed", "bounded", "stopped", "interrupted", "violation", "deadlock", "livelock_or_pass", "livelock_result",
            "WorkerFailed", "failed"]
 
 
@@ -36,6 +36,12 @@ def bounded(stats: Stats, reason: str, limit: Any) -> Result:
         stats=stats,
         bound_reason=reason,
     )
+
+
+def stopped(stats: Stats) -> Result:
+    """A search its visitor stopped (explorer/visitor.py): incomplete."""
+    return Result(BOUND, f"stopped by its visitor after {stats.distinct} distinct states; exploration incomplete",
+                  stats=stats, bound_reason="visitor")
 
 
 def interrupted(stats: Stats, exc: BaseException) -> Result:

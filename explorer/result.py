@@ -71,6 +71,6 @@ class Result(Verdicted):
     diagnosis: list[str] = field(default_factory=list)  # deadlock: describe_deadlock lines
     stats: Stats = field(default_factory=Stats)
     replay_path: str | None = None  # "i0/a1/.../an" for trace, None when no trace
-    bound_reason: str | None = None  # bound: "max_states" | "max_depth" | "time_limit" | "memory"; interrupted: the signal
+    bound_reason: str | None = None  # bound: "max_states" | "max_depth" | "time_limit" | "memory" | "visitor"; interrupted: the signal
     fingerprint: int | None = None  # of the offending state (last trace state / lasso entry)
     no_return: NoReturn | None = None  # where the trace lost completion (analysis.point_of_no_return)

@@ -50,6 +50,8 @@ class Settings:
     searches: int = 0
     seed: int = 0
     processes: int | None = None
+    # hooks the search calls on each state and edge (explorer/visitor.py): the sequential engine's alone
+    visitor: Any = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -74,6 +76,15 @@ class Settings:
                 extra.insert(0, "ray")
             if extra:
                 raise ValueError(f"{extra[0]} needs the strategy 'partitioned'")
+        if self.visitor is not None:
+            from explorer.visitor import Visitor
+
+            if not isinstance(self.visitor, Visitor):
+                raise TypeError(f"a visitor is an explorer.visitor.Visitor, not {type(self.visitor).__name__}")
+            if self.strategy not in ("bfs", "dfs") or self.workers > 1:
+                raise ValueError("a visitor is called by the sequential engine alone: strategy 'bfs' or 'dfs', "
+                                 f"one worker (not strategy {self.strategy!r} with {self.workers} worker"
+                                 f"{'s' if self.workers > 1 else ''})")
 
     def but(self, **changes: Any) -> "Settings":
         """A copy with `changes`."""

@@ -25,6 +25,7 @@ ALLOWED = {
     "explorer.model": "the protocol a model implements, its capabilities and row flags",
     "explorer.stores.exact": "a model wrapper (exact identities): protocol side, not an engine",
     "explorer.settings": "what a check is asked to do",
+    "explorer.visitor": "the hooks a search calls on each state and edge (a Settings field)",
     "explorer.check": "the one entry, its errors and the side analyses over a stored graph",
     "explorer.result": "what a check returns",
     "explorer.outcome": "building a Result (a verdict bound or interrupted before the search)",

@@ -19,6 +19,14 @@ is out of reach. ``max_states`` bounds the states visited by all the
 searches together, ``time_limit`` their seconds; a search cut by either
 leaves the answer ``unknown``, with the step from which no continuation
 completes when the later states were decided.
+
+Each search is the one search (``explorer.check``, sequential DFS) from
+the trace's state, with a visitor (explorer/visitor.py) over the model
+seen ``Unchecked``: it counts the states against the budget, prunes a
+doomed or violating state, and stops the search at the first state that
+completes. A search that completes may visit other states than a
+depth-first search that takes the last successor first would: the
+answer is the same, the count of states visited may differ.
 """
 
 from __future__ import annotations
@@ -26,10 +34,11 @@ from __future__ import annotations
 import time
 from typing import Any, Sequence
 
-from explorer.graph.analysis import NoReturn
 from explorer.fingerprint import state_fingerprint
-from explorer.runtime.limits import LimitReached, Limits
-from explorer.runtime.memory import MemoryGuard
+from explorer.graph.analysis import NoReturn
+from explorer.runtime.interrupt import Interrupted
+from explorer.runtime.verdict import INTERRUPTED, PASS
+from explorer.visitor import PRUNE, STOP, Visitor, visit
 
 __all__ = ["forward_no_return"]
 
@@ -38,24 +47,32 @@ def forward_no_return(model: Any, states: Sequence[Any], *, max_states: int | No
                       time_limit: float | None = None, memory_limit: int | None = None) -> NoReturn:
     """The point of no return of the trace whose states are ``states``
     (state 0 first), found by forward searches (``method`` "forward",
-    ``searched``: the states visited)."""
-    limits = Limits(time_limit, MemoryGuard(memory_limit), time.perf_counter())
+    ``searched``: the states visited). A signal during the searches is
+    raised again (Interrupted)."""
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     doomed: set[int] = set()
-    count = [0]
+    budget = _Budget(max_states)
     first_doomed = None
-    try:
-        for k in range(len(states) - 1, -1, -1):
-            if _completes(model, states[k], doomed, count, max_states, limits):
-                break
-            first_doomed = k
-        else:
-            return NoReturn("initial", 0, method="forward", searched=count[0])
-    except (LimitReached, MemoryError) as e:
-        return NoReturn("unknown", None, reason=getattr(e, "reason", "memory"), method="forward",
-                        searched=count[0], doomed_from=first_doomed)
+    for k in range(len(states) - 1, -1, -1):
+        found = _completes(model, states[k], doomed, budget, deadline, memory_limit)
+        if found is None:
+            return NoReturn("unknown", None, reason=budget.cut, method="forward", searched=budget.count,
+                            doomed_from=first_doomed)
+        if found:
+            break
+        first_doomed = k
+    else:
+        return NoReturn("initial", 0, method="forward", searched=budget.count)
     if first_doomed is None:
-        return NoReturn("none", None, method="forward", searched=count[0])
-    return NoReturn("step", first_doomed, method="forward", searched=count[0])
+        return NoReturn("none", None, method="forward", searched=budget.count)
+    return NoReturn("step", first_doomed, method="forward", searched=budget.count)
+
+
+class _Budget:
+    """The states visited by all the searches together, and what cut them."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit, self.count, self.cut = limit, 0, None
 
 
 def _violates(m: Any, state: Any) -> bool:
@@ -63,40 +80,51 @@ def _violates(m: Any, state: Any) -> bool:
     return bool(m.invariants(state))
 
 
-def _good_end(m: Any, state: Any) -> bool:
-    return bool(m.is_done(state)) and not _violates(m, state)
-
-
-def _completes(m: Any, start: Any, doomed: set[int], count: list[int], max_states: int | None,
-               limits: Limits) -> bool:
+def _completes(m: Any, start: Any, doomed: set[int], budget: _Budget, deadline: float | None,
+               memory_limit: int | None) -> bool | None:
     """Whether some continuation of ``start`` completes; when none does,
-    every state visited joins ``doomed``. Raises LimitReached (or
-    MemoryError) at a bound."""
-    fp0 = state_fingerprint(m, start)
-    if fp0 in doomed:
+    every state visited joins ``doomed``. None when a bound cut the search
+    (``budget.cut`` says which)."""
+    if state_fingerprint(m, start) in doomed:
         return False
-    if _good_end(m, start):
+    if m.is_done(start) and not _violates(m, start):
         return True
-    seen = {fp0}
-    stack = [start]
-    while stack:
-        limits.check()
-        state = stack.pop()
-        if _violates(m, state):
-            continue  # a violation ends the behaviour: nothing completes through it
-        for action in m.actions(state):
-            nxt = m.step(state, action)
-            if nxt is None:
-                continue
-            fp = state_fingerprint(m, nxt)
-            if fp in seen or fp in doomed:
-                continue
-            if max_states is not None and count[0] >= max_states:
-                raise LimitReached("max_states", max_states)
-            count[0] += 1
-            if _good_end(m, nxt):
-                return True
-            seen.add(fp)
-            stack.append(nxt)
-    doomed.update(seen)
+    left = None if deadline is None else max(0.0, deadline - time.perf_counter())
+    search = _Search(m, doomed, budget)
+    r = visit(m, search, [start], strategy="dfs", time_limit=left, memory_limit=memory_limit)
+    if search.found:
+        return True
+    if r.verdict == INTERRUPTED:
+        raise Interrupted(r.bound_reason)
+    if r.verdict != PASS:
+        budget.cut = budget.cut or r.bound_reason
+        return None
+    doomed.update(search.seen)
     return False
+
+
+class _Search(Visitor):
+    """One forward search: a doomed state is neither counted nor expanded,
+    a violating one is counted but not expanded, and the first done state
+    that violates nothing ends the search."""
+
+    def __init__(self, m: Any, doomed: set[int], budget: _Budget) -> None:
+        self.m, self.doomed, self.budget = m, doomed, budget
+        self.seen: list[int] = []
+        self.found = False
+
+    def on_state(self, state, fp, parent, ai, depth):
+        if parent is not None:
+            if fp in self.doomed:
+                return PRUNE  # completes nothing: searched before
+            b = self.budget
+            if b.limit is not None and b.count >= b.limit:
+                b.cut = "max_states"
+                return STOP
+            b.count += 1
+        bad = _violates(self.m, state)
+        if not bad and parent is not None and self.m.is_done(state):
+            self.found = True
+            return STOP
+        self.seen.append(fp)
+        return PRUNE if bad else None

@@ -18,6 +18,13 @@ past violations and stores, per node:
 A bad state is expanded only with ``expand_bad``: the point of no return
 treats a violation as the end of a behaviour, a worst case may look past it.
 
+The graph is a visitor (explorer/visitor.py) over the one search
+(``explorer.check``, the sequential BFS): the search stores and numbers
+the states, keeps the limits and the signals; the visitor records each
+node as it is stored and each edge once its target is, and prunes a bad
+node (unless ``expand_bad``). The model is seen ``Unchecked``: a violation
+ends no search here, it is a node's ``bad``.
+
 Cost: one exploration (the same steps as the search) plus the edge lists
 in memory -- about 100 bytes per edge in CPython. ``max_states`` and
 ``time_limit`` bound it; a bounded graph says so in ``complete``.
@@ -26,15 +33,12 @@ in memory -- about 100 bytes per edge in CPython. ``max_states`` and
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from explorer.fingerprint import state_fingerprint
-from explorer.runtime.interrupt import interrupt_of, signal_name
-from explorer.runtime.limits import LimitReached, Limits
-from explorer.runtime.memory import MemoryGuard
 from explorer.model import build_model
+from explorer.runtime.verdict import PASS
+from explorer.visitor import PRUNE, Visitor, visit
 
 __all__ = ["StateGraph", "build_graph"]
 
@@ -94,41 +98,48 @@ def build_graph(
     if node_info is not None:
         g.value = []
     t0 = time.perf_counter()
-    queue: deque = deque()
+    r = visit(m, _Grow(m, g, expand_bad, edge_info, node_info), max_states=max_states, time_limit=time_limit,
+              memory_limit=memory_limit)
+    if r.verdict != PASS:  # a limit or a signal: the graph so far, cut where it came
+        _trim(g)
+        g.complete, g.bound_reason = False, r.bound_reason
+    g.edges = sum(map(len, g.succ))
+    g.elapsed = time.perf_counter() - t0
+    return g
 
-    def add(state: Any, fp: int, parent: int, via: int) -> int | None:
-        if max_states is not None and len(g.fps) >= max_states:
-            g.complete, g.bound_reason = False, "max_states"
-            return None
-        u = len(g.fps)
-        g.index[fp] = u
+
+class _Grow(Visitor):
+    """Each state the search stores becomes the next node; each edge is
+    recorded once its target is a node."""
+
+    def __init__(self, m: Any, g: StateGraph, expand_bad: bool, edge_info, node_info) -> None:
+        self.m, self.g, self.expand_bad = m, g, expand_bad
+        self.edge_info, self.node_info = edge_info, node_info
+        self.u, self.fp = -1, None  # the node whose edges come (the search expands one state at a time)
+
+    def on_state(self, state, fp, parent, ai, depth):
+        g, m = self.g, self.m
+        g.index[fp] = len(g.fps)
         g.fps.append(fp)
-        g.parent.append(parent)
-        g.via.append(via)
+        g.parent.append(-1 if parent is None else g.index[parent])
+        g.via.append(ai)
         g.succ.append([])
         if g.info is not None:
             g.info.append([])
         if g.value is not None:
-            g.value.append(node_info(state))
+            g.value.append(self.node_info(state))
         g.done.append(bool(m.is_done(state)))
-        g.bad.append(bool(m.invariants(state)))
-        queue.append((state, u))
-        return u
+        bad = bool(m.invariants(state))
+        g.bad.append(bad)
+        return PRUNE if bad and not self.expand_bad else None
 
-    try:
-        _grow(m, g, queue, add, expand_bad, edge_info, Limits(time_limit, MemoryGuard(memory_limit), t0))
-    except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: the graph so far, cut where the signal came
-        e = interrupt_of(e)
-        _trim(g)
-        g.complete, g.bound_reason = False, signal_name(e)
-    except MemoryError:  # the graph so far, cut where memory ran out
-        _trim(g)
-        g.complete, g.bound_reason = False, "memory"
-    except LimitReached as e:  # the time or memory limit, between or inside expansions
-        _trim(g)
-        g.complete, g.bound_reason = False, e.reason
-    g.elapsed = time.perf_counter() - t0
-    return g
+    def on_edge(self, state, fp, ai, action, nxt, nfp, events):
+        g = self.g
+        if fp != self.fp:
+            self.fp, self.u = fp, g.index[fp]
+        g.succ[self.u].append((ai, g.index[nfp]))
+        if g.info is not None:
+            g.info[self.u].append(self.edge_info(state, action, nxt))
 
 
 def _trim(g: StateGraph) -> None:
@@ -146,32 +157,3 @@ def _trim(g: StateGraph) -> None:
             k = min(k, len(g.info[u]))
             del g.info[u][k:]
         del out[k:]
-
-
-def _grow(m, g, queue, add, expand_bad, edge_info, limits: Limits) -> None:
-    for i, state in enumerate(m.initial_states()):
-        fp = state_fingerprint(m, state)
-        if fp not in g.index and add(state, fp, -1, i) is None:
-            break
-    while queue and g.complete:
-        limits.check()
-        state, u = queue.popleft()
-        if g.bad[u] and not expand_bad:
-            continue
-        out = g.succ[u]
-        for ai, action in enumerate(m.actions(state)):
-            if ai & 255 == 255:  # a state with very many successors: the limits hold inside its expansion
-                limits.check()  # (the graph is cut there: this state's edges so far)
-            nxt = m.step(state, action)
-            if nxt is None:
-                continue
-            fp = state_fingerprint(m, nxt)
-            v = g.index.get(fp)
-            if v is None:
-                v = add(nxt, fp, u, ai)
-                if v is None:
-                    break
-            out.append((ai, v))
-            if g.info is not None:
-                g.info[u].append(edge_info(state, action, nxt))
-        g.edges += len(out)

@@ -26,7 +26,8 @@ class Record(NamedTuple):
 
 class Store:
     def __init__(self) -> None:
-        self._seen: dict[int, Record] = {}
+        self._seen: dict[int, tuple] = {}  # Record's fields as a plain tuple (cheaper to build)
+        self.has = self._seen.__contains__  # `fp in store` without a Python call (the search's inner loop)
 
     def __contains__(self, fp: int) -> bool:
         return fp in self._seen
@@ -39,10 +40,10 @@ class Store:
         return iter(self._seen)
 
     def add(self, fp: int, parent: int | None, action_index: int, depth: int) -> None:
-        self._seen[fp] = Record(parent, action_index, depth)
+        self._seen[fp] = (parent, action_index, depth)
 
     def get(self, fp: int) -> Record:
-        return self._seen[fp]
+        return Record._make(self._seen[fp])
 
     def chain(self, fp: int) -> list[tuple[int, int]]:
         """[(fingerprint, action index)] from the initial state to ``fp``."""

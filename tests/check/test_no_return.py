@@ -66,11 +66,14 @@ def test_no_return_json_and_skip(capsys):
     assert "point_of_no_return" not in json.loads(capsys.readouterr().out)
     # a graph cut before the answer is known: forward searches from the
     # trace's states answer within the same bound (18 states in all)...
+    # (6 states visited: each search is the one search, depth first with its
+    # first successor first, a visitor stopping it at the first completion;
+    # the searches' own loop took the last successor first and visited 14)
     assert main(["explore", inst, "--graph-limit", "15", "-q"]) == 10
     out = capsys.readouterr().out
     assert "  -- point of no return: no continuation of step 3 completes --" in out
     assert ("from step 2 some continuation still completes, from step 3 none does (found by forward searches "
-            "from the trace's states, 14 states visited: the whole state graph is past --graph-limit 15)") in out
+            "from the trace's states, 6 states visited: the whole state graph is past --graph-limit 15)") in out
     # ...or say the flag that cut them too, and what they decided
     assert main(["explore", inst, "--graph-limit", "5", "-q"]) == 10
     assert ("point of no return: unknown (the state graph and the forward searches from the trace's states were "

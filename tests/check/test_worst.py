@@ -75,7 +75,7 @@ def test_worst_has_the_default_memory_bound(capsys, monkeypatch):
 
 
 def test_a_memory_error_cuts_the_worst_graph(monkeypatch):
-    import explorer.graph.stored
+    import explorer.strategies.sequential  # the graph is a visitor over the sequential search: its steps
 
     calls = []
 
@@ -85,8 +85,8 @@ def test_a_memory_error_cuts_the_worst_graph(monkeypatch):
             raise MemoryError
         return real(m, state)
 
-    real = explorer.graph.stored.state_fingerprint
-    monkeypatch.setattr(explorer.graph.stored, "state_fingerprint", fail)
+    real = explorer.strategies.sequential.state_fingerprint
+    monkeypatch.setattr(explorer.strategies.sequential, "state_fingerprint", fail)
     w = find_worst(load_path(ROOT / "instances" / "theorem.sq").program, "iterations")
     assert (w.complete, w.bound_reason, w.exit_code) == (False, "memory", 13)
     assert 1 <= w.states <= 30

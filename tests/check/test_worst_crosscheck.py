@@ -16,35 +16,10 @@ from tests.worst_brute import METRIC_NAMES, along, brute_force
 from serq.diagnostics import SerqError
 from serq.lang.load import load_path, load_text
 from serq.check.worst import find_worst
-from tests.fixtures import TURN_FIRST
+from tests.fixtures import AGENT_TURNS, TURN_FIRST
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-# an agent's request spawns subagents and joins them; its second request
-# reuses its cached conversation; the pool is small enough to preempt
-AGENT_TURNS = """
-pool kv { cap 8; block 2; admit via gpu; preempt lifo; evict lru; }
-stage gpu { budget 4; cost 3 + ntok; }
-session sub {
-  hold kv need 2 take 0 { prefill 2 growing kv; decode 1 growing kv; }
-  end;
-}
-session agent {
-  let ctx = 0;
-  repeat 2 {
-    turn;
-    hold kv reuse c need (ctx + 2 - c) take 0 at admission (c = min(cached(kv), ctx)) {
-      prefill (ctx + 2 - c) growing kv;
-    } keep (kv full);
-    set ctx = ctx + 2;
-    spawn sub;
-    join;
-  }
-  end;
-}
-workload { 1 x agent; 1 x sub; }
-"""
 
 # a `while` loop: the graph has cycles, each request is still bounded
 LOOP = """

@@ -183,3 +183,20 @@ def test_bad_arguments():
         check(CounterPair(1), workers=2, strategy="dfs")
     with pytest.raises(ValueError):
         check(CounterPair(1), workers=0)
+
+
+def test_the_collector_runs_less_often_during_a_search_and_as_before_after():
+    import gc
+
+    from explorer import Visitor
+
+    class During(Visitor):
+        def on_state(self, state, fp, parent, ai, depth):
+            seen.append(gc.get_threshold()[0])
+
+    before, seen = gc.get_threshold(), []
+    check(CounterPair(2), visitor=During())
+    assert gc.get_threshold() == before
+    assert set(seen) == {max(10_000, before[0])}
+    check(CounterPair(6, limit=7))  # ended by a violation: put back too
+    assert gc.get_threshold() == before
