@@ -64,6 +64,19 @@ class DState(NamedTuple):
     acc: Any = None
 
 
+class Move(NamedTuple):
+    """One successor of one variant: its action, state, events, session
+    names after it, the environment's values drawn in it ((name, (attr,
+    value)), ...) and the violation that stops the variant there, if any."""
+
+    action: Any
+    state: Any
+    events: list
+    names: tuple
+    draws: tuple
+    fail: tuple | None
+
+
 class Side:
     """One variant: its model (no symmetry reduction: a session keeps its id
     along a path) and the attributes the environment decides."""
@@ -76,12 +89,21 @@ class Side:
         self.env = env_attrs(program)
         self.prog_names = [sp.name for sp in program.sessions]
         self.stage_names = [s.name for s in program.stages]
+        self._succ: dict = {}
 
     def succ(self, rs) -> list:
-        return self.sm.rows.expand(rs)
+        """(action, successor) pairs: the explorer's enumeration, kept for
+        the states seen last (a joint search reads each several times)."""
+        got = self._succ.get(rs.fp)
+        if got is None:
+            if len(self._succ) >= 4096:
+                self._succ.clear()
+            got = self._succ[rs.fp] = self.sm.rows.expand(rs)
+        return got
 
     def events(self, rs, action) -> list:
-        return self.m.step_events(rs, action)[1]
+        """The step's events, its successor left packed."""
+        return self.m.engine.run(rs, (action[0], action[1]), list(action[2]), 0, True, True)[1]
 
     def prog_of(self, rs, sid: int) -> str:
         return self.prog_names[self.m.engine.prog_of_state(rs, sid)]
@@ -147,6 +169,7 @@ class DiffModel:
         return [st]
 
     def _moves(self, x: int, st: DState) -> dict:
+        """Variant x's moves by joint key: [Move], each computed once."""
         if st.fail[x] is not None:
             return {}
         side, names = self.sides[x], st.names[x]
@@ -154,7 +177,12 @@ class DiffModel:
         for a, nxt in side.succ(st.s[x]):
             kind = a[0]
             key = (kind, side.stage_names[a[1]] if kind == ITERATE else names[a[1]])
-            out.setdefault(key, []).append((a, nxt))
+            events = side.events(st.s[x], a)
+            after = child_names(names, events)
+            draws = tuple((after[e.sid], (e.attr, e.value)) for e in events
+                          if e.kind in ("draw", "choose") and (side.prog_of(nxt, e.sid), e.attr) in side.env)
+            bad = side.sm.invariants(nxt)
+            out.setdefault(key, []).append(Move(a, nxt, events, after, draws, tuple(bad[0]) if bad else None))
         return out
 
     def joint(self, st: DState) -> list:
@@ -168,33 +196,23 @@ class DiffModel:
                 for mb in moves[1].get(key) or [None]:
                     nxt = self._pair(st, (ma, mb))
                     if nxt is not None:
-                        out.append(((key[0], key[1], ma and ma[0], mb and mb[0]), nxt))
+                        out.append(((key[0], key[1], ma and ma.action, mb and mb.action), nxt))
         self._key, self._out = st, out
         return out
 
     def _pair(self, st: DState, pair) -> DState | None:
         log = {n: (x, v) for n, x, v in st.log}
         s, names, fail = list(st.s), list(st.names), list(st.fail)
-        evs: list = [None, None]
         for x, mv in enumerate(pair):
             if mv is None:
                 continue
-            side = self.sides[x]
-            act, nxt = mv
-            events = side.events(st.s[x], act)
-            names[x] = child_names(names[x], events)
-            for e in events:
-                if e.kind in ("draw", "choose") and (side.prog_of(nxt, e.sid), e.attr) in side.env:
-                    if not _log(log, x, names[x][e.sid], (e.attr, e.value)):
-                        return None
-            s[x] = nxt
-            bad = side.sm.invariants(nxt)
-            if bad:
-                fail[x] = tuple(bad[0])
-            evs[x] = events
+            for name, item in mv.draws:
+                if not _log(log, x, name, item):
+                    return None
+            s[x], names[x], fail[x] = mv.state, mv.names, mv.fail
         nxt = DState(tuple(s), tuple(names), tuple(fail), tuple(sorted((n, x, v) for n, (x, v) in log.items())))
         if self.metric is not None:
-            nxt = nxt._replace(acc=self.metric.advance(self, st, nxt, pair, evs))
+            nxt = nxt._replace(acc=self.metric.advance(self, st, nxt, pair))
         return nxt
 
     # -- protocol ---------------------------------------------------------------
@@ -211,7 +229,7 @@ class DiffModel:
         return repr((st.s[0].fp, st.s[1].fp, st.names, st.fail, st.log, st.acc)).encode()
 
     def is_done(self, st) -> bool:
-        return not self.joint(st)
+        return "running" not in self.status(st)
 
     def is_progress(self, st, action, nxt) -> bool:
         return action[0] == TURN
@@ -265,6 +283,7 @@ class DiffResult:
     ties: str
     worst: Any = None  # serq.check.diffworst.WorstDiff
     notes: list = field(default_factory=list)
+    checks: list | None = None  # --check, when given
 
     @property
     def verdict(self) -> str:
@@ -436,7 +455,7 @@ def diff(pa: ir.Program, pb: ir.Program, files: tuple[str, str], *, ties: str = 
         g = build_graph(dm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
                         expand_bad=True, edge_info=lambda s, a, n: a[0], node_info=dm.status)
     wit = find_differences(dm, g) if g.complete else [w for w in find_differences(dm, g) if w.lasso_start is None]
-    res = DiffResult(files, dm, wit, len(g), g.complete, g.bound_reason, tuple(verdicts), ties)
+    res = DiffResult(files, dm, wit, len(g), g.complete, g.bound_reason, tuple(verdicts), ties, checks=checks)
     if ties == "all":
         res.notes.append("--ties all: each variant's ties are explored independently, so a difference may come "
                          "from one variant's own ties, not from its policy")

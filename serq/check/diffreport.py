@@ -3,6 +3,8 @@ in it: once when both did the same) and JSON (`"format": "serq-diff"`)."""
 
 from __future__ import annotations
 
+import re
+
 from serq.check.diff import SIDES, DiffResult, Witness
 from serq.semantics.model import ITERATE, TURN
 
@@ -38,6 +40,52 @@ def side_move(r: DiffResult, prev, cur, action, x: int) -> tuple[str, list[str]]
     return text, diff
 
 
+_LINE = re.compile(r"\(line (\d+)\)")
+
+
+def merged(ta: str, tb: str) -> str | None:
+    """One text for two that differ only in their source lines (the
+    variants' files differ in comments or declarations): `(line 28; b: 23)`;
+    None when they differ otherwise."""
+    if ta == tb:
+        return ta
+    if _LINE.sub("", ta) != _LINE.sub("", tb):
+        return None
+    nb = iter(_LINE.findall(tb))
+
+    def both(m):
+        other = next(nb)
+        return m.group(0) if other == m.group(1) else f"(line {m.group(1)}; b: {other})"
+
+    return _LINE.sub(both, ta)
+
+
+def merged_moves(ma, mb):
+    """(text, lines) for both variants when they did the same, else None."""
+    if len(ma[1]) != len(mb[1]):
+        return None
+    parts = [merged(x, y) for x, y in zip((ma[0],) + tuple(ma[1]), (mb[0],) + tuple(mb[1]))]
+    return None if None in parts else (parts[0], parts[1:])
+
+
+def side_path(r: DiffResult, trace, x: int) -> str:
+    """Variant x's own run along a joint trace, as a replay path of
+    `serq explore FILE --ties T --no-symmetry --replay PATH`."""
+    side = r.model.sides[x]
+    out = ["0"]
+    for k in range(1, len(trace)):
+        act = trace[k].action[2 + x]
+        if act is not None:
+            out.append(str([a for a, _ in side.succ(trace[k - 1].state.s[x])].index(act)))
+    return "/".join(out)
+
+
+def replay_line(r: DiffResult, trace, x: int) -> str:
+    checks = "".join(f" --check {c}" for c in r.checks) if r.checks else ""
+    return (f"replay {SIDES[x]}: serq explore {r.files[x]} --ties {r.ties} --no-symmetry{checks} "
+            f"--replay {side_path(r, trace, x)}")
+
+
 def step_lines(r: DiffResult, trace, lasso_start: int | None = None) -> list[str]:
     out = []
     for k, step in enumerate(trace):
@@ -50,9 +98,10 @@ def step_lines(r: DiffResult, trace, lasso_start: int | None = None) -> list[str
         prev = trace[k - 1].state
         out.append(f"  {k}. {r.model.format_action(prev, step.action)}")
         moves = [side_move(r, prev, step.state, step.action, x) for x in (0, 1)]
-        if moves[0] == moves[1]:
-            out.append(f"       a, b: {moves[0][0]}")
-            out.extend(f"            {line}" for line in moves[0][1])
+        same = merged_moves(*moves)
+        if same is not None:
+            out.append(f"       a, b: {same[0]}")
+            out.extend(f"            {line}" for line in same[1])
             continue
         for x in (0, 1):
             out.append(f"       {SIDES[x]}: {moves[x][0]}")
@@ -87,7 +136,7 @@ def render_text(r: DiffResult) -> str:
         out.append(f"  {SIDES[y]}: done: every session ended" if w.lasso_start is None else
                    f"  {SIDES[y]}: done: every session ended before the cycle")
         out.extend(f"  {SIDES[w.fails]}: {line}" for line in w.diagnosis)
-        out.append(f"replay: {_path(w.trace)}")
+        out.extend(replay_line(r, w.trace, x) for x in (0, 1))
     if r.worst is not None:
         from serq.check.diffworst import worst_lines
 
@@ -95,12 +144,6 @@ def render_text(r: DiffResult) -> str:
         out.extend(worst_lines(r, r.worst))
     out.append(f"joint states: {r.states} (ties {r.ties})")
     return "\n".join(out) + "\n"
-
-
-def _path(trace) -> str:
-    from explorer.trace import format_path
-
-    return format_path(trace)
 
 
 def steps_json(r: DiffResult, trace) -> list[dict]:
@@ -128,7 +171,8 @@ def render_json(r: DiffResult) -> dict:
         "notes": list(r.notes),
         "differences": [{"fails": SIDES[w.fails], "completes": SIDES[1 - w.fails], "how": w.how,
                          "message": w.message, "text": witness_head(r, w), "lasso_start": w.lasso_start,
-                         "diagnosis": list(w.diagnosis), "replay_path": _path(w.trace),
+                         "diagnosis": list(w.diagnosis),
+                         "replay": {SIDES[x]: side_path(r, w.trace, x) for x in (0, 1)},
                          "steps": steps_json(r, w.trace)} for w in r.witnesses],
     }
     if r.worst is not None:

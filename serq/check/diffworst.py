@@ -65,24 +65,24 @@ class Accounts:
             per[x] = (phases, (("states", max(v, old)),), ended)
         return (tuple(per), acc[1], acc[2])
 
-    def advance(self, dm, st, nxt, pair, evs):
+    def advance(self, dm, st, nxt, pair):
         per, pending, best = list(st.acc[0]), {n: (x, v) for n, x, v in st.acc[1]}, list(st.acc[2])
         closed: list[list] = [[], []]
         for x, c in enumerate(self.counters):
             phases, open_, ended = per[x]
             if pair[x] is None or ended:
                 continue
-            act, rs = pair[x]
+            act, rs, events = pair[x].action, pair[x].state, pair[x].events
             names = nxt.names[x]
             counts = dict(open_)
             if self.metric.kind == "path":
-                for t, w, *restart in c.weights((None, phases), act, rs, evs[x]):
+                for t, w, *restart in c.weights((None, phases), act, rs, events):
                     key = "run" if t == WHOLE_RUN else names[t]
                     if restart and restart[0]:
                         counts[key] = 0
                     if w:
                         counts[key] = counts.get(key, 0) + w
-            new_phases = c.advance(phases, act, rs, evs[x])
+            new_phases = c.advance(phases, act, rs, events)
             if self.metric.per_request:  # a request whose count stopped: its value is final
                 for sid, p in enumerate(phases):
                     if p == 1 and new_phases[sid] == 0:
