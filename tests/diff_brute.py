@@ -20,6 +20,7 @@ from collections import deque
 from serq.check.diffmatch import env_attrs
 from serq.semantics.model import ARRIVE, ITERATE, TURN, Model
 from serq.semantics.rows import Rows
+from serq.check.model import Checks
 
 
 class Need(Exception):
@@ -87,7 +88,7 @@ class Variant:
                 parent = names[e.sid]
                 n = sum(1 for q in names if len(q) == len(parent) + 1 and q[:-1] == parent)
                 names = names + (parent + (n,),)
-        return nxt, names, tuple(sorted(counts.items()))
+        return nxt, names, tuple(sorted(counts.items())), events
 
 
 def _name(sessions, names, sid):
@@ -106,6 +107,33 @@ def _bases(v: Variant, state, names):
     return out
 
 
+def side_moves(vs, x, node, base):
+    """Successors of variant x under a joint base event: [(state, names,
+    counts, sigma, events, kind)]
+    or None when it cannot move (a no-op)."""
+    states, names, failed, sigma, counts = node
+    if failed[x]:
+        return None
+    v = vs[x]
+    bases = v.m.base_actions(states[x])
+    want = [b for b in bases if (b[0], v.m.stages[b[1]].name if b[0] == ITERATE else names[x][b[1]]) == base]
+    if not want:
+        return None
+    out = []
+    todo = [dict(sigma)]
+    while todo:
+        sg = todo.pop()
+        try:
+            nxt, nn, cc, evs = v.step(states[x], want[0], names[x], sg, counts[x])
+        except Need as e:
+            for val in e.values:
+                todo.append({**sg, (e.name, e.k): val})
+            continue
+        if nxt is not None:
+            out.append((nxt, nn, cc, tuple(sorted(sg.items())), evs, want[0][0]))
+    return out or None
+
+
 def brute_diff(pa, pb, checks_a, checks_b, max_nodes: int = 200000):
     vs = (Variant(pa, checks_a), Variant(pb, checks_b))
     n0 = tuple((i,) for i in range(len(vs[0].m.workload)))
@@ -115,31 +143,6 @@ def brute_diff(pa, pb, checks_a, checks_b, max_nodes: int = 200000):
         states, names, failed, sigma, counts = node
         return (vs[0].fp(states[0]), vs[1].fp(states[1]), names, failed, sigma, counts)
 
-    def side_moves(x, node, base):
-        """Successors of variant x under a joint base event: [(state, names, counts, sigma)]
-        or None when it cannot move (a no-op)."""
-        states, names, failed, sigma, counts = node
-        if failed[x]:
-            return None
-        v = vs[x]
-        bases = v.m.base_actions(states[x])
-        want = [b for b in bases if (b[0], v.m.stages[b[1]].name if b[0] == ITERATE else names[x][b[1]]) == base]
-        if not want:
-            return None
-        out = []
-        todo = [dict(sigma)]
-        while todo:
-            sg = todo.pop()
-            try:
-                nxt, nn, cc = v.step(states[x], want[0], names[x], sg, counts[x])
-            except Need as e:
-                for val in e.values:
-                    todo.append({**sg, (e.name, e.k): val})
-                continue
-            if nxt is not None:
-                out.append((nxt, nn, cc, tuple(sorted(sg.items()))))
-        return out or None
-
     def status(x, node):
         states, names, failed, sigma, counts = node
         v = vs[x]
@@ -148,7 +151,7 @@ def brute_diff(pa, pb, checks_a, checks_b, max_nodes: int = 200000):
         if v.m.is_done(states[x]):
             return "done"
         for b in _bases(v, states[x], names[x]):
-            if side_moves(x, node, b):
+            if side_moves(vs, x, node, b):
                 return "running"
         return "deadlock"
 
@@ -165,7 +168,7 @@ def brute_diff(pa, pb, checks_a, checks_b, max_nodes: int = 200000):
         bases = sorted(set(_bases(vs[0], node[0][0], node[1][0])) | set(_bases(vs[1], node[0][1], node[1][1])),
                        key=lambda b: ({ARRIVE: 0, TURN: 1, ITERATE: 2}[b[0]], b[1]))
         for base in bases:
-            ma, mb = side_moves(0, node, base), side_moves(1, node, base)
+            ma, mb = side_moves(vs, 0, node, base), side_moves(vs, 1, node, base)
             if ma is None and mb is None:
                 continue
             for a in ma or [None]:
@@ -213,3 +216,101 @@ def brute_diff(pa, pb, checks_a, checks_b, max_nodes: int = 200000):
                     changed = True
         live[x] = bool(succ)
     return dead, live
+
+
+# ---------------------------------------------------------------- worst differences
+
+
+def _first_token(e) -> bool:
+    return (e.kind == "run_done" and e.phase == "prefill") or (e.kind == "serve" and e.phase == "decode")
+
+
+class Tally:
+    """One variant's metric along one path, counted here from the events:
+    per request (name, k) its iterations until its first token (ttft) or
+    its end (latency); per session its preemptions; the run's iterations."""
+
+    def __init__(self, metric):
+        self.metric = metric
+        self.open: dict = {}  # name -> (k, count) of a request under way
+        self.k: dict = {}  # name -> requests started
+        self.values: dict = {}  # subject -> value, final
+        self.total = 0
+        self.pre: dict = {}
+
+    def copy(self):
+        t = Tally(self.metric)
+        t.open, t.k, t.values, t.total, t.pre = dict(self.open), dict(self.k), dict(self.values), self.total, dict(self.pre)
+        return t
+
+    def step(self, kind, events, names):
+        if kind == ITERATE and not any(e.kind == "fault" for e in events):
+            self.total += 1
+            for n in self.open:
+                self.open[n] = (self.open[n][0], self.open[n][1] + 1)
+        for e in events:
+            if e.kind == "preempt":
+                self.pre[names[e.sid]] = self.pre.get(names[e.sid], 0) + 1
+            ends = _first_token(e) if self.metric == "ttft" else e.kind in ("at_turn", "end")
+            if ends and names[e.sid] in self.open:
+                k, c = self.open.pop(names[e.sid])
+                self.values[(names[e.sid], k)] = c
+            if e.kind in ("arrive", "turn", "spawn"):
+                n = names[e.child] if e.kind == "spawn" else names[e.sid]
+                self.k[n] = self.k.get(n, 0) + 1
+                self.open[n] = (self.k[n], 0)
+
+    def final(self, names) -> dict:
+        if self.metric in ("ttft", "latency"):
+            return {**self.values, **{(n, k): c for n, (k, c) in self.open.items()}}
+        if self.metric == "preemptions":
+            return {n: self.pre.get(n, 0) for n in names}
+        return {"run": self.total}
+
+
+def brute_worst(pa, pb, metric: str, max_paths: int = 500000):
+    """(largest a - b, largest b - a) of `metric` (ttft, latency,
+    preemptions, iterations) over every environment, compared subject by
+    subject once both variants' paths have ended, by walking every joint
+    path (no state merged): for tiny acyclic pairs only."""
+    ch = (Checks.of_program(pa), Checks.of_program(pb))
+    vs = (Variant(pa, ch[0]), Variant(pb, ch[1]))
+    n0 = tuple((i,) for i in range(len(vs[0].m.workload)))
+    init = ((vs[0].m.initial_state(), vs[1].m.initial_state()), (n0, n0), (False, False), (), ((), ()))
+    best = [None, None]
+    paths = [0]
+
+    def walk(node, tallies, depth):
+        assert depth < 80 and paths[0] < max_paths, "too large for the brute force"
+        moved_any = False
+        bases = sorted(set(_bases(vs[0], node[0][0], node[1][0])) | set(_bases(vs[1], node[0][1], node[1][1])),
+                       key=lambda b: ({ARRIVE: 0, TURN: 1, ITERATE: 2}[b[0]], b[1]))
+        for base in bases:
+            ma, mb = side_moves(vs, 0, node, base), side_moves(vs, 1, node, base)
+            if ma is None and mb is None:
+                continue
+            for a in ma or [None]:
+                for b in mb or [None]:
+                    sig = dict(node[3])
+                    if any(sig.setdefault(kk, vv) != vv for m in (a, b) if m is not None for kk, vv in m[3]):
+                        continue
+                    moved_any = True
+                    states, names, failed, counts = list(node[0]), list(node[1]), list(node[2]), list(node[4])
+                    ts = [t.copy() for t in tallies]
+                    for x, mv in enumerate((a, b)):
+                        if mv is not None:
+                            states[x], names[x], counts[x] = mv[0], mv[1], mv[2]
+                            failed[x] = vs[x].failed(mv[0])
+                            ts[x].step(mv[5], mv[4], names[x])
+                    walk((tuple(states), tuple(names), tuple(failed), tuple(sorted(sig.items())), tuple(counts)),
+                         ts, depth + 1)
+        if not moved_any:
+            paths[0] += 1
+            fa, fb = tallies[0].final(node[1][0]), tallies[1].final(node[1][1])
+            for subj in fa.keys() & fb.keys():
+                for d, diff in ((0, fa[subj] - fb[subj]), (1, fb[subj] - fa[subj])):
+                    if best[d] is None or diff > best[d]:
+                        best[d] = diff
+
+    walk(init, (Tally(metric), Tally(metric)), 0)
+    return tuple(best)
