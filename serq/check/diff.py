@@ -460,8 +460,32 @@ def diff(pa: ir.Program, pb: ir.Program, files: tuple[str, str], *, ties: str = 
         res.notes.append("--ties all: each variant's ties are explored independently, so a difference may come "
                          "from one variant's own ties, not from its policy")
     if worst is not None:
-        from serq.check.diffworst import worst_diff
-
         res.worst = worst_diff(sides, worst, max_states=max_states, time_limit=time_limit,
                                memory_limit=memory_limit)
     return res
+
+
+def worst_diff(sides, metric_text: str, *, max_states=None, time_limit=None, memory_limit=None) -> WorstDiff:
+    from explorer.check import build_graph, follow, highest
+    from serq.check.diffworst import Accounts, WorstDiff
+    from serq.check.worst import find_worst
+
+    alone = tuple(find_worst(s.program, metric_text, ties="all" if s.m.ties_all else "seq", checks=s.checks,
+                             max_states=max_states, time_limit=time_limit, memory_limit=memory_limit)
+                  for s in sides)
+    acc = Accounts(sides, metric_text)
+    if any(w.value is None for w in alone):
+        return WorstDiff(acc.metric, alone, (None, None), 0, True, None)
+    dm = DiffModel(sides, acc)
+    g = build_graph(dm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
+                    expand_bad=True, node_info=lambda st: st.acc[2])
+    found = []
+    for d in (0, 1):
+        (best, node) = highest(g, key=lambda v, d=d: -10 ** 30 if v[d] is None else v[d][0])
+        if best[d] is None:
+            found.append(None)
+            continue
+        path = g.path_to(node)
+        trace = follow(dm, path[0][1], [(g.fps[v], ai) for v, ai in path[1:]])
+        found.append(best[d] + (trace,))
+    return WorstDiff(acc.metric, alone, tuple(found), len(g), g.complete, g.bound_reason)

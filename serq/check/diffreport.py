@@ -138,8 +138,6 @@ def render_text(r: DiffResult) -> str:
         out.extend(f"  {SIDES[w.fails]}: {line}" for line in w.diagnosis)
         out.extend(replay_line(r, w.trace, x) for x in (0, 1))
     if r.worst is not None:
-        from serq.check.diffworst import worst_lines
-
         out.append("")
         out.extend(worst_lines(r, r.worst))
     out.append(f"joint states: {r.states} (ties {r.ties})")
@@ -176,7 +174,72 @@ def render_json(r: DiffResult) -> dict:
                          "steps": steps_json(r, w.trace)} for w in r.witnesses],
     }
     if r.worst is not None:
-        from serq.check.diffworst import worst_json
-
         out["worst"] = worst_json(r, r.worst)
     return out
+
+
+# ---------------------------------------------------------------- --worst
+
+
+def _subject(r, subject) -> str:
+    if subject in ("run", "states"):
+        return "the run" if subject == "run" else "the states"
+    st = r.model.initial_states()[0]
+    labels = r.model.label(st, subject) if subject in st.names[0] else None
+    if labels:
+        return labels
+    return "session " + ".".join(str(i + 1) for i in subject)
+
+
+def _value_word(w: WorstDiff, v) -> str:
+    unit = w.metric.unit[:-1] if v in (1, -1) else w.metric.unit
+    return f"{v} {unit}"
+
+
+def worst_lines(r, w: WorstDiff) -> list[str]:
+    from serq.check.worst import headline
+
+    m = w.metric
+    out = [f"worst {m.name} difference ({m.what}):"]
+    for x, one in enumerate(w.alone):
+        out.append(f"  {'ab'[x]} alone: {headline(one)}")
+    if any(one.value is None for one in w.alone):
+        which = [("ab")[x] for x, one in enumerate(w.alone) if one.value is None]
+        if len(which) == 2:
+            out.append("  both are unbounded: their difference is not defined")
+        else:
+            out.append(f"  {which[0]} above {'ab'[1 - 'ab'.index(which[0])]}: unbounded ({which[0]}'s own "
+                       "cycle adds to it every time round, the other stays within its bound)")
+        return out
+    cut = "" if w.complete else f" (at least: the joint graph was cut at its {w.bound_reason} bound)"
+    for d, f in enumerate(w.found):
+        x, y = "ab"[d], "ab"[1 - d]
+        if f is None:
+            out.append(f"  largest {x} - {y}: none (no subject's value is final in both)")
+            continue
+        diff, subject, va, vb, trace = f
+        out.append(f"  largest {x} - {y}: {_value_word(w, diff)}{cut}: {_subject(r, subject)} "
+                   f"({m.name} {va} in a, {vb} in b)")
+    for d, f in enumerate(w.found):
+        if f is None or f[0] <= 0:
+            continue
+        out.append("")
+        out.append(f"{'ab'[d]} above {'ab'[1 - d]} by {_value_word(w, f[0])}: {_subject(r, f[1])} "
+                   f"({m.name} {f[2]} in a, {f[3]} in b)")
+        out.extend(step_lines(r, f[4]))
+    out.append(f"worst joint states: {w.states}")
+    return out
+
+
+def worst_json(r, w: WorstDiff) -> dict:
+    from serq.check.worst import render_json
+
+    return {
+        "metric": w.metric.name, "unit": w.metric.unit, "states": w.states, "complete": w.complete,
+        "bound_reason": w.bound_reason,
+        "alone": {"ab"[x]: render_json(one) for x, one in enumerate(w.alone)},
+        "unbounded": [("ab")[x] for x, one in enumerate(w.alone) if one.value is None],
+        "directions": [None if f is None else
+                       {"above": "ab"[d], "below": "ab"[1 - d], "difference": f[0], "subject": _subject(r, f[1]),
+                        "a": f[2], "b": f[3], "steps": steps_json(r, f[4])} for d, f in enumerate(w.found)],
+    }

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from serq.check.worst import WHOLE_RUN, Counter, find_worst, parse_metric
+from serq.check.worst import WHOLE_RUN, Counter, parse_metric
 
 _TERMINAL = ("done", "deadlock", "stopped", "violation")
 
@@ -130,93 +130,3 @@ class WorstDiff:
     states: int
     complete: bool
     bound_reason: str | None
-
-
-def worst_diff(sides, metric_text: str, *, max_states=None, time_limit=None, memory_limit=None) -> WorstDiff:
-    from explorer.check import build_graph, follow, highest
-    from serq.check.diff import DiffModel
-
-    alone = tuple(find_worst(s.program, metric_text, ties="all" if s.m.ties_all else "seq", checks=s.checks,
-                             max_states=max_states, time_limit=time_limit, memory_limit=memory_limit)
-                  for s in sides)
-    acc = Accounts(sides, metric_text)
-    if any(w.value is None for w in alone):
-        return WorstDiff(acc.metric, alone, (None, None), 0, True, None)
-    dm = DiffModel(sides, acc)
-    g = build_graph(dm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
-                    expand_bad=True, node_info=lambda st: st.acc[2])
-    found = []
-    for d in (0, 1):
-        (best, node) = highest(g, key=lambda v, d=d: -10 ** 30 if v[d] is None else v[d][0])
-        if best[d] is None:
-            found.append(None)
-            continue
-        path = g.path_to(node)
-        trace = follow(dm, path[0][1], [(g.fps[v], ai) for v, ai in path[1:]])
-        found.append(best[d] + (trace,))
-    return WorstDiff(acc.metric, alone, tuple(found), len(g), g.complete, g.bound_reason)
-
-
-def _subject(r, subject) -> str:
-    if subject in ("run", "states"):
-        return "the run" if subject == "run" else "the states"
-    st = r.model.initial_states()[0]
-    labels = r.model.label(st, subject) if subject in st.names[0] else None
-    if labels:
-        return labels
-    return "session " + ".".join(str(i + 1) for i in subject)
-
-
-def _value_word(w: WorstDiff, v) -> str:
-    unit = w.metric.unit[:-1] if v in (1, -1) else w.metric.unit
-    return f"{v} {unit}"
-
-
-def worst_lines(r, w: WorstDiff) -> list[str]:
-    from serq.check.diffreport import step_lines
-    from serq.check.worst import headline
-
-    m = w.metric
-    out = [f"worst {m.name} difference ({m.what}):"]
-    for x, one in enumerate(w.alone):
-        out.append(f"  {'ab'[x]} alone: {headline(one)}")
-    if any(one.value is None for one in w.alone):
-        which = [("ab")[x] for x, one in enumerate(w.alone) if one.value is None]
-        if len(which) == 2:
-            out.append("  both are unbounded: their difference is not defined")
-        else:
-            out.append(f"  {which[0]} above {'ab'[1 - 'ab'.index(which[0])]}: unbounded ({which[0]}'s own "
-                       "cycle adds to it every time round, the other stays within its bound)")
-        return out
-    cut = "" if w.complete else f" (at least: the joint graph was cut at its {w.bound_reason} bound)"
-    for d, f in enumerate(w.found):
-        x, y = "ab"[d], "ab"[1 - d]
-        if f is None:
-            out.append(f"  {x} above {y}: no subject ends in both")
-            continue
-        diff, subject, va, vb, trace = f
-        out.append(f"  {x} above {y} by at most {_value_word(w, diff)}{cut}: {_subject(r, subject)} "
-                   f"({m.name} {va} in a, {vb} in b)")
-    for d, f in enumerate(w.found):
-        if f is None or f[0] <= 0:
-            continue
-        out.append("")
-        out.append(f"{'ab'[d]} above {'ab'[1 - d]} by {_value_word(w, f[0])}: {_subject(r, f[1])}")
-        out.extend(step_lines(r, f[4]))
-    out.append(f"worst joint states: {w.states}")
-    return out
-
-
-def worst_json(r, w: WorstDiff) -> dict:
-    from serq.check.diffreport import steps_json
-    from serq.check.worst import render_json
-
-    return {
-        "metric": w.metric.name, "unit": w.metric.unit, "states": w.states, "complete": w.complete,
-        "bound_reason": w.bound_reason,
-        "alone": {"ab"[x]: render_json(one) for x, one in enumerate(w.alone)},
-        "unbounded": [("ab")[x] for x, one in enumerate(w.alone) if one.value is None],
-        "directions": [None if f is None else
-                       {"above": "ab"[d], "below": "ab"[1 - d], "difference": f[0], "subject": _subject(r, f[1]),
-                        "a": f[2], "b": f[3], "steps": steps_json(r, f[4])} for d, f in enumerate(w.found)],
-    }
