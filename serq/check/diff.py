@@ -226,7 +226,8 @@ class DiffModel:
         return None
 
     def canonical_bytes(self, st) -> bytes:
-        return repr((st.s[0].fp, st.s[1].fp, st.names, st.fail, st.log, st.acc)).encode()
+        a, b = st.s
+        return repr((a.fp, b.fp, st.names, st.fail, st.log, st.acc)).encode()
 
     def is_done(self, st) -> bool:
         return "running" not in self.status(st)
@@ -289,7 +290,9 @@ class DiffResult:
     def verdict(self) -> str:
         if self.witnesses:
             return "differ"
-        return "same" if self.complete else "bound"
+        if self.complete:
+            return "same"
+        return "interrupted" if self.bound_reason in ("SIGINT", "SIGTERM") else "bound"
 
     @property
     def exit_code(self) -> int:
@@ -414,7 +417,7 @@ def find_differences(dm: DiffModel, g) -> list[Witness]:
                 cands.append((len(lasso[0]) - 1, lasso[0], lasso[1]))
         if not cands:
             continue
-        _, path, start = min(cands, key=lambda c: c[0])
+        _, path, start = min(cands, key=lambda cand: cand[0])
         trace = follow(dm, path[0][1], [(g.fps[v], ai) for v, ai in path[1:]])
         last = trace[-1].state
         side = dm.sides[x]
@@ -450,11 +453,17 @@ def diff(pa: ir.Program, pb: ir.Program, files: tuple[str, str], *, ties: str = 
         r = explore(p, ties=ties, checks=checks, max_states=max_states, time_limit=time_limit, graph_limit=0,
                     memory_limit=memory_limit)
         verdicts.append((r.verdict if r.kind is None else f"{r.verdict} ({r.kind})", r.message, r.stats.distinct))
+        if r.verdict == "interrupted":  # a signal: no product search after it
+            sig = "SIGTERM" if "SIGTERM" in r.message else "SIGINT"
+            verdicts.append(verdicts[-1])
+            return DiffResult(files, DiffModel(sides), [], 0, False, sig, tuple(verdicts[:2]), ties, checks=checks)
     dm = DiffModel(sides)
-    with limits_on(sides[0].sm, Limits(time_limit, MemoryGuard(memory_limit))):
+    limits = Limits(time_limit, MemoryGuard(memory_limit))
+    with limits_on(sides[0].sm, limits), limits_on(sides[1].sm, limits):
         g = build_graph(dm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
                         expand_bad=True, edge_info=lambda s, a, n: a[0], node_info=dm.status)
-    wit = find_differences(dm, g) if g.complete else [w for w in find_differences(dm, g) if w.lasso_start is None]
+    # a difference found in a graph cut by a bound is real (its states and edges are), perhaps not the shortest
+    wit = find_differences(dm, g)
     res = DiffResult(files, dm, wit, len(g), g.complete, g.bound_reason, tuple(verdicts), ties, checks=checks)
     if ties == "all":
         res.notes.append("--ties all: each variant's ties are explored independently, so a difference may come "

@@ -93,7 +93,8 @@ def step_lines(r: DiffResult, trace, lasso_start: int | None = None) -> list[str
             out.append("  -- cycle starts here --")
         if k == 0:
             out.append("  0. initial state")
-            out.extend(f"       {line}" for line in r.model.sides[0].sm.format_state(step.state.s[0].tuple()))
+            first, _second = step.state.s
+            out.extend(f"       {line}" for line in r.model.sides[0].sm.format_state(first.tuple()))
             continue
         prev = trace[k - 1].state
         out.append(f"  {k}. {r.model.format_action(prev, step.action)}")
@@ -116,8 +117,12 @@ def headline(r: DiffResult) -> str:
         parts = [f"{SIDES[w.fails]} {_fails_word(w.how)} where {SIDES[1 - w.fails]} completes" for w in r.witnesses]
         return f"differ: {' and '.join(parts)}, on the same arrivals, replies and drawn values"
     if r.complete:
+        both = [v for v, _m, _n in r.verdicts if v != "pass"]
+        tail = f"; both fail on some environment ({both[0]}, {both[1]})" if len(both) == 2 else ""
         return (f"same: no arrivals, replies and drawn values make one variant fail where the other completes "
-                f"({r.states} joint states)")
+                f"({r.states} joint states){tail}")
+    if r.bound_reason in ("SIGINT", "SIGTERM"):
+        return f"interrupted by {r.bound_reason}: no difference found before it ({r.states} joint states)"
     return (f"bound: no difference within the bound ({r.bound_reason}, {r.states} joint states): "
             "not a proof that the variants agree")
 
