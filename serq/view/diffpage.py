@@ -7,6 +7,13 @@ from __future__ import annotations
 from serq.view import environment
 
 
+def _apart(step: dict) -> bool:
+    """The variants did different things in a joint step (source lines aside)."""
+    from serq.check.diffreport import merged_moves
+
+    return merged_moves(*((step[x]["action"], step[x]["diff"]) for x in ("a", "b"))) is None
+
+
 def diff_page(r) -> str:
     from serq.check.diffreport import headline, render_json
 
@@ -28,6 +35,9 @@ def diff_page(r) -> str:
                                       f"{dd['difference']} {worst['unit']}: {dd['subject']} "
                                       f"({dd['a']} in a, {dd['b']} in b)",
                              "steps": [dict(s, cycle=False) for s in dd["steps"][1:]], "after": []})
+    for sec in sections:
+        for step in sec["steps"]:
+            step["apart"] = _apart(step)
     lines = [f"{x}: {data['files'][x]}: {data['verdicts'][x]['verdict']}: {data['verdicts'][x]['message']}"
              for x in ("a", "b")] + [f"note: {n}" for n in data["notes"]]
     return environment().get_template("diff.html.j2").render(
