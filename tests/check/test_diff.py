@@ -241,3 +241,24 @@ def test_html_page(tmp_path, capsys):
     assert code == 19
     html = page.read_text()
     assert "theorem_no_lifo.sq" in html and "b livelocks where a completes" in html and "<script" not in html
+
+
+def test_interrupted_is_never_same(monkeypatch, capsys):
+    """A signal during the joint search (KeyboardInterrupt, as serq's signal
+    handler raises it) gives `interrupted`, exit 16, with the states so far."""
+    from serq.check.diff import Side
+
+    calls = [0]
+    succ = Side.succ
+
+    def stop_later(self, rs):
+        calls[0] += 1
+        if calls[0] > 40:
+            raise KeyboardInterrupt
+        return succ(self, rs)
+
+    monkeypatch.setattr(Side, "succ", stop_later)
+    code = main(["diff", str(INST / "theorem.sq"), str(INST / "theorem.sq")])
+    out = capsys.readouterr().out
+    assert code == EXIT_CODES["interrupted"] == 16
+    assert out.startswith("interrupted by SIGINT: no difference found before it")
