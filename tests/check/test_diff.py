@@ -60,13 +60,18 @@ def pairs(tmp_path):
         "turn-chunk": (variant(tmp_path, "mt1.sq", "multiturn_chat.sq", ("2 x chat", "1 x chat")),
                        variant(tmp_path, "mt1k1.sq", "multiturn_chat.sq", ("2 x chat", "1 x chat"),
                                ("chunk 4;", "chunk 1;")), (None, None)),
+        # a watermark (`admit if free(kv) >= W`) under fifo: none lets both in, and both preempt
+        # each other for good; 6 admits one at a time
+        "watermark": tuple(variant(tmp_path, f"wm{w}.sq", "theorem_no_reserve.sq", ("preempt lifo", "preempt fifo"),
+                                   ("take 0 {", f"take 0 admit if free(kv) >= {w} {{")) for w in (0, 6))
+        + (("livelock", None),),
         "both-deadlock": (lib("hol_none.sq"), variant(tmp_path, "skip.sq", "hol_none.sq", ("hol block;", "hol skip;")),
                           (None, None)),
     }
 
 
 @pytest.mark.parametrize("name", ["lifo-fifo", "join-cap", "budget", "spawn-draws", "turn-cap", "turn-chunk",
-                                  "both-deadlock"])
+                                  "watermark", "both-deadlock"])
 def test_known_answers_and_brute_force(name, pairs):
     a, b, expect = pairs[name]
     pa, pb = programs(a, b)
