@@ -216,9 +216,12 @@ def test_worst_ttft_both_directions_and_brute_force(pairs):
     assert ba[0] == 4 and ba[2:4] == (2, 6)  # the request's ttft in a, in b
 
 
-@pytest.mark.parametrize("metric", ["iterations", "preemptions", "latency"])
-def test_worst_other_metrics_against_brute_force(pairs, metric):
-    a, b, _ = pairs["budget"]
+@pytest.mark.parametrize("name, metric", [("budget", "iterations"), ("budget", "preemptions"), ("budget", "latency"),
+                                          ("turn-chunk", "ttft"), ("turn-chunk", "latency"),
+                                          ("turn-chunk", "iterations"), ("spawn-draws", "ttft")])
+def test_worst_other_metrics_against_brute_force(pairs, name, metric):
+    """Requests matched across turns (a session's k-th) and spawned children by name."""
+    a, b, _ = pairs[name]
     pa, pb = programs(a, b)
     w = diff(pa, pb, (a, b), worst=metric).worst
     assert tuple(f[0] if f else None for f in w.found) == brute_worst(pa, pb, metric)
