@@ -85,9 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _extra_commands():
-    """Commands that live in their own modules (run, check, explore, sweep, ui, oracle, completion)."""
+    """Commands that live in their own modules (run, check, explore, sweep, diff, ui, oracle, completion)."""
     out = []
-    for mod in ("serq.cli.run", "serq.cli.explore", "serq.cli.sweep", "serq.cli.ui", "serq.cli.oracle", "serq.cli.completion"):
+    for mod in ("serq.cli.run", "serq.cli.explore", "serq.cli.sweep", "serq.cli.diff", "serq.cli.ui", "serq.cli.oracle", "serq.cli.completion"):
         try:
             m = __import__(mod, fromlist=["register"])
         except ModuleNotFoundError as e:

@@ -5,7 +5,8 @@ the docs and the help against it.
 
 1 and 2 belong to the command line (1: `fmt --check` found a file out of
 layout; 2: an input error, as is conventional for argparse); 14 is the
-theorem's, decided outside the engine (serq/check/theorem.py)."""
+theorem's, decided outside the engine (serq/check/theorem.py); 19 is
+`serq diff`'s (serq/check/diff.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ COMMAND_CODES: tuple[Exit, ...] = (
     Exit(1, "not_canonical", "the file is not in canonical layout (fmt --check)"),
     Exit(2, "input_error", "bad input: an instance, IR file or flag value (a located diagnostic on stderr)"),
     Exit(14, "theorem", "every hypothesis of a theorem holds, yet a counterexample was found"),
+    Exit(19, "differ", "serq diff: on the same environment one variant fails and the other completes"),
 )
 EXITS: tuple[Exit, ...] = tuple(sorted(ENGINE_EXITS + COMMAND_CODES, key=lambda e: e.code))
 EXIT_CODES: dict[str, int] = {e.name: e.code for e in EXITS}
@@ -32,6 +34,7 @@ COMMAND_EXITS: dict[str, tuple[str, ...]] = {
     "explore": ("pass", "input_error", "deadlock", "livelock", "violation", "bound", "theorem",
                 "nondeterministic", "interrupted", "inconclusive", "failed"),
     "sweep": ("pass", "input_error", "violation", "bound", "interrupted", "failed"),
+    "diff": ("pass", "input_error", "bound", "interrupted", "differ"),
     "ui": ("pass", "input_error"),
     "oracle": ("pass", "input_error", "violation", "bound"),
     "completion": ("pass", "input_error"),
@@ -65,6 +68,11 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",
     ("sweep", "failed"): "a worker process died or raised (named, with the value it was exploring): the "
                          "values finished so far are printed, the other workers stopped",
+    ("diff", "pass"): "same: on no environment does one variant fail where the other completes (the whole "
+                      "joint state space was explored)",
+    ("diff", "bound"): "--max-states, --time-limit or the memory bound cut the joint exploration before a "
+                       "difference was found: no difference within the bound, never `same`",
+    ("diff", "interrupted"): "SIGINT or SIGTERM cut the joint exploration before a difference was found",
     ("ui", "pass"): "the server was stopped (Ctrl-C or SIGTERM: its normal end)",
     ("completion", "pass"): "the script was printed",
     ("oracle", "pass"): "done; compare: serq agrees with the trace on every step",
