@@ -19,8 +19,9 @@ SWEEP = "serq-sweep"  # serq sweep --json (serq/check/sweepreport.py)
 SCHEDULE = "serq-schedule"  # serq run --schedule FILE, its header line (serq/sim/schedule.py)
 REQUESTS = "serq-requests"  # serq run --requests FILE.jsonl, its header line
 IR = "serq-ir"  # serq compile (serq/ir)
+DIFF = "serq-diff"  # serq diff --json (serq/check/diffreport.py)
 
-FORMATS = (EXPLORE, WORST, THEOREM, RUN, CHECK, SWEEP, SCHEDULE, REQUESTS, IR)
+FORMATS = (EXPLORE, WORST, THEOREM, RUN, CHECK, SWEEP, SCHEDULE, REQUESTS, IR, DIFF)
 
 # each format's version: one format's new version leaves the others' as they are
 VERSIONS = {fmt: 1 for fmt in FORMATS}

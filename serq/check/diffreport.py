@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 
 from serq.check.diff import SIDES, DiffResult, Witness
+from serq.formats import DIFF as FORMAT, VERSIONS
 from serq.semantics.model import ITERATE, TURN
 
-FORMAT, VERSION = "serq-diff", 1
+VERSION = VERSIONS[FORMAT]
 _FAILS = {"deadlock": "deadlocks", "livelock": "livelocks"}
 
 

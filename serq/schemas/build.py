@@ -241,6 +241,28 @@ def requests() -> dict:
             "$defs": {"row": row}}
 
 
+def diff() -> dict:
+    ab = {"enum": ["a", "b"]}
+
+    def side(s: dict) -> dict:
+        return obj({"a": s, "b": s})
+
+    move = obj({"moved": BOOL, "action": STR, "diff": arr(STR)}, desc="what one variant did in a joint step")
+    step = obj({"step": INT, "action": STR}, {"a": move, "b": move})
+    difference = obj({"fails": ab, "completes": ab, "how": STR, "message": STR, "text": STR,
+                      "lasso_start": opt(INT), "diagnosis": arr(STR), "replay": side(STR), "steps": arr(step)})
+    direction = obj({"above": ab, "below": ab, "difference": INT, "subject": STR, "a": INT, "b": INT,
+                     "steps": arr(step)})
+    worst_ = obj({"metric": STR, "unit": STR, "states": INT, "complete": BOOL, "bound_reason": opt(STR),
+                  "alone": side({"type": "object", "description": "a variant's own --worst (serq-worst's body)"}),
+                  "unbounded": arr(ab), "directions": arr(opt(direction))})
+    keys = {**head(formats.DIFF), "verdict": {"enum": ["same", "differ", "bound", "interrupted"]}, "exit_code": INT,
+            "text": STR, "files": side(STR), "verdicts": side(obj({"verdict": STR, "message": STR, "states": INT})),
+            "ties": {"enum": ["seq", "all"]}, "states": INT, "complete": BOOL, "bound_reason": opt(STR),
+            "notes": arr(STR), "differences": arr(difference)}
+    return obj(keys, {"worst": worst_})
+
+
 def ir() -> dict:
     from serq.ir import Program
 
@@ -250,7 +272,8 @@ def ir() -> dict:
 
 BUILDERS = {formats.EXPLORE: explore, formats.WORST: worst, formats.THEOREM: theorem,
             formats.RUN: lambda: report(formats.RUN), formats.CHECK: lambda: report(formats.CHECK),
-            formats.SWEEP: sweep, formats.SCHEDULE: schedule, formats.REQUESTS: requests, formats.IR: ir}
+            formats.SWEEP: sweep, formats.SCHEDULE: schedule, formats.REQUESTS: requests, formats.IR: ir,
+            formats.DIFF: diff}
 
 
 def build(fmt: str) -> dict:

@@ -233,3 +233,14 @@ def test_the_library_gives_the_same_json(capsys):
     assert r.json(timing=False) == d
     c = serq.check(str(INST / "join_in_hold.sq"))
     validate(c.json(), formats.CHECK)
+
+
+@pytest.mark.parametrize("a,b,flags,code", [
+    ("theorem", "theorem_no_lifo", [], 19), ("hol_none", "hol_none", [], 0),
+    ("theorem", "theorem_no_lifo", ["--worst", "ttft"], 19),
+])
+def test_diff_json(capsys, a, b, flags, code):
+    got, d = cli(capsys, "diff", INST / f"{a}.sq", INST / f"{b}.sq", "--json", *flags)
+    validate(d, formats.DIFF)
+    assert (got, d["exit_code"], list(d)[:2]) == (code, code, ["format", "version"])
+    assert ("worst" in d) == bool(flags)
