@@ -50,6 +50,9 @@ class Settings:
     searches: int = 0
     seed: int = 0
     processes: int | None = None
+    # when the check began (time.perf_counter()): `time_limit` and the statistics' elapsed time count
+    # from there, building the model included; None: from the engine's start (set by `explorer.check`)
+    started: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -74,6 +77,12 @@ class Settings:
                 extra.insert(0, "ray")
             if extra:
                 raise ValueError(f"{extra[0]} needs the strategy 'partitioned'")
+
+    def clock(self) -> float:
+        """The time.perf_counter() value the run's time counts from: `started`, or now."""
+        import time
+
+        return time.perf_counter() if self.started is None else self.started
 
     def but(self, **changes: Any) -> "Settings":
         """A copy with `changes`."""

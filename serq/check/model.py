@@ -88,10 +88,14 @@ class SerqModel:
         self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.positions)
         self.rows.warm()  # numba's start-up here, not in the search's time
         self._plain_invariants = not self.m.engine.low.invariants
+        # the initial state packed now, as the model is built: a workload of a million sessions
+        # takes seconds, cut by the check's limits (explorer.runtime.limits.tick) before the search
+        self._initial = self.rows.pack(self.m.initial_state())
+        self._initial._t = None  # its tuple (a Session per session) decoded again only if read
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):
-        return [self.rows.pack(self.m.initial_state())]
+        return [self._initial]
 
     def actions(self, state):
         return [a for a, _ in self.rows.expand(state)]
