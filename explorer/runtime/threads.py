@@ -68,9 +68,13 @@ class Workers:
                 t.start()
             except RuntimeError as e:  # the system refused a thread (its limits, its memory): those started stop
                 from explorer.outcome import WorkerFailed
+                from explorer.runtime.memory import thread_refused
 
                 self._threads = self._threads[:i]
                 self.close()
+                why = thread_refused(e)
+                if isinstance(why, MemoryError):  # the address space is full: the memory bound
+                    raise why from None
                 raise WorkerFailed(i, f"could not be started: {e}") from None
 
     def _run(self, wid: int) -> None:

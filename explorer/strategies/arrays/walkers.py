@@ -50,7 +50,7 @@ from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GE
 from explorer.strategies.arrays.narrow import Arena, Packed
 from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
-from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib
+from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib, thread_refused
 from explorer.model import CHECK, DONE, ArrayFallback
 from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
 from explorer.result import Result, Stats
@@ -492,6 +492,9 @@ class _Run:
                 try:
                     t.start()
                 except RuntimeError as e:  # the system refused a thread (its limits, its memory)
+                    why = thread_refused(e)
+                    if isinstance(why, MemoryError):  # the address space is full: the memory bound
+                        raise why from None
                     raise WorkerFailed(wid, f"could not be started: {e}") from None
             while True:
                 if self.stopped.wait(POLL):

@@ -95,6 +95,8 @@ def partitioned_check(m: Any, factory: Any, s: Settings) -> Result:
         backend = _Ray(partitions, ray) if ray is not None else _Local(partitions, workers)
     except WorkerFailed as e:  # a worker thread the system refused: nothing explored
         return failed(Stats(strategy="bfs", workers=workers), e)
+    except MemoryError:  # no room for a worker thread's stack (`ulimit -v`): nothing explored
+        return bounded(Stats(strategy="bfs", workers=workers), "memory", "MemoryError")
     broke = True
     try:
         r = _Driver(m, factory, backend, s, MemoryGuard(s.memory_limit), cp, state).run()
