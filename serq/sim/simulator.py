@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from explorer.runtime import compiled
 from explorer.runtime.interrupt import interrupt_of, signal_name
 from explorer.runtime.limits import LimitReached, Limits
 from explorer.runtime.memory import MemoryGuard
@@ -183,6 +184,7 @@ class Simulator:
     # -- running ---------------------------------------------------------------
     def run(self) -> SimResult:
         m, cfg, stats = self.m, self.cfg, self.stats
+        compiled.load()  # the kernel's entry points, before the first step (explorer/runtime/compiled.py)
         self.state = m.initial_state()
         self.heap: list = []
         self._count = 0
