@@ -357,12 +357,15 @@ def pipeline(kind: str, text: str, *, run: bool = True, max_states: int = 200, m
     prog = loaded.program
     try:
         stage = "run"
+        from explorer.runtime.limits import LimitReached
         from serq.sim.simulator import SimConfig, Simulator
 
         try:
             Simulator(prog, SimConfig(max_steps=max_steps, time_limit=time_limit)).run()
         except MemoryError:  # setting up a huge workload: `serq run` says so and exits 13 (the run stops cleanly at one)
             return "out of memory"
+        except LimitReached:  # building the model of a huge workload, cut by the time limit: `serq run` exits 13
+            return "bound"
         stage = "explore"
         from serq.check.explore import explore
         from serq.lang.validate import validate

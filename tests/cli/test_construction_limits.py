@@ -125,3 +125,24 @@ def test_a_small_workload_is_never_looked_at_while_building(tmp_path, capsys, mo
     inst.write_text(MANY.replace(f"{SESSIONS} x s", "4000 x s"))
     assert main(["explore", str(inst), "--max-states", "3", "--no-timing"]) == 13
     assert not looks
+
+
+@pytest.mark.parametrize("cmd", ["run", "check"])
+def test_the_simulator_build_is_cut_too(many, capsys, cmd):
+    """`serq run` and `serq check` of a workload of many sessions under
+    --time-limit 0: stopped while the model is built (bench/fuzz.py found
+    `workload { 1000000 x ... }` mutants running past their time limit)."""
+    inst, made = many
+    assert main([cmd, str(inst), "--time-limit", "0", "--no-progress"][: 5 if cmd == "run" else 4]) == 13
+    out, err = capsys.readouterr()
+    line = (f"{inst}: stopped at the time limit (0 s) while the model was being built: nothing simulated, "
+            "no report")
+    assert (line in err) if cmd == "run" else (f"{line}; not a pass" in out), (out, err)
+    assert made[0] == engine.TICK
+
+
+def test_the_simulator_build_keeps_the_memory_bound(many, capsys):
+    inst, made = many
+    assert main(["run", str(inst), "--memory", "1M", "--no-progress"]) == 13
+    assert "stopped at the memory limit (1MiB) while the model was being built" in capsys.readouterr().err
+    assert made[0] == engine.TICK
