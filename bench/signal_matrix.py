@@ -153,7 +153,7 @@ def cell(argv: list[str], moment: str, sig: int, workdir: str, start_cpu: float)
     elif moment == "search":
         reached = _wait_for(lambda: _cpu(pid) > start_cpu + 1.5, proc, 180)
     else:  # output: blocked writing to the pipe nobody reads yet
-        reached = _wait_for(lambda: _wchan(pid) == "pipe_write", proc, 180)
+        reached = _wait_for(lambda: "pipe_write" in _wchan(pid), proc, 180)
     if not reached:
         proc.kill()
         proc.communicate()
