@@ -127,6 +127,8 @@ def load() -> None:
                 continue
             for module, attr, sigs in table():
                 d = _dispatcher(module, attr)
+                if not hasattr(d, "compile"):  # NUMBA_DISABLE_JIT=1: plain Python functions, nothing to load
+                    continue
                 for sig in sigs:
                     d.compile(tuple(sig))
             _DONE.add(name)

@@ -91,11 +91,13 @@ class SerqModel:
         # the initial state packed now, as the model is built: a workload of a million sessions
         # takes seconds, cut by the check's limits (explorer.runtime.limits.tick) before the search
         self._initial = self.rows.pack(self.m.initial_state())
-        self._initial._t = None  # its tuple (a Session per session) decoded again only if read
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):
-        return [self._initial]
+        rs = self._initial  # a new RowState each time (a caller may keep what it learns of it on it)
+        fresh = RowState(self.rows, rs.row, rs.cap, rs.fp, rs.flags)
+        fresh._t = rs._t
+        return [fresh]
 
     def actions(self, state):
         return [a for a, _ in self.rows.expand(state)]
