@@ -113,12 +113,12 @@ class MemoryGuard:
         return rss() > self.limit
 
 
-def thread_refused(e: RuntimeError) -> BaseException:
+def thread_refused(e: RuntimeError) -> MemoryError | None:
     """What a thread the system refused to start (`e`, "can't start new
     thread") means: a MemoryError when the address space has no room for
     its stack (`ulimit -v`: a mapping of the stack's size is refused now),
     so that the run ends with the memory bound as at any other allocation;
-    `e` otherwise (a limit on threads: the worker is named as failed)."""
+    None otherwise (a limit on threads: the worker is named as failed)."""
     import threading
 
     size = threading.stack_size() or 8 << 20
@@ -135,7 +135,7 @@ def thread_refused(e: RuntimeError) -> BaseException:
     except (OSError, AttributeError, ValueError):
         return MemoryError(f"no room for a thread's stack ({e})")
     m.close()
-    return e
+    return None
 
 
 # ---------------------------------------------------------------- the array engines' buffers

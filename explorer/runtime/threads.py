@@ -72,10 +72,7 @@ class Workers:
 
                 self._threads = self._threads[:i]
                 self.close()
-                why = thread_refused(e)
-                if isinstance(why, MemoryError):  # the address space is full: the memory bound
-                    raise why from None
-                raise WorkerFailed(i, f"could not be started: {e}") from None
+                raise thread_refused(e) or WorkerFailed(i, f"could not be started: {e}") from None
 
     def _run(self, wid: int) -> None:
         while True:

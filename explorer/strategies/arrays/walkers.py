@@ -491,11 +491,8 @@ class _Run:
             for wid, t in enumerate(threads):
                 try:
                     t.start()
-                except RuntimeError as e:  # the system refused a thread (its limits, its memory)
-                    why = thread_refused(e)
-                    if isinstance(why, MemoryError):  # the address space is full: the memory bound
-                        raise why from None
-                    raise WorkerFailed(wid, f"could not be started: {e}") from None
+                except RuntimeError as e:  # the system refused a thread: its memory (a MemoryError), its limits
+                    raise thread_refused(e) or WorkerFailed(wid, f"could not be started: {e}") from None
             while True:
                 if self.stopped.wait(POLL):
                     break
