@@ -25,7 +25,11 @@ Kinds:
            nested deep (if, else if, while, repeat); sizes log-uniform from
            1 to 300 and three times in a hundred from 300 to 20,000;
   ir       the compiled IR JSON with one to three leaves replaced (edge
-           numbers, wrong types, null), keys deleted, lists cut or doubled.
+           numbers, wrong types, null), keys deleted, lists cut or doubled;
+  text     an instance's text with one to four token-level edits (a token
+           deleted, doubled, swapped, replaced or preceded by a keyword,
+           punctuation or an odd character: quotes, controls, a BOM, an
+           emoji), a line doubled or deleted, or the text cut short.
 
 The same generators drive tests/lang/test_fuzz_pipeline.py (hypothesis, a few
 hundred mutants); this campaign is not part of the test suite.
@@ -252,7 +256,67 @@ def ir_mutant(rng: random.Random) -> str:
     return json.dumps(doc)
 
 
-GENERATORS = {"numeric": numeric_mutant, "deep": deep_mutant, "ir": ir_mutant}
+_TOKENS = ["{", "}", "(", ")", ";", ",", "=", "..", "x", "in", "if", "else", "while", "hold", "draw", "let", "set",
+           "spawn", "join", "turn", "end", "session", "pool", "stage", "workload", "check", "const", "every", "take",
+           "reserve", "growing", "prefill", "decode", "cap", "block", "//", "/*", "*/", "\"", "'", "\\", "@",
+           "#", "$", "\t", "\r", "\x00", "\u00e9", "\u200b", "\ufeff", "\U0001f600", "1e999", "0x10", "-", "!", "."]
+
+
+def _token_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each token of `text`: a run of word characters, or
+    one other character that is not a space."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        if text[i].isspace():
+            i += 1
+            continue
+        j = i + 1
+        if text[i].isalnum() or text[i] == "_":
+            while j < n and (text[j].isalnum() or text[j] in "_."):
+                j += 1
+        out.append((i, j))
+        i = j
+    return out
+
+
+def text_mutant(rng: random.Random) -> str:
+    """An instance's text with one to four token-level edits: a token
+    deleted, doubled, swapped with another, replaced or preceded by a token
+    of the language or an odd character (a quote, a control, a BOM, an
+    emoji), a line doubled or deleted, or the text cut short."""
+    text = "\n".join(line for line in TEXTS[rng.choice(sorted(TEXTS))].split("\n")
+                     if not line.lstrip().startswith("//"))  # the code: edits in comments change nothing
+    for _ in range(rng.randint(1, 4)):
+        spans = _token_spans(text)
+        if not spans:
+            break
+        op = rng.random()
+        a, b = rng.choice(spans)
+        if op < 0.2:
+            text = text[:a] + text[b:]
+        elif op < 0.35:
+            text = text[:b] + " " + text[a:b] + text[b:]
+        elif op < 0.5:
+            c, d = rng.choice(spans)
+            if (c, d) != (a, b):
+                (a, b), (c, d) = sorted([(a, b), (c, d)])
+                if b <= c:
+                    text = text[:a] + text[c:d] + text[b:c] + text[a:b] + text[d:]
+        elif op < 0.7:
+            text = text[:a] + rng.choice(_TOKENS) + text[b:]
+        elif op < 0.85:
+            text = text[:a] + rng.choice(_TOKENS) + " " + text[a:]
+        elif op < 0.95:
+            lines = text.split("\n")
+            k = rng.randrange(len(lines))
+            lines[k:k + 1] = [] if rng.random() < 0.5 else [lines[k], lines[k]]
+            text = "\n".join(lines)
+        else:
+            text = text[: rng.randrange(len(text) + 1)]
+    return text
+
+
+GENERATORS = {"numeric": numeric_mutant, "deep": deep_mutant, "ir": ir_mutant, "text": text_mutant}
 
 
 class Crash(Exception):
@@ -293,12 +357,15 @@ def pipeline(kind: str, text: str, *, run: bool = True, max_states: int = 200, m
     prog = loaded.program
     try:
         stage = "run"
+        from explorer.runtime.limits import LimitReached
         from serq.sim.simulator import SimConfig, Simulator
 
         try:
             Simulator(prog, SimConfig(max_steps=max_steps, time_limit=time_limit)).run()
         except MemoryError:  # setting up a huge workload: `serq run` says so and exits 13 (the run stops cleanly at one)
             return "out of memory"
+        except LimitReached:  # building the model of a huge workload, cut by the time limit: `serq run` exits 13
+            return "bound"
         stage = "explore"
         from serq.check.explore import explore
         from serq.lang.validate import validate
@@ -445,7 +512,7 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("-n", type=int, default=100_000, help="mutants of each kind (default 100,000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--kinds", default="numeric,deep,ir")
+    ap.add_argument("--kinds", default="numeric,deep,ir,text")
     ap.add_argument("--no-run", action="store_true", help="compile, validate and fmt only")
     ap.add_argument("--time-limit", type=float, default=0.5, metavar="SEC",
                     help="wall-clock budget of each mutant's run and of its exploration (default 0.5)")

@@ -37,15 +37,18 @@ names from the module with `from explorer.check import ...`.)
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 from explorer.graph.analysis import NoReturn, highest, longest, point_of_no_return
 from explorer.errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
 from explorer.graph.forward import forward_no_return
-from explorer.runtime.limits import Limits, limits_on
+from explorer.runtime import compiled
+from explorer.runtime.interrupt import interrupt_of, signal_name
+from explorer.runtime.limits import LimitReached, Limits, building, limits_on
 from explorer.runtime.memory import MemoryGuard
 from explorer.model import ROW_THREADS, ROWS, ArrayFallback, ModelFactory, build_model, declared
-from explorer.outcome import bounded
+from explorer.outcome import bounded, interrupted
 from explorer.result import Result, Stats
 from explorer.settings import Settings
 from explorer.stores.exact import Exact
@@ -54,7 +57,7 @@ from explorer.trace import follow
 from explorer.graph.walk import WalkEnd, walk
 from explorer.visitor import PRUNE, STOP, Visitor
 
-__all__ = ["check", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
+__all__ = ["check", "start", "build", "BUILDING", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
            "WorkerLost", "NoReturn", "point_of_no_return", "forward_no_return", "highest", "longest",
            "build_graph", "StateGraph", "follow", "walk", "WalkEnd", "Visitor", "PRUNE", "STOP"]
 
@@ -71,16 +74,56 @@ def check(model: Any, settings: Settings | None = None, **fields: Any) -> Result
     s = settings if settings is not None else Settings()
     if fields:
         s = s.but(**fields)
-    try:
-        m, factory = build_model(model)
-        if s.exact and not isinstance(m, Exact):
-            m = Exact(m)  # every state by its whole canonical form (rows carry fingerprints only: not used)
-    except MemoryError:  # the model itself (a huge workload's rows) does not fit
-        return bounded(Stats(strategy=_named(s)), "memory", "MemoryError")
+    s = start(s)
+    built = build(model, s)
+    if isinstance(built, Result):
+        return built
+    m, factory = built
     result = _run(m, factory, s)
     if s.exact:
         result.stats.exact = True
     return result
+
+
+def start(s: Settings) -> Settings:
+    """`s` with the run's clock started (`started`), unless it is: every
+    compiled specialization is loaded first (explorer/runtime/compiled.py),
+    before the clock and before any worker starts."""
+    compiled.load()
+    return s if s.started is not None else s.but(started=time.perf_counter())
+
+
+def build(model: Any, s: Settings) -> tuple[Any, ModelFactory] | Result:
+    """(model, factory), the model built (when given a factory) within the
+    check's limits, counted from `s.clock()`: a model too large to build
+    in time or memory (a workload of a million sessions), or a signal
+    while it is built, is the check's verdict ("bound" or "interrupted",
+    nothing explored), not a wait for the whole build (its long loops call
+    `explorer.runtime.limits.tick`)."""
+    t0 = s.clock()
+    try:
+        with building(Limits(s.time_limit, MemoryGuard(s.memory_limit), t0)):
+            m, factory = build_model(model)
+            if s.exact and not isinstance(m, Exact):
+                m = Exact(m)  # every state by its whole canonical form (rows carry fingerprints only: not used)
+    except MemoryError:  # the model itself (a huge workload's rows) does not fit
+        r = bounded(Stats(strategy=_named(s)), "memory", "MemoryError")
+    except LimitReached as e:
+        r = bounded(Stats(strategy=_named(s)), e.reason, e.value)
+    except (KeyboardInterrupt, SystemError) as e:
+        sig = signal_name(interrupt_of(e))
+        r = interrupted(Stats(strategy=_named(s)), interrupt_of(e))
+        r.message = f"stopped by {sig} {BUILDING}; exploration incomplete"
+    else:
+        return m, factory
+    if r.verdict == "bound":
+        r.message += f": reached {BUILDING}"
+    r.stats.elapsed = time.perf_counter() - t0
+    r.stats.workers = s.workers
+    return r
+
+
+BUILDING = "while the model was being built (nothing explored)"  # a verdict met before the search
 
 
 def _run(m: Any, factory: Any, s: Settings) -> Result:
@@ -137,21 +180,21 @@ def objects_on_processes(m: Any, factory: ModelFactory, s: Settings) -> Result:
 def rows(m: Any, factory: ModelFactory, s: Settings) -> Result:
     from explorer.strategies.arrays.engine import array_check
 
-    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):  # inside an expansion too
+    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit), s.clock())):  # inside an expansion too
         return array_check(m, factory, s)
 
 
 def rows_on_processes(m: Any, factory: ModelFactory, s: Settings) -> Result:
     from explorer.strategies.arrays.engine import array_check_on_processes
 
-    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):
+    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit), s.clock())):
         return array_check_on_processes(m, factory, s)
 
 
 def rows_on_threads(m: Any, factory: ModelFactory, s: Settings) -> Result:
     from explorer.strategies.arrays.walkers import walkers_check
 
-    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit))):
+    with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit), s.clock())):
         return walkers_check(m, s)
 
 

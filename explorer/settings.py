@@ -52,6 +52,9 @@ class Settings:
     processes: int | None = None
     # hooks the search calls on each state and edge (explorer/visitor.py): the sequential engine's alone
     visitor: Any = field(default=None, compare=False)
+    # when the check began (time.perf_counter()): `time_limit` and the statistics' elapsed time count
+    # from there, building the model included; None: from the engine's start (set by `explorer.check`)
+    started: float | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if self.strategy not in STRATEGIES:
@@ -85,6 +88,12 @@ class Settings:
                 raise ValueError("a visitor is called by the sequential engine alone: strategy 'bfs' or 'dfs', "
                                  f"one worker (not strategy {self.strategy!r} with {self.workers} worker"
                                  f"{'s' if self.workers > 1 else ''})")
+
+    def clock(self) -> float:
+        """The time.perf_counter() value the run's time counts from: `started`, or now."""
+        import time
+
+        return time.perf_counter() if self.started is None else self.started
 
     def but(self, **changes: Any) -> "Settings":
         """A copy with `changes`."""

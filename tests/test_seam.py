@@ -35,6 +35,7 @@ ALLOWED = {
     "explorer.runtime.verdict": "the engine's verdicts and exit codes",
     "explorer.runtime.interrupt": "runtime: signals",
     "explorer.runtime.limits": "runtime: time and memory limits",
+    "explorer.runtime.compiled": "runtime: compiled code loaded before a search (the kernel's entry points)",
     "explorer.runtime.memory": "runtime: the memory bound",
     "explorer.runtime.threads": "runtime: worker threads",
     "explorer.runtime.supervise": "runtime: supervised worker processes",

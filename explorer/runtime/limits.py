@@ -5,17 +5,25 @@ raises `LimitReached` once the deadline has passed or the memory bound is
 exceeded, and the engine ends with the verdict "bound" and its statistics
 so far. Compiled code is never cut short: one attempt's work is bounded by
 the buffers it fills, which grow geometrically, so the limit holds within
-about the time the expansion had already taken."""
+about the time the expansion had already taken.
+
+A model being built is cut by the same limits: `explorer.check` builds it
+inside `building(limits)`, and a model's long loops in Python (a workload
+of a million sessions, its initial state) call `tick()` now and then, which
+raises `LimitReached` past them; the door then gives the verdict "bound"
+before any state is explored. A signal arrives there as anywhere in Python
+code (`interrupt.py`)."""
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 
 from explorer.runtime.memory import MemoryGuard, mib, rss
 from explorer.model import LIMITS, has
 
-__all__ = ["Limits", "LimitReached", "limits_on"]
+__all__ = ["Limits", "LimitReached", "limits_on", "building", "tick"]
 
 
 class LimitReached(Exception):
@@ -58,3 +66,28 @@ def limits_on(model, limits: Limits):
     finally:
         if has(model, LIMITS):
             model.set_limits(None)
+
+
+_BUILDING: list = []  # (limits, pid) of the model being built in this process (`building`)
+
+
+@contextmanager
+def building(limits: Limits):
+    """`tick()` checks `limits` meanwhile, in this process only (a worker
+    forked meanwhile builds its own model, under its coordinator's watch)."""
+    _BUILDING.append((limits, os.getpid()))
+    try:
+        yield
+    finally:
+        _BUILDING.pop()
+
+
+def tick() -> None:
+    """Inside a model's long loop while it is built (`building`):
+    LimitReached once its limits are past; nothing otherwise. Cheap enough
+    for every few thousand iterations (a clock reading; /proc at most every
+    0.2 s)."""
+    if _BUILDING:
+        limits, pid = _BUILDING[-1]
+        if pid == os.getpid():
+            limits.check()

@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-__all__ = ["rss", "available", "default_limit", "MemoryGuard", "parse_size", "mib"]
+__all__ = ["rss", "available", "default_limit", "MemoryGuard", "parse_size", "mib", "thread_refused"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
@@ -111,6 +111,31 @@ class MemoryGuard:
             return False
         self._next = now + self.INTERVAL
         return rss() > self.limit
+
+
+def thread_refused(e: RuntimeError) -> MemoryError | None:
+    """What a thread the system refused to start (`e`, "can't start new
+    thread") means: a MemoryError when the address space has no room for
+    its stack (`ulimit -v`: a mapping of the stack's size is refused now),
+    so that the run ends with the memory bound as at any other allocation;
+    None otherwise (a limit on threads: the worker is named as failed)."""
+    import threading
+
+    size = threading.stack_size() or 8 << 20
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+        if not threading.stack_size() and soft != resource.RLIM_INFINITY:
+            size = max(soft, 1 << 20)
+    except (ImportError, OSError, ValueError):
+        pass
+    try:
+        m = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    except (OSError, AttributeError, ValueError):
+        return MemoryError(f"no room for a thread's stack ({e})")
+    m.close()
+    return None
 
 
 # ---------------------------------------------------------------- the array engines' buffers

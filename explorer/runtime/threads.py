@@ -68,10 +68,11 @@ class Workers:
                 t.start()
             except RuntimeError as e:  # the system refused a thread (its limits, its memory): those started stop
                 from explorer.outcome import WorkerFailed
+                from explorer.runtime.memory import thread_refused
 
                 self._threads = self._threads[:i]
                 self.close()
-                raise WorkerFailed(i, f"could not be started: {e}") from None
+                raise thread_refused(e) or WorkerFailed(i, f"could not be started: {e}") from None
 
     def _run(self, wid: int) -> None:
         while True:

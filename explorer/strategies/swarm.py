@@ -161,8 +161,8 @@ def swarm_check(m: Any, factory: Any, s: Settings) -> Result:
     n, seed, max_depth, max_states, time_limit = s.searches, s.seed, s.max_depth, s.max_states, s.time_limit
     check_deadlock, processes, ray, memory_limit = s.check_deadlock, s.processes, s.ray, s.memory_limit
     budget = DEFAULT_BUDGET if max_states is None else max_states
-    t0 = time.perf_counter()
-    deadline = None if time_limit is None else time.monotonic() + time_limit
+    t0 = s.clock()  # the check's start: building the model counted (explorer/check.py)
+    deadline = None if time_limit is None else time.monotonic() + time_limit - (time.perf_counter() - t0)
     jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock) for i in range(n)]
     results: list[Found] = []  # filled as the searches end, kept when one is lost or a signal stops them
     lost = None

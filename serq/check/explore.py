@@ -4,11 +4,9 @@ then the point of no return of a counterexample."""
 
 from __future__ import annotations
 
-from explorer.check import NoReturn, check, forward_no_return, point_of_no_return
-from explorer.stores.exact import Exact
+from explorer.check import NoReturn, build, check, forward_no_return, point_of_no_return, start
 from explorer.model import ModelFactory
-from explorer.outcome import bounded
-from explorer.result import Stats
+from explorer.result import Result
 from explorer.settings import Settings
 from serq import ir
 from serq.check.model import Checks
@@ -44,14 +42,13 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                         partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume, exact=exact,
                         identity=model_identity(program, ties, symmetry, ch) if partitioned else None)
     model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
-    if exact:
-        try:
-            model = Exact(factory())  # its own state identities: kept for the point of no return
-        except MemoryError:
-            model = None
-    if model is None:
-        result = bounded(Stats(strategy=strategy), "memory", "MemoryError")
+    if exact:  # its own state identities: kept for the point of no return
+        settings = start(settings)  # building it is cut by the limits, as check() cuts it
+        model = build(factory, settings)
+    if isinstance(model, Result):
+        result, model = model, None
     else:
+        model = model[0] if exact else model
         result = check(model, settings)
     if not partitioned:
         result.stats.exact = exact

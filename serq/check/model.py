@@ -98,10 +98,16 @@ class SerqModel:
         self.rows.warm()  # numba's start-up here, not in the search's time
         self._queue_slos = tuple(s for s in self.checks.slo if not s.per_request)
         self._plain_invariants = not self.m.engine.low.invariants and not self._queue_slos
+        # the initial state packed now, as the model is built: a workload of a million sessions
+        # takes seconds, cut by the check's limits (explorer.runtime.limits.tick) before the search
+        self._initial = self.rows.pack(self.m.initial_state())
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):
-        return [self.rows.pack(self.m.initial_state())]
+        rs = self._initial  # a new RowState each time (a caller may keep what it learns of it on it)
+        fresh = RowState(self.rows, rs.row, rs.cap, rs.fp, rs.flags)
+        fresh._t = rs._t
+        return [fresh]
 
     def actions(self, state):
         return [a for a, _ in self.rows.expand(state)]

@@ -17,7 +17,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from serq import __version__
 from serq.diagnostics import Diagnostic, SerqError, render_all
 from explorer.runtime.outfile import OutputError, Stdout, write_output
-from explorer.runtime.verdict import EXIT_INTERRUPTED, EXIT_PASS
+from explorer.runtime.verdict import EXIT_BOUND, EXIT_INTERRUPTED, EXIT_PASS
 from serq.cli.exits import EXIT_INPUT_ERROR, EXIT_NOT_CANONICAL, add_parser
 from serq.cli.parser import Parser
 
@@ -153,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
             name = "serq" if args is None else f"serq {args.command}"
             print(f"{name}: interrupted by {signal_name(e)}", file=sys.stderr)
             return EXIT_INTERRUPTED
+        except MemoryError:  # before a search or a run started (loading its modules, under `ulimit -v`), or after
+            name = "serq" if args is None else f"serq {args.command}"
+            print(f"{name}: out of memory (MemoryError) outside the search: no verdict", file=sys.stderr)
+            return EXIT_BOUND
         finally:
             if sys.stdout is out:
                 sys.stdout = out.inner

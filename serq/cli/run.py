@@ -105,10 +105,14 @@ def _simulate(args, *, check: bool, trace=None):
     cfg = SimConfig(seed=args.seed, horizon=args.horizon, warmup=args.warmup, coalesce=not args.no_coalesce,
                     stop_on_violation=check, checks=checks, max_steps=args.max_steps, trace=trace,
                     time_limit=args.time_limit, memory_limit=memory)
+    from explorer.runtime.limits import LimitReached
+
     try:
         return _setup_and_run(loaded, cfg, args)
     except MemoryError:  # the run itself stops cleanly at one (Simulator.run): this is its setup
         raise OutOfMemory(sum(line.count for line in loaded.program.workload)) from None
+    except LimitReached as e:  # building the model of a workload of many sessions, cut by a limit
+        raise BuildCut(e) from None
 
 
 def _setup_and_run(loaded, cfg, args):
@@ -176,6 +180,16 @@ class OutOfMemory(Exception):
     def __init__(self, sessions: int):
         super().__init__(f"out of memory before the run started or after it ended ({sessions} sessions at "
                          "the start): no report")
+
+
+class BuildCut(OutOfMemory):
+    """--time-limit or --memory reached while the model of a workload of
+    many sessions was being built: nothing simulated."""
+
+    def __init__(self, e):
+        Exception.__init__(self, f"stopped at the {'time limit' if e.reason == 'time_limit' else 'memory limit'} "
+                                 f"({f'{e.value:g} s' if e.reason == 'time_limit' else e.value}) while the model "
+                                 "was being built: nothing simulated, no report")
 
 
 def _stopped_line(args, result) -> str | None:

@@ -11,7 +11,9 @@ from functools import partial
 
 import numpy as np
 
+from explorer.runtime.limits import tick
 from serq import ir
+from serq.semantics import entries  # noqa: F401 (registers the kernel's entry points: explorer.runtime.compiled)
 from serq.ir.fold import const_eval
 from serq.semantics import events, words
 from serq.semantics.kernel.abi import (
@@ -32,6 +34,7 @@ _hold, _entry = partial(_new, Hold), partial(_new, CacheEntry)  # from a tuple o
 
 
 _ENTRY = None
+TICK = (1 << 12) - 1  # a loop over sessions calls `tick` every 4,096 of them (a small workload: never)
 
 
 def _kernel():
@@ -63,7 +66,9 @@ class Engine:
         self.workload = []
         for line in program.workload:
             pi = self.low.prog_ix[line.program]
-            for _ in range(line.count):
+            for i in range(line.count):
+                if i & TICK == TICK:
+                    tick()  # a workload of a million sessions: cut by the limits of a check that builds it
                 self.workload.append((pi, initial_attrs(self.low, pi, line.args)))
 
     def _set_cap(self, cap: int) -> None:
@@ -104,6 +109,8 @@ class Engine:
         row[R_SEQ] = seq
         row[R_FAULT] = 0 if fault is None else FT_EXTERNAL
         for sid, ss in enumerate(sessions):
+            if sid & TICK == TICK:
+                tick()
             self.enc_session(row, sid, ss)
         for p, pool in enumerate(pools):
             self.enc_pool(row, p, pool)

@@ -41,7 +41,8 @@ from typing import NamedTuple
 from serq import ir
 from serq.vocab import MAX_INT
 from serq.ir.fold import EvalError
-from serq.semantics.engine import Engine
+from explorer.runtime.limits import tick
+from serq.semantics.engine import TICK, Engine
 from serq.semantics.kernel.abi import ACQ_GATE, RUN_DECODE, RUN_GROWING, RUN_PROGRESS, RUN_STAGE, TURN_THINK
 from serq.semantics.state import Pool, Session, State
 
@@ -127,7 +128,9 @@ class Model:
     # -- states -----------------------------------------------------------
     def initial_state(self):
         sessions = []
-        for prog, attrs in self.workload:
+        for i, (prog, attrs) in enumerate(self.workload):
+            if i & TICK == TICK:
+                tick()  # a million sessions: cut by the limits of a check that builds the model
             sessions.append(Session(prog, self.progs[prog].entry, tuple(attrs), 0, 0, (), -1, 0, 0, 0, -1, 0))
         pools = tuple(Pool(p.cap, (), ()) for p in self.pools)
         return State(tuple(sessions), pools, 0, None)

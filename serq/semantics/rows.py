@@ -13,6 +13,8 @@ import time
 import numpy as np
 from numba import njit
 
+from explorer.runtime import compiled
+
 from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
 from serq.semantics.engine import Engine
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
@@ -103,13 +105,11 @@ class Rows:
         self._cap = self.e.cap
 
     def warm(self) -> None:
-        """Load the compiled kernel's entry points (numba's start-up: about
-        half a second, once per process) on nothing but scratch, so that a
-        search's time counts searching."""
-        e = self.e
-        self.canon.expand_batch(e.K, e.w, self.outs[:0], self.succ, self.parent, self.tmp, self.sym, self.keep_pos)
-        self.canon.fp_of(e.K, e.w, self.tmp, self.sym, self.keep_pos)  # reads the row, writes scratch only
-        self.canon.row_flags(e.K, e.w)
+        """Load the compiled kernel's entry points and the explorer's
+        compiled functions, every specialization (numba's start-up: about
+        half a second, once per process; serq/semantics/entries.py), so
+        that none is loaded in the middle of a search."""
+        compiled.load()
 
     def _fit(self) -> None:
         if self._cap != self.e.cap:

@@ -32,14 +32,16 @@ from __future__ import annotations
 from serq.check.admission import grower_text, refusal, stuck_why
 from serq.words import stuck_text
 
+import time
 import heapq
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from explorer.runtime import compiled
 from explorer.runtime.interrupt import interrupt_of, signal_name
-from explorer.runtime.limits import LimitReached, Limits
+from explorer.runtime.limits import LimitReached, Limits, building
 from explorer.runtime.memory import MemoryGuard
 from serq import ir
 from serq.vocab import MAX_INT
@@ -146,7 +148,11 @@ class Simulator:
     def __init__(self, program: ir.Program, config: SimConfig | None = None, base_dir: Path | None = None):
         self.program = program
         self.cfg = config or SimConfig()
-        self.m = Model(program, ties="seq")
+        # the run's limits count from here: building the model of a workload of many sessions is cut by them
+        # (LimitReached, raised to the caller: nothing simulated; explorer/runtime/limits.py, `building`)
+        self._t0 = time.perf_counter()
+        with building(Limits(self.cfg.time_limit, MemoryGuard(self.cfg.memory_limit), self._t0)):
+            self.m = Model(program, ties="seq")
         self.m.packed = True  # one row between steps, decoded only when read
         self.rng = random.Random(self.cfg.seed)
         self.oracle = RngOracle(self.rng)
@@ -192,7 +198,10 @@ class Simulator:
     # -- running ---------------------------------------------------------------
     def run(self) -> SimResult:
         m, cfg, stats = self.m, self.cfg, self.stats
-        self.state = m.initial_state()
+        compiled.load()  # the kernel's entry points, before the first step (explorer/runtime/compiled.py)
+        self._limits = Limits(cfg.time_limit, MemoryGuard(cfg.memory_limit), self._t0)
+        with building(self._limits):  # a workload of many sessions: LimitReached to the caller, nothing simulated
+            self.state = m.initial_state()
         self.heap: list = []
         self._count = 0
         self.busy = [False] * len(m.stages)
@@ -215,7 +224,6 @@ class Simulator:
         self.now = 0
         self.signal = None
         self.limit = None
-        self._limits = Limits(cfg.time_limit, MemoryGuard(cfg.memory_limit))
         m.engine.limits = self._limits  # inside one step too: a spawn of many, a step of many draws
         stopped = None
         # `tick arrivals before turns` (default) or `tick turns before arrivals`

@@ -176,7 +176,8 @@ def test_a_model_too_large_to_build_is_a_clean_stop(tmp_path, capsys, monkeypatc
     inst.write_text(FOREVER)
     assert main(["explore", str(inst), "--no-timing", *flags]) == 13
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "bound: no violation within the bound (memory=MemoryError); exploration incomplete"
+    assert out[0] == ("bound: no violation within the bound (memory=MemoryError); exploration incomplete: "
+                      "reached while the model was being built (nothing explored)")
     assert out[1].startswith("stats: generated=0 distinct=0 ")
 
 

@@ -50,7 +50,7 @@ from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GE
 from explorer.strategies.arrays.narrow import Arena, Packed
 from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
-from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib
+from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib, thread_refused
 from explorer.model import CHECK, DONE, ArrayFallback
 from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
 from explorer.result import Result, Stats
@@ -178,7 +178,7 @@ class _Run:
         self.cut = np.zeros(CHUNK, np.uint64)
         self.cuts: list = []
         self.nchunks = 0
-        self.t0 = time.perf_counter()
+        self.t0 = s.clock()  # the check's start: building the model counted (explorer/check.py)
         self.stats = Stats(strategy="bfs")
         self.init_rows = self.init_fps = None
 
@@ -491,8 +491,8 @@ class _Run:
             for wid, t in enumerate(threads):
                 try:
                     t.start()
-                except RuntimeError as e:  # the system refused a thread (its limits, its memory)
-                    raise WorkerFailed(wid, f"could not be started: {e}") from None
+                except RuntimeError as e:  # the system refused a thread: its memory (a MemoryError), its limits
+                    raise thread_refused(e) or WorkerFailed(wid, f"could not be started: {e}") from None
             while True:
                 if self.stopped.wait(POLL):
                     break

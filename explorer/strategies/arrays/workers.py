@@ -46,8 +46,9 @@ class Expanders:
     the workers (each chunk to the next worker in turn, one chunk in
     flight per worker)."""
 
-    def __init__(self, factory: Any, n: int, time_limit: float | None = None) -> None:
-        deadline = None if time_limit is None else time.perf_counter() + time_limit
+    def __init__(self, factory: Any, n: int, time_limit: float | None = None, t0: float | None = None) -> None:
+        t0 = time.perf_counter() if t0 is None else t0  # when the time limit began
+        deadline = None if time_limit is None else t0 + time_limit
         self.pool = Processes(lambda wid: _Expander(factory), n, deadline=deadline, time_limit=time_limit,
                               passes=(ArrayFallback,))
 

@@ -95,6 +95,8 @@ def partitioned_check(m: Any, factory: Any, s: Settings) -> Result:
         backend = _Ray(partitions, ray) if ray is not None else _Local(partitions, workers)
     except WorkerFailed as e:  # a worker thread the system refused: nothing explored
         return failed(Stats(strategy="bfs", workers=workers), e)
+    except MemoryError:  # no room for a worker thread's stack (`ulimit -v`): nothing explored
+        return bounded(Stats(strategy="bfs", workers=workers), "memory", "MemoryError")
     broke = True
     try:
         r = _Driver(m, factory, backend, s, MemoryGuard(s.memory_limit), cp, state).run()
@@ -121,7 +123,7 @@ def objects_check(m: Any, factory: Any, s: Settings) -> Result:
     trace as one process. No checkpoints: refused."""
     if s.checkpoint is not None or s.resume is not None:
         raise PartitionError(NO_CHECKPOINT)
-    deadline = None if s.time_limit is None else time.perf_counter() + s.time_limit
+    deadline = None if s.time_limit is None else s.clock() + s.time_limit
     backend = _Processes(s.workers, factory, ObjectPartition, deadline, s.time_limit)
     try:
         r = _Driver(m, factory, backend, s, MemoryGuard(s.memory_limit), None, None, ObjectPartition).run()
@@ -147,7 +149,7 @@ class _Driver:
         self.check_deadlock, self.check_livelock = check_deadlock, check_livelock
         self.progress, self.interval = progress, progress_interval
         self.memory, self.cp, self.state = memory, cp, state
-        self.t0 = time.perf_counter()
+        self.t0 = s.clock()  # the check's start: building the model counted (explorer/check.py)
         self.next_report = self.t0 + progress_interval
         self.n = self.generated = self.maxd = 0
         self.queue = 0

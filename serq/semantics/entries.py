@@ -1,0 +1,48 @@
+"""The compiled kernel's entry points -- the functions of
+`serq/semantics/kernel/` that Python calls -- with the argument types they
+are called with, registered with the explorer's one table of compiled code
+(`explorer.runtime.compiled`): loaded from numba's cache (or compiled)
+before a search's clock starts, before any worker starts and before a
+simulation's first step, never in the middle of one (under `ulimit -v`,
+LLVM aborts the process when an allocation fails: SIGABRT instead of a
+MemoryError). The kernel's other functions are compiled into these."""
+
+from __future__ import annotations
+
+from explorer.runtime import compiled
+
+__all__ = ["table"]
+
+
+def table() -> list:
+    from numba import types as nt
+
+    def a(dt, nd: int = 1):
+        return nt.Array(dt, nd, "C")
+
+    i64, u64, b1 = nt.int64, nt.uint64, nt.boolean
+    K = w = a(i64)  # the lowered table and the working row
+    succ = nt.Tuple((a(i64, 2), a(i64, 2), a(i64), a(u64), a(i64)))  # successors' rows, actions, choices, fps, flags
+    kernel, canon = "serq.semantics.kernel.entry", "serq.semantics.kernel.canon"
+    return [
+        (canon, "canon", [(K, w, a(i64), i64, i64)]),
+        (canon, "fp_of", [(K, w, a(i64), i64, i64)]),
+        (canon, "expand", [(K, w, a(i64), succ, a(i64), i64, i64)]),
+        (canon, "expand_batch", [(K, w, a(i64, 2), succ, a(i64), a(i64), i64, i64)]),
+        (kernel, "row_flags", [(K, w)]),
+        (kernel, "run_step", [(K, w, i64, i64, i64, i64, i64, i64)]),
+        (kernel, "run_step_packed", [(K, w, nt.UniTuple(i64, 6), a(i64))]),
+        (kernel, "eval_at", [(K, w, i64, i64, i64, i64)]),
+        (kernel, "eval_shape", [(K, w, i64, nt.UniTuple(i64, 3), i64, i64, a(i64))]),
+        (kernel, "explain", [(K, w, i64, i64, i64, a(i64))]),
+        (kernel, "levels", [(K, w, a(i64))]),
+        (kernel, "might_work", [(K, w, i64)]),
+        ("serq.semantics.kernel.core", "evictable_sum", [(K, w, i64)]),
+        ("serq.semantics.rows", "explorer_flags", [(i64, a(i64), a(i64, 2), a(i64), b1, b1, a(i64), a(i64))]),
+    ]
+
+
+compiled.register("serq kernel", table, inner=("serq.semantics.kernel.core", "serq.semantics.kernel.canon",
+                                                   "serq.semantics.kernel.entry", "serq.semantics.kernel.admission",
+                                                   "serq.semantics.kernel.evaluate", "serq.semantics.kernel.iterate",
+                                                   "serq.semantics.kernel.pools", "serq.semantics.kernel.session"))
