@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from serq import ir
+from serq.check.product import OverSerq
 from serq.check.slospec import Slo, over_text
 from serq.semantics.events import first_token
 from serq.semantics.model import TURN
@@ -176,7 +177,7 @@ class Counts:
         return self.slos[ci].kind, over_text(self.slos[ci], label(sid), v)
 
 
-class SloModel:
+class SloModel(OverSerq):
     """The explorer's model protocol over a SerqModel (without symmetry:
     a session keeps its id, and its counters with it) and the per-request
     counters of the instance's SLO checks. An action is the serq model's."""
@@ -242,18 +243,6 @@ class SloModel:
         base = state.state
         base = base.tuple() if hasattr(base, "tuple") else base  # a state sent to a worker is a tuple
         return [self.counter.message(state.over, lambda sid: self.sm.label(base, sid))]
-
-    def format_action(self, state, action):
-        return self.sm.format_action(state.state, action)
-
-    def format_diff(self, state, nxt):
-        return self.sm.format_diff(state.state, nxt.state)
-
-    def format_state(self, state):
-        return self.sm.format_state(state.state)
-
-    def describe_deadlock(self, state):
-        return self.sm.describe_deadlock(state.state)
 
 
 def needs_product(checks) -> bool:

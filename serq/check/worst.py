@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from serq import ir
+from serq.check.product import OverSerq
 from serq.diagnostics import did_you_mean
 from serq.semantics.events import first_token as is_first_token
 from serq.ir.fold import EvalError
@@ -255,7 +256,7 @@ class MetricState(NamedTuple):
     phases: Any
 
 
-class MetricModel:
+class MetricModel(OverSerq):
     """The explorer's model protocol over a SerqModel and a Counter: a state
     is a MetricState, an action the serq model's action."""
 
@@ -297,18 +298,6 @@ class MetricModel:
 
     def invariants(self, state):
         return self.sm.invariants(state.state)
-
-    def format_action(self, state, action):
-        return self.sm.format_action(state.state, action)
-
-    def format_diff(self, state, nxt):
-        return self.sm.format_diff(state.state, nxt.state)
-
-    def format_state(self, state):
-        return self.sm.format_state(state.state)
-
-    def describe_deadlock(self, state):
-        return self.sm.describe_deadlock(state.state)
 
 
 # ---------------------------------------------------------------- the search
