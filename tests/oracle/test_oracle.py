@@ -59,17 +59,17 @@ def test_bad_scenarios_say_what_is_wrong(bad, msg):
         check_scenario(sc(**bad))
 
 
-def test_converted_instance_loads_names_every_request_and_is_canonical(tmp_path):
-    for p in sorted(DIR.glob("*.json")):
-        s = check_scenario(json.loads(p.read_text()), p.stem)
-        conv = convert(s, p.stem)
-        loaded = load_text(conv.text, p.stem + ".sq")
-        # the priority policy's queue is on seqs, where its holds wait: kv's own is ignored, as W503 says
-        assert all(d.code == "W503" and s.get("policy") == "priority" for d in loaded.warnings)
-        assert set(conv.labels) == {r["id"] for r in s["requests"]}
-        f = tmp_path / f"{p.stem}.sq"
-        f.write_text(conv.text)
-        assert format_path(str(f)) == conv.text, p.stem
+@pytest.mark.parametrize("p", sorted(DIR.glob("*.json")), ids=lambda p: p.stem)
+def test_converted_instance_loads_names_every_request_and_is_canonical(tmp_path, p):
+    s = check_scenario(json.loads(p.read_text()), p.stem)
+    conv = convert(s, p.stem)
+    loaded = load_text(conv.text, p.stem + ".sq")
+    # the priority policy's queue is on seqs, where its holds wait: kv's own is ignored, as W503 says
+    assert all(d.code == "W503" and s.get("policy") == "priority" for d in loaded.warnings)
+    assert set(conv.labels) == {r["id"] for r in s["requests"]}
+    f = tmp_path / f"{p.stem}.sq"
+    f.write_text(conv.text)
+    assert format_path(str(f)) == conv.text, p.stem
 
 
 def test_shared_prompts_become_prefix_declarations_chained_as_vllm_hashes_blocks():
