@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 from explorer.graph.analysis import NoReturn, highest, longest, point_of_no_return
 from explorer.errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
+from explorer.graph.cycles import find_livelock
 from explorer.graph.forward import forward_no_return
 from explorer.runtime import compiled
 from explorer.runtime.interrupt import interrupt_of, signal_name
@@ -57,7 +58,7 @@ from explorer.trace import follow
 from explorer.graph.walk import WalkEnd, walk
 from explorer.visitor import PRUNE, STOP, Visitor
 
-__all__ = ["check", "start", "build", "BUILDING", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
+__all__ = ["find_livelock", "check", "start", "build", "BUILDING", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
            "WorkerLost", "NoReturn", "point_of_no_return", "forward_no_return", "highest", "longest",
            "build_graph", "StateGraph", "follow", "walk", "WalkEnd", "Visitor", "PRUNE", "STOP"]
 

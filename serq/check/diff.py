@@ -305,98 +305,29 @@ class DiffResult:
         return EXIT_INTERRUPTED if self.bound_reason in ("SIGINT", "SIGTERM") else EXIT_BOUND
 
 
-def _sccs(nodes: list[int], succ: dict) -> list[list[int]]:
-    """Strongly connected components (Tarjan's, iterative) of a subgraph:
-    `succ[u]` lists (action index, v)."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on: set[int] = set()
-    stack: list[int] = []
-    out: list[list[int]] = []
-    for root in nodes:
-        if root in index:
-            continue
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on.add(root)
-        work = [(root, iter(succ.get(root, ())))]
-        while work:
-            u, it = work[-1]
-            for _ai, v in it:
-                if v not in index:
-                    index[v] = low[v] = len(index)
-                    stack.append(v)
-                    on.add(v)
-                    work.append((v, iter(succ.get(v, ()))))
-                    break
-                if v in on:
-                    low[u] = min(low[u], index[v])
-            else:
-                work.pop()
-                if work:
-                    p = work[-1][0]
-                    low[p] = min(low[p], low[u])
-                if low[u] == index[u]:
-                    comp = []
-                    while True:
-                        w = stack.pop()
-                        on.discard(w)
-                        comp.append(w)
-                        if w == u:
-                            break
-                    out.append(comp)
-    return out
-
-
-def _cycle(succ: dict, members: set[int], start: int) -> list[tuple[int, int]]:
-    """A shortest cycle from `start` back to it inside `members`, as
-    [(node, action index)] (each node with the action that reaches it)."""
-    from collections import deque
-
-    prev: dict[int, tuple[int, int]] = {}
-    queue = deque([start])
-    seen = {start}
-    while queue:
-        u = queue.popleft()
-        for ai, v in succ.get(u, []):
-            if v not in members:
-                continue
-            if v == start:
-                chain = []
-                w = u
-                while w != start:
-                    pw, pai = prev[w]
-                    chain.append((w, pai))
-                    w = pw
-                chain.reverse()
-                return chain + [(start, ai)]
-            if v not in seen:
-                seen.add(v)
-                prev[v] = (u, ai)
-                queue.append(v)
-    raise ValueError("no cycle")
-
-
 def livelock_lasso(g, status, x: int) -> tuple[list, int] | None:
     """(path, cycle start) of the first lasso on which variant x cycles
-    without progress while the other has completed, or None."""
+    without progress while the other has completed, or None: the engines'
+    own livelock search (`explorer.check.find_livelock`) over the joint
+    graph's non-progress edges among those states, its entry the one
+    stored first."""
+    from explorer.check import find_livelock
+
     y = 1 - x
-    inside = [u for u in range(len(g)) if status[u][y] == "done" and status[u][x] == "running"]
-    member = set(inside)
-    succ = {u: [(ai, v) for k, (ai, v) in enumerate(g.succ[u]) if v in member and g.info[u][k] != TURN]
-            for u in inside}
-    best = None
-    for comp in _sccs(inside, succ):
-        cyclic = len(comp) > 1 or any(v == comp[0] for _ai, v in succ.get(comp[0], []))
-        if cyclic:
-            entry = min(comp)
-            if best is None or entry < best[0]:
-                best = (entry, set(comp))
-    if best is None:
+    member = {u for u in range(len(g)) if status[u][y] == "done" and status[u][x] == "running"}
+    edges = {u: [v for k, (_ai, v) in enumerate(g.succ[u]) if v in member and g.info[u][k] != TURN]
+             for u in sorted(member)}
+    found = find_livelock(edges, min) if edges else None
+    if found is None:
         return None
-    entry, members = best
+    entry, cycle = found
     stem = g.path_to(entry)
-    return stem + _cycle(succ, members, entry), len(stem) - 1
+    steps, u = [], entry
+    for v in cycle:  # each node with the first non-progress action that reaches it, as the search scans them
+        ai = next(ai for k, (ai, w) in enumerate(g.succ[u]) if w == v and g.info[u][k] != TURN)
+        steps.append((v, ai))
+        u = v
+    return stem + steps, len(stem) - 1
 
 
 def find_differences(dm: DiffModel, g) -> list[Witness]:
