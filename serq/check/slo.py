@@ -27,7 +27,6 @@ from typing import Any, NamedTuple
 from serq import ir
 from serq.check.product import OverSerq
 from serq.check.slospec import Slo, over_text
-from serq.check.worst import Counter
 from serq.semantics.events import first_token
 from serq.semantics.model import TURN
 
@@ -111,14 +110,9 @@ class Counts:
                     k = ix.get(name)
                     if k is not None and c[k] != _NONE:
                         c[k] += w
-        if f.rc:  # recomputation by --worst's own rule (position and high water of the growing runs)
-            p, h, r = ix["pos"], ix["hw"], ix["recomputed"]
-            pos, redo = Counter._redo([(c[p], c[h]) for c in ph], events)
-            for sid, c in enumerate(ph):
-                c[p], c[h] = pos[sid]
-                if redo.get(sid) and c[r] != _NONE:
-                    c[r] += redo[sid]
         peak = [list(c) for c in ph]  # each count's largest value in this step, before a request ends in it
+        hits: dict[int, int] = {}
+        preempted: set[int] = set()
         for e in events:
             t = e.kind
             sid = e.child if t == "spawn" else e.sid
@@ -129,8 +123,25 @@ class Counts:
                         c[ix[name]] = 0
                 continue
             if t == "preempt":
+                preempted.add(sid)
                 if "preemptions" in ix and c[ix["preemptions"]] != _NONE:
                     c[ix["preemptions"]] += 1
+            if f.rc:
+                p, h, r = ix["pos"], ix["hw"], ix["recomputed"]
+                if t == "hit":
+                    hits[sid] = hits.get(sid, 0) + e.units
+                elif t == "admit":
+                    c[p] = hits.get(sid, 0)
+                elif t == "serve" and e.pool is not None:
+                    again = max(0, min(c[p] + e.n, c[h]) - c[p])
+                    if again and c[r] != _NONE:
+                        c[r] += again
+                    c[p] += e.n
+                    c[h] = max(c[h], c[p])
+                elif t == "preempt":
+                    c[p] = 0
+                elif t in ("release", "at_turn", "end") and sid not in preempted:
+                    c[p] = c[h] = 0
             for k in range(len(c)):
                 if c[k] > peak[sid][k]:
                     peak[sid][k] = c[k]
