@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from serq import ir
-from serq.check.diffmatch import env_attrs
+from serq.check.diffmatch import env_attrs, take_or_queue
 from serq.check.model import Checks, SerqModel
 from serq.semantics.model import ARRIVE, ITERATE, TURN
 
@@ -123,17 +123,8 @@ class Side:
 def _log(log: dict, x: int, name, item) -> bool:
     """Record that variant x drew `item` for session `name`: the other
     variant's next value, if it is ahead, must be the same."""
-    side, vals = log.get(name, (x, ()))
-    if side == x or not vals:
-        log[name] = (x, vals + (item,))
-        return True
-    if vals[0] != item:
-        return False
-    if len(vals) > 1:
-        log[name] = (side, vals[1:])
-    else:
-        del log[name]
-    return True
+    other = take_or_queue(log, x, name, item)
+    return other is None or other[0] == item
 
 
 def child_names(names: tuple, events) -> tuple:
@@ -233,7 +224,10 @@ class DiffModel:
         return "running" not in self.status(st)
 
     def is_progress(self, st, action, nxt) -> bool:
-        return action[0] == TURN
+        """Progress when a variant's own move is progress by its own model's
+        rule (SerqModel.is_progress)."""
+        return any(move is not None and side.sm.is_progress(st.s[x], move, nxt.s[x])
+                   for x, (side, move) in enumerate(zip(self.sides, action[2:])))
 
     def invariants(self, st):
         return []
@@ -300,22 +294,23 @@ class DiffResult:
 
         if self.witnesses:
             return EXIT_DIFFER
-        if self.complete:
-            return EXIT_PASS
-        return EXIT_INTERRUPTED if self.bound_reason in ("SIGINT", "SIGTERM") else EXIT_BOUND
+        signals = ("SIGINT", "SIGTERM")
+        if self.bound_reason in signals or (self.worst is not None and self.worst.bound_reason in signals):
+            return EXIT_INTERRUPTED
+        return EXIT_PASS if self.complete else EXIT_BOUND
 
 
 def livelock_lasso(g, status, x: int) -> tuple[list, int] | None:
     """(path, cycle start) of the first lasso on which variant x cycles
     without progress while the other has completed, or None: the engines'
     own livelock search (`explorer.check.find_livelock`) over the joint
-    graph's non-progress edges among those states, its entry the one
+    graph's non-progress edges (DiffModel.is_progress) among those states, its entry the one
     stored first."""
     from explorer.check import find_livelock
 
     y = 1 - x
     member = {u for u in range(len(g)) if status[u][y] == "done" and status[u][x] == "running"}
-    edges = {u: [v for k, (_ai, v) in enumerate(g.succ[u]) if v in member and g.info[u][k] != TURN]
+    edges = {u: [v for k, (_ai, v) in enumerate(g.succ[u]) if v in member and not g.info[u][k]]
              for u in sorted(member)}
     found = find_livelock(edges, min) if edges else None
     if found is None:
@@ -324,7 +319,7 @@ def livelock_lasso(g, status, x: int) -> tuple[list, int] | None:
     stem = g.path_to(entry)
     steps, u = [], entry
     for v in cycle:  # each node with the first non-progress action that reaches it, as the search scans them
-        ai = next(ai for k, (ai, w) in enumerate(g.succ[u]) if w == v and g.info[u][k] != TURN)
+        ai = next(ai for k, (ai, w) in enumerate(g.succ[u]) if w == v and not g.info[u][k])
         steps.append((v, ai))
         u = v
     return stem + steps, len(stem) - 1
@@ -341,7 +336,8 @@ def find_differences(dm: DiffModel, g) -> list[Witness]:
         u = next((u for u in range(len(g)) if status[u][x] in ("violation", "deadlock") and status[u][y] == "done"),
                  None)
         if u is not None:
-            cands.append((len(g.path_to(u)) - 1, g.path_to(u), None))
+            path = g.path_to(u)
+            cands.append((len(path) - 1, path, None))
         if dm.sides[x].checks.livelock:
             lasso = livelock_lasso(g, status, x)
             if lasso is not None:
@@ -357,8 +353,7 @@ def find_differences(dm: DiffModel, g) -> list[Witness]:
             how, msg, diag = "livelock", (f"a cycle of {cyc} step{'s' if cyc != 1 else ''} that make no progress, "
                                           f"reached after {start} steps"), []
         elif last.fail[x] is not None:
-            how, msg, diag = "violation", last.fail[x][1], []
-            how = f"violation ({last.fail[x][0]})"
+            how, msg, diag = f"violation ({last.fail[x][0]})", last.fail[x][1], []
         else:
             how, msg = "deadlock", f"no action is applicable after {len(trace) - 1} steps and the state is not done"
             diag = side.sm.describe_deadlock(last.s[x].tuple())
@@ -392,14 +387,16 @@ def diff(pa: ir.Program, pb: ir.Program, files: tuple[str, str], *, ties: str = 
     limits = Limits(time_limit, MemoryGuard(memory_limit))
     with limits_on(sides[0].sm, limits), limits_on(sides[1].sm, limits):
         g = build_graph(dm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
-                        expand_bad=True, edge_info=lambda s, a, n: a[0], node_info=dm.status)
+                        expand_bad=True, edge_info=dm.is_progress, node_info=dm.status)
     # a difference found in a graph cut by a bound is real (its states and edges are), perhaps not the shortest
     wit = find_differences(dm, g)
     res = DiffResult(files, dm, wit, len(g), g.complete, g.bound_reason, tuple(verdicts), ties, checks=checks)
     if ties == "all":
         res.notes.append("--ties all: each variant's ties are explored independently, so a difference may come "
                          "from one variant's own ties, not from its policy")
-    if worst is not None:
+    if worst is not None and g.bound_reason in ("SIGINT", "SIGTERM"):
+        res.notes.append(f"--worst {worst}: not computed, the run was interrupted by {g.bound_reason}")
+    elif worst is not None:
         res.worst = worst_diff(sides, worst, max_states=max_states, time_limit=time_limit,
                                memory_limit=memory_limit)
     return res
@@ -407,18 +404,27 @@ def diff(pa: ir.Program, pb: ir.Program, files: tuple[str, str], *, ties: str = 
 
 def worst_diff(sides, metric_text: str, *, max_states=None, time_limit=None, memory_limit=None) -> WorstDiff:
     from explorer.check import build_graph, follow, highest
+    from explorer.runtime.limits import Limits, limits_on
+    from explorer.runtime.memory import MemoryGuard
     from serq.check.diffworst import Accounts, WorstDiff
     from serq.check.worst import find_worst
 
-    alone = tuple(find_worst(s.program, metric_text, ties="all" if s.m.ties_all else "seq", checks=s.checks,
-                             max_states=max_states, time_limit=time_limit, memory_limit=memory_limit)
-                  for s in sides)
+    alone = []
     acc = Accounts(sides, metric_text)
+    for s in sides:
+        alone.append(find_worst(s.program, metric_text, ties="all" if s.m.ties_all else "seq", checks=s.checks,
+                                max_states=max_states, time_limit=time_limit, memory_limit=memory_limit))
+        if alone[-1].bound_reason in ("SIGINT", "SIGTERM"):  # a signal: no further search after it
+            alone.extend(alone[-1:] * (2 - len(alone)))
+            return WorstDiff(acc.metric, tuple(alone), (None, None), 0, False, alone[-1].bound_reason)
+    alone = tuple(alone)
     if any(w.value is None for w in alone):
         return WorstDiff(acc.metric, alone, (None, None), 0, True, None)
     dm = DiffModel(sides, acc)
-    g = build_graph(dm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
-                    expand_bad=True, node_info=lambda st: st.acc[2])
+    limits = Limits(time_limit, MemoryGuard(memory_limit))
+    with limits_on(sides[0].sm, limits), limits_on(sides[1].sm, limits):
+        g = build_graph(dm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
+                        expand_bad=True, node_info=lambda st: st.acc[2])
     found = []
     for d in (0, 1):
         (best, node) = highest(g, key=lambda v, d=d: -10 ** 30 if v[d] is None else v[d][0])

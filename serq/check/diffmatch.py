@@ -108,3 +108,19 @@ def match(a: ir.Program, b: ir.Program, file_a: str, file_b: str, source_b: str 
                 fail(pb[name].at, f"program `{name}` lacks `{xa[0]}` (its environment statement {k + 1})", xa[1])
             if xa[0] != xb[0]:
                 fail(xb[1], f"program `{name}` has `{xb[0]}` where the first instance's has `{xa[0]}`", xa[1])
+
+
+def take_or_queue(log: dict, x: int, key, item) -> tuple | None:
+    """Pair variant x's next `item` under `key` with the other variant's:
+    `log` maps a key to (the variant that is ahead, its items not yet
+    paired). When the other variant is ahead, its oldest item is taken and
+    returned as a 1-tuple; otherwise `item` is queued and None returned."""
+    side, vals = log.get(key, (x, ()))
+    if side == x or not vals:
+        log[key] = (x, vals + (item,))
+        return None
+    if len(vals) > 1:
+        log[key] = (side, vals[1:])
+    else:
+        del log[key]
+    return (vals[0],)

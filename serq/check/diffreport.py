@@ -207,6 +207,8 @@ def worst_lines(r, w: WorstDiff) -> list[str]:
 
     m = w.metric
     out = [f"worst {m.name} difference ({m.what}):"]
+    if w.bound_reason in ("SIGINT", "SIGTERM") and not w.states:
+        return out + [f"  interrupted by {w.bound_reason} while searching each variant alone: not computed"]
     for x, one in enumerate(w.alone):
         out.append(f"  {'ab'[x]} alone: {headline(one)}")
     if any(one.value is None for one in w.alone):
@@ -244,7 +246,7 @@ def worst_json(r, w: WorstDiff) -> dict:
         "metric": w.metric.name, "unit": w.metric.unit, "states": w.states, "complete": w.complete,
         "bound_reason": w.bound_reason,
         "alone": {"ab"[x]: render_json(one) for x, one in enumerate(w.alone)},
-        "unbounded": [("ab")[x] for x, one in enumerate(w.alone) if one.value is None],
+        "unbounded": [("ab")[x] for x, one in enumerate(w.alone) if one.value is None and one.lasso_start is not None],
         "directions": [None if f is None else
                        {"above": "ab"[d], "below": "ab"[1 - d], "difference": f[0], "subject": _subject(r, f[1]),
                         "a": f[2], "b": f[3], "steps": steps_json(r, f[4])} for d, f in enumerate(w.found)],

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from serq.check.diffmatch import take_or_queue
 from serq.check.worst import WHOLE_RUN, Counter, parse_metric
 
 _TERMINAL = ("done", "deadlock", "stopped", "violation")
@@ -49,9 +50,9 @@ class Accounts:
     def initial(self, dm, st):
         per = tuple((c.initial(st.s[x]), (), False) for x, c in enumerate(self.counters))
         acc = (per, (), (None, None))
-        return self._state_values(dm, st, acc)
+        return self._state_values(st, acc)
 
-    def _state_values(self, dm, st, acc):
+    def _state_values(self, st, acc):
         """A state metric: each variant's largest value so far."""
         if self.metric.kind != "state":
             return acc
@@ -88,7 +89,7 @@ class Accounts:
                     if p == 1 and new_phases[sid] == 0:
                         closed[x].append((names[sid], counts.pop(names[sid], 0)))
             per[x] = (new_phases, tuple(sorted(counts.items())), ended)
-        acc = self._state_values(dm, nxt, (tuple(per), (), tuple(best)))
+        acc = self._state_values(nxt, (tuple(per), (), tuple(best)))
         per = list(acc[0])
         status = dm.status(nxt)
         for x in (0, 1):
@@ -106,15 +107,10 @@ class Accounts:
             per[x] = (phases, (), True)
         for x in (0, 1):
             for subject, value in closed[x]:
-                side, vals = pending.get(subject, (x, ()))
-                if side == x or not vals:
-                    pending[subject] = (x, vals + (value,))
+                taken = take_or_queue(pending, x, subject, value)
+                if taken is None:
                     continue
-                other = vals[0]
-                if len(vals) > 1:
-                    pending[subject] = (side, vals[1:])
-                else:
-                    del pending[subject]
+                other = taken[0]
                 va, vb = (value, other) if x == 0 else (other, value)
                 for d, diff in ((0, va - vb), (1, vb - va)):
                     if best[d] is None or diff > best[d][0]:

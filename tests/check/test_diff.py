@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from serq.check.diff import EXIT_DIFFER, diff
+from serq.check.diff import EXIT_DIFFER, DiffModel, diff
 from serq.check.model import Checks
 from serq.cli import main
 from serq.cli.exits import EXIT_CODES
@@ -270,3 +270,52 @@ def test_interrupted_is_never_same(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert code == EXIT_CODES["interrupted"] == 16
     assert out.startswith("interrupted by SIGINT: no difference found before it")
+
+
+def test_worst_joint_search_runs_under_the_limits(monkeypatch, pairs):
+    """--worst's joint search checks --time-limit and --memory inside each
+    expansion (the variants' models hold the limits while it runs), as the
+    difference search does."""
+    import importlib
+
+    engine = importlib.import_module("explorer.check")  # the module: `explorer.check` the attribute is the door
+    seen = []
+    build = engine.build_graph
+
+    def watch(dm, **kw):
+        if isinstance(dm, DiffModel):  # not each variant's own --worst search
+            seen.append([side.sm.rows.limits for side in dm.sides])
+        return build(dm, **kw)
+
+    monkeypatch.setattr(engine, "build_graph", watch)
+    a, b, _ = pairs["budget"]
+    r = diff(*programs(a, b), (a, b), worst="ttft", time_limit=600)
+    assert r.worst is not None and r.worst.complete
+    assert len(seen) == 2  # the difference search, then --worst's
+    assert all(lim is not None and lim.time_limit == 600 for lims in seen for lim in lims)
+
+
+def test_interrupted_skips_worst_and_says_so(monkeypatch, capsys):
+    """A signal during the joint search: --worst is not computed after it,
+    and the report says so (exit 16)."""
+    import serq.check.worst as worst
+    from serq.check.diff import Side
+
+    calls = [0]
+    succ = Side.succ
+
+    def stop_later(self, rs):
+        calls[0] += 1
+        if calls[0] > 40:
+            raise KeyboardInterrupt
+        return succ(self, rs)
+
+    def never(*a, **k):
+        raise AssertionError("--worst searched after a signal")
+
+    monkeypatch.setattr(Side, "succ", stop_later)
+    monkeypatch.setattr(worst, "find_worst", never)
+    code = main(["diff", str(INST / "theorem.sq"), str(INST / "theorem.sq"), "--worst", "ttft"])
+    out = capsys.readouterr().out
+    assert code == 16
+    assert "--worst ttft: not computed, the run was interrupted by SIGINT" in out
