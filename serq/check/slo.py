@@ -6,10 +6,13 @@ A per-request metric is a count carried along a path: the explorer checks
 it on the product of serq's model with a small counter per session and
 metric (`SloModel`), built only when an instance asks for such a check, so
 the states of every other instance are the kernel's alone. A count is the
-same as `--worst` counts it (serq/check/worst.py, `Counter`): a request
+kept by the rules `--worst` counts by (serq/check/requests.py): a request
 starts when its session arrives, leaves a `turn` or is spawned, and ends
 at the next `turn` or `end` (ttft: at its first token); an iteration counts
-for every request under way when it starts. The count is compared with the
+for every request under way when it starts; recomputed tokens follow
+`Recompute`. Unlike `--worst preemptions` and `--worst recomputed`, which
+add up over a session's whole run, an SLO's count starts again with each
+request (a session's turns are separate requests). The count is compared with the
 bound in the step that makes it (before the request ends in that same
 step), so the first state where a count passes its bound is a violation,
 and breadth-first search gives the shortest path to it. Once a count is
@@ -26,8 +29,8 @@ from typing import Any, NamedTuple
 
 from serq import ir
 from serq.check.product import OverSerq
+from serq.check.requests import STARTS, Recompute, ends_request, iteration, session_of
 from serq.check.slospec import Slo, over_text
-from serq.semantics.events import first_token
 from serq.semantics.model import TURN
 
 # per-session fields of the product, in this order, for the metrics checked
@@ -98,7 +101,7 @@ class Counts:
         read only for an attribute bound. An iteration is a step with an
         `iterate` event (one that faults has none: it did no work)."""
         ix, f = self.ix, self.fields
-        w = 1 if any(e.kind == "iterate" for e in events) else 0
+        w = 1 if iteration(events) is not None else 0
         events = [e for e in events if e.kind in _SESSION_EVENTS]
         if not w and not events:
             return counts, None
@@ -111,45 +114,31 @@ class Counts:
                     if k is not None and c[k] != _NONE:
                         c[k] += w
         peak = [list(c) for c in ph]  # each count's largest value in this step, before a request ends in it
-        hits: dict[int, int] = {}
-        preempted: set[int] = set()
+        rc = Recompute()
         for e in events:
             t = e.kind
-            sid = e.child if t == "spawn" else e.sid
+            sid = session_of(e)
             c = ph[sid]
-            if t in ("arrive", "turn", "spawn"):
+            if t in STARTS:
                 for name in ("ttft", "latency", "preemptions", "recomputed"):
                     if name in ix:
                         c[ix[name]] = 0
                 continue
-            if t == "preempt":
-                preempted.add(sid)
-                if "preemptions" in ix and c[ix["preemptions"]] != _NONE:
-                    c[ix["preemptions"]] += 1
+            if t == "preempt" and "preemptions" in ix and c[ix["preemptions"]] != _NONE:
+                c[ix["preemptions"]] += 1
             if f.rc:
                 p, h, r = ix["pos"], ix["hw"], ix["recomputed"]
-                if t == "hit":
-                    hits[sid] = hits.get(sid, 0) + e.units
-                elif t == "admit":
-                    c[p] = hits.get(sid, 0)
-                elif t == "serve" and e.pool is not None:
-                    again = max(0, min(c[p] + e.n, c[h]) - c[p])
-                    if again and c[r] != _NONE:
-                        c[r] += again
-                    c[p] += e.n
-                    c[h] = max(c[h], c[p])
-                elif t == "preempt":
-                    c[p] = 0
-                elif t in ("release", "at_turn", "end") and sid not in preempted:
-                    c[p] = c[h] = 0
+                c[p], c[h], again = rc.after(e, c[p], c[h])
+                if again and c[r] != _NONE:
+                    c[r] += again
             for k in range(len(c)):
                 if c[k] > peak[sid][k]:
                     peak[sid][k] = c[k]
-            if t in ("at_turn", "end"):
+            if ends_request(e, False):
                 for name in ("ttft", "latency", "preemptions", "recomputed"):
                     if name in ix:
                         c[ix[name]] = _NONE
-            elif f.ft and first_token(e):
+            elif f.ft and ends_request(e, True):
                 c[ix["ttft"]] = _NONE
         for sid, c in enumerate(ph):
             for k in range(len(c)):

@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 from serq import ir
 from serq.check.product import OverSerq
+from serq.check.requests import STARTS, Recompute, ends_request, iteration, request_starts, session_of
 from serq.diagnostics import did_you_mean
-from serq.semantics.events import first_token as is_first_token
 from serq.ir.fold import EvalError
 from serq.semantics.model import ITERATE, Model
 
@@ -111,12 +111,6 @@ def parse_metric(text: str, program: ir.Program) -> tuple[Metric, int | None]:
     return m, p
 
 
-def request_starts(events) -> list[int]:
-    """The sessions whose request starts in a step: one that arrives or
-    leaves a `turn` (its user's reply), and one spawned in it."""
-    return [e.child if e.kind == "spawn" else e.sid for e in events if e.kind in ("arrive", "turn", "spawn")]
-
-
 class Counter:
     """Phases and weights of one metric on one instance."""
 
@@ -153,14 +147,11 @@ class Counter:
         ph = list(phases) + [((0, 0) if name == "recomputed" else 0)] * (n_sessions(nxt) - len(phases))
         if name == "recomputed":
             return self._redo(ph, events)[0]
-        first_token = name.startswith("ttft")
+        first = name.startswith("ttft")
         for e in events:
-            t = e.kind
-            if t in ("arrive", "turn"):
-                ph[e.sid] = 1
-            elif t == "spawn":
-                ph[e.child] = 1
-            elif t in ("at_turn", "end") or (first_token and is_first_token(e)):
+            if e.kind in STARTS:
+                ph[session_of(e)] = 1
+            elif ends_request(e, first):
                 ph[e.sid] = 0  # the request ended (or had its first token): no later step counts for it
         return tuple(ph)
 
@@ -196,42 +187,26 @@ class Counter:
 
     @staticmethod
     def _redo(ph: list, events) -> tuple[tuple, dict]:
-        """Recomputation, per session: (position, high water) of the tokens
-        its growing runs computed in the current hold. A preemption drops the
-        position (the high water stays); a re-admission starts it at the
-        units reused from the cache; a token served at or below the high
-        water is computed again. A hold released normally, a `turn` or the
-        end clears both."""
+        """Recomputation, per session (serq/check/requests.py, `Recompute`):
+        the phases after the step and the tokens each session computed again."""
         redo: dict[int, int] = {}
-        preempted = set()
-        hits: dict[int, int] = {}
+        rc = Recompute()
         for e in events:
-            t = e.kind
-            if t == "hit":
-                hits[e.sid] = hits.get(e.sid, 0) + e.units
-            elif t == "admit":
-                ph[e.sid] = (hits.get(e.sid, 0), ph[e.sid][1])
-            elif t == "serve" and e.pool is not None:
-                pos, hw = ph[e.sid]
-                n = max(0, min(pos + e.n, hw) - pos)
-                if n:
-                    redo[e.sid] = redo.get(e.sid, 0) + n
-                ph[e.sid] = (pos + e.n, max(hw, pos + e.n))
-            elif t == "preempt":
-                preempted.add(e.sid)
-                ph[e.sid] = (0, ph[e.sid][1])
-            elif t in ("release", "at_turn", "end") and e.sid not in preempted:
-                ph[e.sid] = (0, 0)
+            if e.kind in ("hit", "admit", "serve", "preempt", "release", "at_turn", "end"):
+                pos, hw, again = rc.after(e, *ph[e.sid])
+                ph[e.sid] = (pos, hw)
+                if again:
+                    redo[e.sid] = redo.get(e.sid, 0) + again
         return tuple(ph), redo
 
     def _iter_weight(self, action, events) -> int:
         """What an iteration step adds: 1, or its ticks; 0 for a step
         that faults (its events are the fault alone: no iteration was
         done, it has no shape to cost)."""
-        for e in events:
-            if e.kind == "iterate":
-                return self.cost(e.stage, e.shape) if self.timed else 1
-        return 0
+        e = iteration(events)
+        if e is None:
+            return 0
+        return self.cost(e.stage, e.shape) if self.timed else 1
 
     def value(self, state) -> tuple[int, int]:
         """(state metric value, the pool that has it)."""
