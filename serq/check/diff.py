@@ -382,7 +382,10 @@ def diff(pa: ir.Program, pb: ir.Program, files: tuple[str, str], *, ties: str = 
         if r.verdict == "interrupted":  # a signal: no product search after it
             sig = "SIGTERM" if "SIGTERM" in r.message else "SIGINT"
             verdicts.append(verdicts[-1])
-            return DiffResult(files, DiffModel(sides), [], 0, False, sig, tuple(verdicts[:2]), ties, checks=checks)
+            res = DiffResult(files, DiffModel(sides), [], 0, False, sig, tuple(verdicts[:2]), ties, checks=checks)
+            if worst is not None:
+                res.notes.append(f"--worst {worst}: not computed, the run was interrupted by {sig}")
+            return res
     dm = DiffModel(sides)
     limits = Limits(time_limit, MemoryGuard(memory_limit))
     with limits_on(sides[0].sm, limits), limits_on(sides[1].sm, limits):

@@ -319,3 +319,23 @@ def test_interrupted_skips_worst_and_says_so(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert code == 16
     assert "--worst ttft: not computed, the run was interrupted by SIGINT" in out
+
+
+def test_interrupted_variant_alone_says_worst_was_not_computed(monkeypatch, capsys):
+    """A signal during one variant's own exploration: no product search and
+    no --worst after it, and the report says so."""
+    import serq.check.explore as explore_mod
+    from explorer.runtime.verdict import INTERRUPTED
+
+    real = explore_mod.explore
+
+    def interrupted(*a, **k):
+        r = real(*a, **k)
+        r.verdict, r.message = INTERRUPTED, "interrupted by SIGINT"
+        return r
+
+    monkeypatch.setattr(explore_mod, "explore", interrupted)
+    code = main(["diff", str(INST / "theorem.sq"), str(INST / "theorem.sq"), "--worst", "ttft"])
+    out = capsys.readouterr().out
+    assert code == 16
+    assert "--worst ttft: not computed, the run was interrupted by SIGINT" in out
