@@ -41,7 +41,9 @@ def stats_line(st: Stats, with_timing: bool = True) -> str:
                  f"workers={st.workers}")
         rss = peak_rss()
         if rss:
-            line += f" peak_rss={rss / 2**20:.0f}MiB ({rss / max(st.distinct, 1):.0f} B/state)"
+            line += f" peak_rss={rss / 2**20:.0f}MiB"
+            if st.distinct:  # per state: meaningless before the first one
+                line += f" ({rss / st.distinct:.0f} B/state)"
         line += " fp_collision=0 (exact)" if st.exact else f" fp_collision={_prob(st.collision_probability)}"
     return line
 

@@ -256,17 +256,24 @@ class Engine:
     def decode(self, rs: "RowState"):
         """A packed state as the state tuple."""
         if rs.cap != self.cap:  # made before the capacity grew: decode with its own layout
-            cap = self.cap
+            names = ("cap", "_pk", "K", "w", "_loaded", "_row0", "_in_w", "SF", "PB", "PW", "W", "o")
+            kept = [getattr(self, n) for n in names]  # the working arrays, the working row in them, kept whole
             self._set_cap(rs.cap)
             try:
                 return self.decode(rs)
             finally:
-                self._set_cap(cap)
+                for n, v in zip(names, kept):
+                    setattr(self, n, v)
+        # the working row is put back as it was: a caller may read a state (its
+        # `fault`, say) between a step and reading the step's successor from w
+        saved, in_w, loaded = self.w[: self.W].copy(), self._in_w, self._loaded
         self.w[: self.W] = np.frombuffer(rs.row, np.int64)
-        self._loaded = None
-        self._in_w = rs
-        code = int(self.w[R_FAULT])
-        return self.state(self._fault(code) if code else None)
+        try:
+            code = int(self.w[R_FAULT])
+            return self.state(self._fault(code) if code else None)
+        finally:
+            self.w[: self.W] = saved
+            self._in_w, self._loaded = in_w, loaded
 
     def might_work(self, state, si: int) -> bool:
         if isinstance(state, RowState) and state.works is not None:
