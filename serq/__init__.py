@@ -1,7 +1,7 @@
 """serq: a language, simulator and model checker for LLM-serving schedulers.
 
 As a library (docs/api.md): `serq.explore`, `serq.run`, `serq.check`,
-`serq.sweep` take an instance (a path, or the text of a `.sq` instance)
+`serq.sweep`, `serq.diff` take an instance (a path, or the text of a `.sq` instance)
 and the command's limits as keywords, and return results with a short
 repr that render as the `--html` page in a notebook. They are imported
 on first use: `import serq` stays cheap (the command line imports it).
@@ -9,7 +9,7 @@ on first use: `import serq` stays cheap (the command line imports it).
 
 __version__ = "0.1.0"
 
-_API = {"explore", "run", "check", "sweep", "Result", "Run", "Checked", "Swept"}
+_API = {"explore", "run", "check", "sweep", "diff", "Result", "Run", "Checked", "Swept", "Differed"}
 
 __all__ = sorted(_API | {"SerqError", "__version__"})
 

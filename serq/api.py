@@ -1,6 +1,7 @@
-"""serq as a library: `serq.explore`, `serq.run`, `serq.check` and
-`serq.sweep`, what `serq explore`, `serq run`, `serq check` and `serq
-sweep` do, returning objects instead of printing (docs/api.md).
+"""serq as a library: `serq.explore`, `serq.run`, `serq.check`,
+`serq.sweep` and `serq.diff`, what `serq explore`, `serq run`, `serq
+check`, `serq sweep` and `serq diff` do, returning objects instead of
+printing (docs/api.md).
 
     import serq
     r = serq.explore("instances/self_preempt.sq", max_states=100_000)
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from serq.defaults import DEFAULT_MAX_STEPS, GRAPH_LIMIT
 
-__all__ = ["explore", "run", "check", "sweep", "Result", "Run", "Checked", "Swept"]
+__all__ = ["explore", "run", "check", "sweep", "diff", "Result", "Run", "Checked", "Swept", "Differed"]
 
 
 # ---------------------------------------------------------------- inputs
@@ -424,3 +425,81 @@ def sweep(source, vary: str | list[str], *, bisect: bool = False, workers: int |
                     time_limit=time_limit, ties=ties, symmetry=symmetry, checks=_checks(checks),
                     worst=worst, require=require)
     return Swept(raw, name)
+
+
+# ---------------------------------------------------------------- diff
+
+
+class Differed:
+    """What `serq.diff` found: the shortest behaviour, each way, where one
+    variant fails and the other completes (`witnesses`), the verdict
+    (`same`, `differ`, `bound`, `interrupted`), the joint states, and with
+    `worst` the largest difference of a metric each way (`worst`)."""
+
+    def __init__(self, raw, names: tuple[str, str]):
+        self.raw, self.names = raw, names
+
+    verdict = property(lambda self: self.raw.verdict)
+    exit_code = property(lambda self: self.raw.exit_code, doc="what `serq diff` exits with")
+    witnesses = property(lambda self: self.raw.witnesses, doc="per failing variant: (side, how, message, trace, ...)")
+    states = property(lambda self: self.raw.states, doc="the joint states explored")
+    worst = property(lambda self: self.raw.worst, doc="with `worst`: serq.check.diffworst.WorstDiff")
+    notes = property(lambda self: list(self.raw.notes))
+
+    @property
+    def same(self) -> bool:
+        return self.verdict == "same"
+
+    def text(self) -> str:
+        from serq.check.diffreport import render_text
+
+        return render_text(self.raw)
+
+    def json(self) -> dict:
+        """What `serq diff --json` prints (format serq-diff, docs/json.md)."""
+        from serq.check.diffreport import render_json
+
+        return render_json(self.raw)
+
+    def html(self) -> str:
+        """The page `serq diff --html` writes (the `view` extra)."""
+        from serq.view import need
+        from serq.view.diffpage import diff_page
+
+        need("jinja2", "serq.diff(...).html()")
+        return diff_page(self.raw)
+
+    def _repr_html_(self) -> str:
+        return _frame(self.html(), 640)
+
+    def __repr__(self) -> str:
+        return f"<serq.Differed {self.verdict}: {self.names[0]} vs {self.names[1]}, {self.states} joint states>"
+
+
+def diff(a, b, *, ties: str = "seq", checks=None, max_states: int | None = None, time_limit: float | None = None,
+         memory=None, worst: str | None = None) -> Differed:
+    """Explore two variants of one instance over the same arrivals, ties
+    and drawn values (`serq diff a b`); `worst` names a metric as `--worst`
+    does. Variants that cannot be matched raise serq.SerqError (E028)."""
+    from serq.check.diff import diff as run_diff
+    from serq.check.diffmatch import match
+    from serq.check.worst import MetricError, parse_metric
+    from serq.lang.load import require_sessions
+
+    if ties not in ("all", "seq"):
+        raise ValueError(f"ties is all or seq; got {ties!r}")
+    _limits(max_states=max_states, time_limit=time_limit)
+    checks, limit = _checks(checks, slo=False), _memory(memory)
+    (la, na), (lb, nb) = _load(a, explorer=True), _load(b, explorer=True)
+    for one, name in ((la, na), (lb, nb)):
+        require_sessions(one, name, "diff")
+    match(la.program, lb.program, na, nb, lb.source)
+    if worst is not None:
+        for p in (la.program, lb.program):
+            try:
+                parse_metric(worst, p)
+            except MetricError as e:
+                raise ValueError(f"worst: {e}") from None
+    raw = run_diff(la.program, lb.program, (na, nb), ties=ties, checks=checks, max_states=max_states,
+                   time_limit=time_limit, memory_limit=limit, worst=worst)
+    return Differed(raw, (na, nb))

@@ -284,9 +284,15 @@ class DiffResult:
     def verdict(self) -> str:
         if self.witnesses:
             return "differ"
-        if self.complete:
-            return "same"
-        return "interrupted" if self.bound_reason in ("SIGINT", "SIGTERM") else "bound"
+        if self.interrupted:
+            return "interrupted"
+        return "same" if self.complete else "bound"
+
+    @property
+    def interrupted(self) -> bool:
+        """A signal stopped the joint search or --worst's."""
+        signals = ("SIGINT", "SIGTERM")
+        return self.bound_reason in signals or (self.worst is not None and self.worst.bound_reason in signals)
 
     @property
     def exit_code(self) -> int:
@@ -294,8 +300,7 @@ class DiffResult:
 
         if self.witnesses:
             return EXIT_DIFFER
-        signals = ("SIGINT", "SIGTERM")
-        if self.bound_reason in signals or (self.worst is not None and self.worst.bound_reason in signals):
+        if self.interrupted:
             return EXIT_INTERRUPTED
         return EXIT_PASS if self.complete else EXIT_BOUND
 

@@ -117,6 +117,9 @@ def headline(r: DiffResult) -> str:
     if r.witnesses:
         parts = [f"{SIDES[w.fails]} {_fails_word(w.how)} where {SIDES[1 - w.fails]} completes" for w in r.witnesses]
         return f"differ: {' and '.join(parts)}, on the same arrivals, replies and drawn values"
+    if r.complete and r.interrupted:  # the joint search ended; --worst's was stopped
+        return (f"interrupted by {r.worst.bound_reason} during --worst: no difference in completion "
+                f"({r.states} joint states)")
     if r.complete:
         both = [v for v, _m, _n in r.verdicts if v != "pass"]
         tail = f"; both fail on some environment ({both[0]}, {both[1]})" if len(both) == 2 else ""

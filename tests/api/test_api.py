@@ -1,4 +1,4 @@
-"""The library: serq.explore, serq.run, serq.check, serq.sweep (docs/api.md).
+"""The library: serq.explore, serq.run, serq.check, serq.sweep, serq.diff (docs/api.md).
 Each gives what its command prints, from a path or from text; bad input
 raises the command's located diagnostics (SerqError) or ValueError; the
 results have short reprs and render as the `--html` page in a notebook;
@@ -161,3 +161,28 @@ def test_an_unknown_keyword_is_a_type_error():
         serq.explore(CHAT, max_state=3)
     with pytest.raises(TypeError, match="not int"):
         serq.explore(42)
+
+
+def test_diff_gives_what_serq_diff_prints(capsys):
+    a, b = str(ROOT / "instances" / "theorem.sq"), str(ROOT / "instances" / "theorem_no_lifo.sq")
+    d = serq.diff(a, b)
+    code, out = cli(capsys, "diff", a, b)
+    assert (d.verdict, d.exit_code, d.same) == ("differ", code, False) and code == 19
+    assert d.text() == out
+    assert d.json()["format"] == "serq-diff" and d.json()["verdict"] == "differ"
+    assert repr(d) == f"<serq.Differed differ: {a} vs {b}, {d.states} joint states>"
+    same = serq.diff(a, a, worst="ttft")
+    assert same.same and same.exit_code == 0 and same.worst is not None
+    assert "<iframe" in same._repr_html_()
+
+
+def test_diff_bad_input():
+    a = str(ROOT / "instances" / "theorem.sq")
+    with pytest.raises(serq.SerqError, match=r"E028"):
+        serq.diff(a, str(ROOT / "instances" / "agent_subagents.sq"))
+    with pytest.raises(ValueError, match="unknown metric `ttf`"):
+        serq.diff(a, a, worst="ttf")
+    with pytest.raises(ValueError, match="ties is all or seq"):
+        serq.diff(a, a, ties="any")
+    with pytest.raises(ValueError, match="max_states must be non-negative"):
+        serq.diff(a, a, max_states=-1)
