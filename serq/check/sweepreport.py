@@ -25,8 +25,23 @@ def head_lines(sw: Sweep) -> list[str]:
     return out
 
 
-def tail_lines(sw: Sweep, unit: str = "values") -> list[str]:
+def warning_lines(sw: Sweep, unit: str) -> list[str]:
+    """The instance's warnings at the values evaluated, each once, with the
+    values it holds at (those of every value: `at every ...`)."""
+    seen: dict[str, list] = {}
+    for r in sw.rows:
+        for d in r.warnings:
+            seen.setdefault(d.render(None), []).append(r.value)
     out = []
+    for words, values in seen.items():
+        head, *rest = words.split("\n")
+        at = f"every {unit[:-1]}" if len(values) == len(sw.rows) else ", ".join(map(str, values))
+        out.extend([f"{head} (at {at})", *rest])
+    return out
+
+
+def tail_lines(sw: Sweep, unit: str = "values") -> list[str]:
+    out = warning_lines(sw, unit)
     if sw.requirement is not None:
         n = len(sw.rows)
         und = f", undecided at {sw.unknown}" if sw.unknown else ""

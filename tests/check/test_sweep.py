@@ -109,3 +109,21 @@ def test_sweep_of_ir_json_and_bad_workers(tmp_path, capsys):
     assert "error[E016]: serq sweep needs the .sq source" in capsys.readouterr().err
     assert main(["sweep", str(ROOT / "instances" / "decode_preempt.sq"), "--vary", "BS=1..2", "--workers", "0"]) == 2
     assert "--workers must be at least 1" in capsys.readouterr().err
+
+
+def test_text_gives_the_warnings_once_with_their_values(tmp_path, capsys):
+    """A warning of every value is given once (`at every value`); one of
+    some values names them; the JSON has them per value."""
+    text = (ROOT / "instances" / "theorem.sq").read_text()
+    text = text.replace("const BS = 2;", "const BS = 2;\nconst Q = 1;\ncheck queue(kv) <= Q;")
+    text = text.replace("preempt lifo; }", "preempt lifo; copies keep; }")
+    path = tmp_path / "tq.sq"
+    path.write_text(text)
+    main(["sweep", str(path), "--vary", "Q=1..3", "--workers", "1", "--no-timing"])
+    out = capsys.readouterr().out
+    assert out.count("warning[W510]") == 1 and "has no effect" in out and "(at every value)" in out
+    assert "`check queue(kv) <= 2` can never be violated: the workload starts 2 sessions and none spawns (at 2)" in out
+    assert "`check queue(kv) <= 3` can never be violated" in out and out.count("warning[W511]") == 2
+    main(["sweep", str(path), "--vary", "Q=1..3", "--workers", "1", "--no-timing", "--json"])
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [sorted(w["code"] for w in r["warnings"]) for r in rows] == [["W510"], ["W510", "W511"], ["W510", "W511"]]
