@@ -33,7 +33,7 @@ def cmd_compile(args) -> int:
 
     loaded = load_path(args.instance)
     _print_warnings(loaded)
-    text = ir_text(loaded.program, args.output)  # `source` relative to where the IR goes
+    text = ir_text(loaded.program, args.output, loaded.warnings)  # `source` relative to where the IR goes
     if args.output:
         write_output(args.output, text)
     else:

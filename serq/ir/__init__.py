@@ -447,6 +447,18 @@ class Prefix(Node):
     at: Pos = None
 
 
+class IrWarning(Node):
+    """A warning `serq compile` found in the instance (as the command
+    printed it on stderr; docs/json.md)."""
+
+    code: str
+    message: str
+    file: str = ""
+    line: int = 0  # 0: the warning has no place
+    col: int = 0
+    notes: tuple[str, ...] = ()
+
+
 class Program(Node):
     """One instance: everything `serq run` and `serq explore` need."""
 
@@ -461,6 +473,9 @@ class Program(Node):
     checks: tuple[Check, ...] = ()
     prefixes: tuple[Prefix, ...] = ()
     tick: Literal["arrivals", "turns"] = "arrivals"  # which comes first at one tick
+    # what `serq compile` warned of; ignored on input (a program's warnings
+    # are found again as it is loaded), empty in every program loaded
+    warnings: tuple[IrWarning, ...] = ()
 
     # lookups -----------------------------------------------------------
     def pool(self, name: str) -> Pool | None:

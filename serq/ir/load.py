@@ -78,7 +78,7 @@ def read_ir(text: str, file: str) -> ir.Program:
     if problems:
         raise SerqError([Diagnostic(*locate(text, path), code, msg, file=file) for path, code, msg in problems],
                         text)
-    prog = prog.model_copy(update={"source": resolve_source(prog.source, file)})
+    prog = prog.model_copy(update={"source": resolve_source(prog.source, file), "warnings": ()})
     refused = _source_refused(prog, text, file)
     if refused is not None:
         raise refused
@@ -93,14 +93,18 @@ def resolve_source(source: str, ir_file: str) -> str:
     return os.path.normpath(os.path.join(os.path.dirname(ir_file), source))
 
 
-def ir_text(program: ir.Program, out: str | None) -> str:
+def ir_text(program: ir.Program, out: str | None, warnings=()) -> str:
     """The IR JSON to write to `out` (None: standard output, read from the
-    current directory): `source` relative to `out`'s directory."""
+    current directory): `source` relative to `out`'s directory; `warnings`
+    (Diagnostics) those the instance was loaded with."""
+    from serq.formats import warnings_data
+
     src = program.source
     if out is not None and src and not src.startswith("<") and not os.path.isabs(src):
         src = os.path.relpath(src, os.path.dirname(os.path.abspath(out)))
-        program = program.model_copy(update={"source": src})
-    return program.to_json()
+    found = [dict(w, file=src if w["file"] == program.source else w["file"]) for w in warnings_data(warnings)]
+    update = {"source": src, "warnings": tuple(ir.IrWarning(**w) for w in found)}
+    return program.model_copy(update=update).to_json()
 
 
 def read_source(source: str) -> str | None:

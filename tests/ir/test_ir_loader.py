@@ -290,3 +290,30 @@ def test_ir_mutants_load_or_are_rejected_never_crash(seed):
                 Lowered(loaded.program, "first")
             except Unlowerable:
                 pass
+
+
+def test_compile_gives_the_warnings_and_loading_finds_them_again(tmp_path, capsys):
+    """`serq compile` writes the instance's warnings into the IR (`warnings`,
+    as data, `file` written as `source` is); loading the IR ignores them
+    and finds the same warnings again from the program."""
+    import json as _json
+
+    from serq.cli import main as cli_main
+    from serq.lang.load import load_path as load
+
+    root = Path(__file__).resolve().parents[2]
+    sq = tmp_path / "w.sq"
+    sq.write_text((root / "instances" / "theorem.sq").read_text().replace("preempt lifo; }",
+                                                                             "preempt lifo; copies keep; }"))
+    out = tmp_path / "out" / "w.ir.json"
+    out.parent.mkdir()
+    assert cli_main(["compile", str(sq), "-o", str(out)]) == 0
+    capsys.readouterr()
+    data = _json.loads(out.read_text())
+    assert [(w["code"], w["file"], w["line"]) for w in data["warnings"]] == [("W510", data["source"], 20)]
+    loaded = load(str(out))
+    assert loaded.program.warnings == ()
+    assert [w.code for w in loaded.warnings] == ["W510"]
+    plain = tmp_path / "plain.ir.json"
+    assert cli_main(["compile", str(root / "instances" / "theorem.sq"), "-o", str(plain)]) == 0
+    assert _json.loads(plain.read_text())["warnings"] == []
