@@ -251,9 +251,9 @@ def test_html_page(tmp_path, capsys):
     assert "theorem_no_lifo.sq" in html and "b livelocks where a completes" in html and "<script" not in html
 
 
-def test_interrupted_is_never_same(monkeypatch, capsys):
-    """A signal during the joint search (KeyboardInterrupt, as serq's signal
-    handler raises it) gives `interrupted`, exit 16, with the states so far."""
+def interrupt_joint_search(monkeypatch, after: int = 40) -> None:
+    """A KeyboardInterrupt (as serq's signal handler raises it) once the
+    variants have been expanded `after` times."""
     from serq.check.diff import Side
 
     calls = [0]
@@ -261,11 +261,17 @@ def test_interrupted_is_never_same(monkeypatch, capsys):
 
     def stop_later(self, rs):
         calls[0] += 1
-        if calls[0] > 40:
+        if calls[0] > after:
             raise KeyboardInterrupt
         return succ(self, rs)
 
     monkeypatch.setattr(Side, "succ", stop_later)
+
+
+def test_interrupted_is_never_same(monkeypatch, capsys):
+    """A signal during the joint search (KeyboardInterrupt, as serq's signal
+    handler raises it) gives `interrupted`, exit 16, with the states so far."""
+    interrupt_joint_search(monkeypatch)
     code = main(["diff", str(INST / "theorem.sq"), str(INST / "theorem.sq")])
     out = capsys.readouterr().out
     assert code == EXIT_CODES["interrupted"] == 16
@@ -299,21 +305,11 @@ def test_interrupted_skips_worst_and_says_so(monkeypatch, capsys):
     """A signal during the joint search: --worst is not computed after it,
     and the report says so (exit 16)."""
     import serq.check.worst as worst
-    from serq.check.diff import Side
-
-    calls = [0]
-    succ = Side.succ
-
-    def stop_later(self, rs):
-        calls[0] += 1
-        if calls[0] > 40:
-            raise KeyboardInterrupt
-        return succ(self, rs)
 
     def never(*a, **k):
         raise AssertionError("--worst searched after a signal")
 
-    monkeypatch.setattr(Side, "succ", stop_later)
+    interrupt_joint_search(monkeypatch)
     monkeypatch.setattr(worst, "find_worst", never)
     code = main(["diff", str(INST / "theorem.sq"), str(INST / "theorem.sq"), "--worst", "ttft"])
     out = capsys.readouterr().out
