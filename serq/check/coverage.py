@@ -43,8 +43,8 @@ from serq.check.model import session_phase
 from serq.defaults import COVERAGE_KINDS
 from serq.semantics.model import ITERATE
 
-__all__ = ["KINDS", "Coverage", "CoverageVisitor", "kinds_of", "could_preempt", "could_evict", "vacuity",
-           "render_text", "render_json", "witness_trace"]
+__all__ = ["KINDS", "Coverage", "CoverageVisitor", "kinds_of", "blocked", "could_preempt", "could_evict",
+           "vacuity", "render_text", "render_json"]
 
 KINDS = COVERAGE_KINDS
 
@@ -117,9 +117,9 @@ class Coverage:
     counts: dict = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     transitions: int = 0
     complete: bool = False  # the search explored every reachable state (an exhaustive result)
-    witnesses: dict = field(default_factory=dict)  # kind -> list of explorer Steps (filled by `finish`)
-    chains: dict = field(default_factory=dict)  # kind -> [(fp, ai)] of a witness
-    warnings: list = field(default_factory=list)  # Diagnostics (W520)
+    verdict: str = ""  # the search's
+    witnesses: dict = field(default_factory=dict)  # kind asked -> its trace (explorer Steps), None if never
+    sm: object = field(default=None, repr=False)  # the SerqModel whose words the witnesses' data are in
 
 
 class CoverageVisitor(Visitor):
@@ -176,22 +176,27 @@ class CoverageVisitor(Visitor):
         out.reverse()
         return out
 
+    def kinds(self) -> list[str]:
+        """The kinds whose witness is asked, in KINDS's order."""
+        return [k for k in KINDS if k in self.want]
+
     def finish(self, result) -> Coverage:
-        """The coverage of the search that ended with `result`."""
+        """The coverage of the search that ended with `result`, each asked
+        witness rebuilt by replay (as a counterexample's trace is)."""
+        from explorer.trace import rebuild
+
         c = self.cov
         # the sequential search judges livelocks once every state is expanded: exhaustive too
         c.complete = result.verdict in ("pass", "livelock")
-        for k, (fp, ai, nfp) in self.first.items():
-            c.chains[k] = self.chain(fp) + [(nfp, ai)]
+        c.verdict = result.verdict
+        c.sm = self.sm
+        for k in self.kinds():
+            if k in self.first:
+                fp, ai, nfp = self.first[k]
+                c.witnesses[k] = rebuild(self.model, self.chain(fp) + [(nfp, ai)])
+            else:
+                c.witnesses[k] = None
         return c
-
-
-def witness_trace(model, chain):
-    """The explorer's trace of a witness chain (rebuilt by replay, as a
-    counterexample's is)."""
-    from explorer.trace import rebuild
-
-    return rebuild(model, chain)
 
 
 # ---------------------------------------------------------------- vacuity
@@ -218,31 +223,34 @@ def could_evict(program) -> list[str]:
 
 
 def vacuity(program, cov: Coverage) -> list:
-    """W520 on a complete pass that never preempted (evicted) although a
-    pool could preempt (evict): the pass says nothing about preemption
-    (eviction) on this instance."""
+    """W520 on a pass of the whole state space that never preempted
+    (evicted) although a pool could preempt (evict): the pass says nothing
+    about preemption (eviction) on this instance."""
     from serq.diagnostics import Diagnostic
 
-    if not cov.complete:
+    if not cov.complete or cov.verdict != "pass":
         return []
     out = []
-    for kind, pools, what in (("preemption", could_preempt(program), "preempt"),
-                              ("eviction", could_evict(program), "evict")):
+    for kind, pools, verb, why in (
+            ("preemption", could_preempt(program), "preempts", "finite, grown by a run, with a victim order"),
+            ("eviction", could_evict(program), "evicts", "finite, and a hold keeps units of it in its cache")):
         if pools and cov.counts[kind] == 0:
             pool = next(p for p in program.pools if p.name == pools[0])
             at = pool.at or (0, 0)
             names = ", ".join(f"`{p}`" for p in pools)
+            could = "could" if len(pools) == 1 else "each could"
             out.append(Diagnostic(at[0], at[1], "W520",
-                                  f"this pass is vacuous for {'preemptions' if kind == 'preemption' else 'evictions'}:"
-                                  f" {names} could {what}, but no explored transition did; the pass says nothing "
-                                  f"about a {kind}", "warning", program.source, (), len(pool.name)))
+                                  f"vacuous pass: no explored transition {verb}, although {names} {could} "
+                                  f"({why}); this pass says nothing about {kind}", "warning", program.source,
+                                  ("`serq explore --coverage` counts each kind of event; a larger workload or "
+                                   "a smaller pool may reach it",), len(pool.name)))
     return out
 
 
 # ---------------------------------------------------------------- words and data
 
 
-def render_text(cov: Coverage, traces: dict | None = None) -> str:
+def render_text(cov: Coverage) -> str:
     from explorer.report import trace_lines
 
     scope = ("every reachable transition" if cov.complete else
@@ -252,7 +260,7 @@ def render_text(cov: Coverage, traces: dict | None = None) -> str:
     for k in KINDS:
         n = cov.counts[k]
         out.append(f"  {k:<{width}}  {n}" + ("  (never)" if n == 0 else ""))
-    for k, trace in (traces or {}).items():
+    for k, trace in cov.witnesses.items():
         if trace is None:
             out.append(f"witness {k}: none: no explored transition had it")
             continue
@@ -262,16 +270,22 @@ def render_text(cov: Coverage, traces: dict | None = None) -> str:
     return "\n".join(out) + "\n"
 
 
-def render_json(cov: Coverage, sm=None, traces: dict | None = None) -> dict:
+def render_json(cov: Coverage) -> dict:
+    """`--coverage` in `serq explore --json` (its `coverage`, docs/json.md):
+    each witness's steps with their data, as a counterexample's."""
+    from types import SimpleNamespace
+
     from explorer.fingerprint import format_fp
     from serq.check.tracedata import trace_data
 
     witnesses = {}
-    for k, trace in (traces or {}).items():
+    for k, trace in cov.witnesses.items():
         if trace is None:
             witnesses[k] = None
             continue
-        data = trace_data(sm, trace) if sm is not None else [{} for _ in trace]
+        # a product state (the SLO search's) carries serq's state
+        plain = [SimpleNamespace(state=getattr(s.state, "state", s.state), action=s.action) for s in trace]
+        data = trace_data(cov.sm, plain)
         witnesses[k] = {"replay_path": "/".join(str(s.action_index) for s in trace), "steps": len(trace) - 1,
                         "trace": [{"step": s.index, "action_index": s.action_index, "action": s.action_text,
                                    "diff": list(s.diff), "fingerprint": format_fp(s.fingerprint), **d}
