@@ -127,7 +127,9 @@ def add_cluster_flags(e) -> None:
                    help="continue the run checkpointed in DIR (same instance and flags) to its result")
     e.add_argument("--swarm", type=int, metavar="N",
                    help="N randomized depth-first searches in parallel (processes, or Ray with --ray); the first "
-                        "violation or deadlock found; finding none is verdict inconclusive (exit 17), not a proof")
+                        "violation, deadlock or non-progress cycle found; a search that explores the whole state "
+                        "space gives the exhaustive verdict; else finding none is verdict inconclusive (exit 17), "
+                        "not a proof")
     e.add_argument("--seed", type=int, default=0, metavar="S", help="--swarm: search i uses seed S+i (default 0)")
 
 

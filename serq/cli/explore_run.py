@@ -284,5 +284,5 @@ def run_swarm(args, prog):
     factory = ModelFactory(SerqModel, (prog,), {"ties": args.ties, "symmetry": not args.no_symmetry, "checks": ch})
     return check(factory, Settings(strategy="swarm", searches=args.swarm, seed=args.seed, max_depth=args.max_depth,
                                    max_states=args.max_states, time_limit=args.time_limit, check_deadlock=ch.deadlock,
-                                   ray=args.ray, memory_limit=memory_limit(args)))
+                                   check_livelock=ch.livelock, ray=args.ray, memory_limit=memory_limit(args)))
 
