@@ -111,8 +111,8 @@ def blocked(sm, action, events, nxt) -> bool:
 @dataclass
 class Coverage:
     """What `--coverage` reports: per kind, the transitions that had it,
-    and the witnesses asked for (kind -> the chain [(fp, action index)]
-    of the transition's target from an initial state)."""
+    and the witnesses asked for (kind -> the trace whose last step has
+    it, None when no explored transition had it)."""
 
     counts: dict = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
     transitions: int = 0
