@@ -379,7 +379,9 @@ class Swept:
 
     @property
     def exit_code(self) -> int:
-        """What `serq sweep` exits with (with `require`: the requirement's answer)."""
+        """What `serq sweep` exits with: 0 when every value evaluated passes
+        (meets `require`), 12 when one fails, 13 when none fails but some is
+        undecided; with `any`: 0 when some value passes."""
         from serq.check.sweep import exit_code
 
         return exit_code(self.raw)
@@ -412,11 +414,11 @@ class Swept:
 def sweep(source, vary: str | list[str], *, bisect: bool = False, workers: int | None = None,
           max_states: int | None = None, max_depth: int | None = None, time_limit: float | None = None,
           ties: str = "all", symmetry: bool = True, checks=None, worst: list[str] | None = None,
-          require: list[str] | None = None) -> Swept:
+          require: list[str] | None = None, any: bool = False) -> Swept:
     """Explore the instance once per value of a constant, or per cell of
     two or three (`serq sweep --vary NAME=LO..HI ...`): `vary` is one
-    range or a list of them; `worst` and `require` as `--worst` and
-    `--require`."""
+    range or a list of them; `worst`, `require` and `any` as `--worst`,
+    `--require` and `--any` (what `exit_code` answers)."""
     from serq.check.sweep import sweep as run_sweep
 
     _limits(max_states=max_states, max_depth=max_depth, time_limit=time_limit, workers=workers)
@@ -424,6 +426,7 @@ def sweep(source, vary: str | list[str], *, bisect: bool = False, workers: int |
     raw = run_sweep(text, name, vary, bisect=bisect, workers=workers, max_states=max_states, max_depth=max_depth,
                     time_limit=time_limit, ties=ties, symmetry=symmetry, checks=_checks(checks),
                     worst=worst, require=require)
+    raw.quantifier = "some" if any else "every"
     return Swept(raw, name)
 
 

@@ -23,3 +23,7 @@ class CheckChoices(tuple):
 
 
 EXPLORE_CHECKS = CheckChoices(ALL_CHECKS + ("completes",))
+
+# the kinds of event `serq explore --coverage` counts (serq/check/coverage.py), `--witness`'s choices
+COVERAGE_KINDS = ("admission", "admission-blocked", "preemption", "preemption-prefill", "preemption-decode",
+                  "self-preemption", "cache-hit", "eviction", "requeue", "spawn", "join")

@@ -10,9 +10,18 @@ ends the run: its path is the counterexample, rebuilt by replay like any
 other trace (its replay path works with `serq explore --replay`); the others
 are stopped. The path is a path, not a shortest one.
 
+Each search also looks for non-progress cycles (SPIN's swarm does): it
+records the non-progress edges between the states it stores, and when it
+ends without a finding, a cycle of them (explorer.check.find_livelock,
+the exhaustive search's own) is its livelock, rebuilt as a lasso.
+
 Finding nothing proves nothing: the searches are incomplete by design
-(shuffled, bounded, each with a budget), and no livelock is searched for.
-The verdict is then `inconclusive` (exit 17), never `pass`.
+(shuffled, bounded, each with a budget), and the verdict is then
+`inconclusive` (exit 17) -- unless one search exhausted the whole state
+space: no depth bound cut it (none, or it never cut a successor) and its
+budget was not reached. Its verdict is then the exhaustive one (`pass`,
+or the livelock its edges hold), and the swarm says so; the other
+searches are stopped, since none can find what the whole space lacks.
 
 Searches run in local processes (`processes` at a time) or as Ray tasks."""
 
@@ -29,8 +38,8 @@ import numpy as np
 from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
 from explorer.runtime.memory import MemoryGuard, mib
-from explorer.model import CHECK, DONE
-from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
+from explorer.model import CHECK, DONE, PROGRESS
+from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, violation
 from explorer.result import Result, Stats
 from explorer.settings import Settings
 from explorer.runtime.verdict import INCONCLUSIVE
@@ -56,19 +65,24 @@ class Found:
     index: int
     seed: int
     bound: int | None
-    kind: str | None  # "violation" | "deadlock" | None (nothing found)
-    chain: list | None  # [(fingerprint, action index)] from the initial state
+    kind: str | None  # "violation" | "deadlock" | "livelock" | "pass" (the whole space, clean) | None
+    chain: list | None  # [(fingerprint, action index)] from the initial state (a livelock: to its entry)
     invariant: tuple[str, str] | None
     stored: int
     generated: int
     max_depth: int
     reason: str  # "found" | "exhausted" | "budget" | "time" | "stopped"
+    cycle: list | None = None  # a livelock: the fingerprints after its entry, ending with it
+    whole: bool = False  # it explored every reachable state (no depth bound cut it, no budget)
 
 
 def search_once(factory: Any, index: int, seed: int, bound: int | None, budget: int,
-                time_limit: float | None, check_deadlock: bool, stop: Any = None) -> Found:
+                time_limit: float | None, check_deadlock: bool, *, stop: Any = None,
+                check_livelock: bool = False) -> Found:
     """One randomized depth-first search over the array protocol (the
-    model built by `factory`); `time_limit`: seconds from its start."""
+    model built by `factory`); `time_limit`: seconds from its start.
+    `check_livelock`: look for a cycle of non-progress edges among the
+    states stored, once the search ends without another finding."""
     m = factory()
     deadline = None if time_limit is None else time.monotonic() + time_limit
     rng = random.Random(seed)
@@ -76,9 +90,36 @@ def search_once(factory: Any, index: int, seed: int, bound: int | None, budget: 
     seen: set[int] = set()
     generated = 0
     maxd = 0
+    cut = False  # a successor skipped for the depth bound: the search may miss states
+    # with check_livelock: each stored state's parent and its discovery rank, the non-progress edges
+    parent: dict[int, tuple[int | None, int]] = {}
+    np_edges: dict[int, list[int]] = {}
 
     def done(kind, chain, inv=None, reason="found"):
         return Found(index, seed, bound, kind, chain, inv, len(seen), generated, maxd, reason)
+
+    def ended(reason):
+        """Nothing found on the way: a livelock among the edges recorded,
+        else nothing (or, the whole space explored, the exhaustive pass)."""
+        whole = reason == "exhausted" and not cut
+        if check_livelock and np_edges:
+            from explorer.graph.cycles import find_livelock
+
+            rank = {fp: i for i, fp in enumerate(parent)}
+            got = find_livelock(np_edges, lambda fps: min(fps, key=rank.__getitem__))
+            if got is not None:
+                entry, cycle = got
+                chain, cur = [], entry
+                while cur is not None:
+                    up, ai = parent[cur]
+                    chain.append((cur, ai))
+                    cur = up
+                f = done("livelock", chain[::-1], reason=reason)
+                f.cycle, f.whole = cycle, whole
+                return f
+        f = done("pass" if whole else None, None, reason=reason)
+        f.whole = whole
+        return f
 
     order = list(range(len(fps)))
     rng.shuffle(order)
@@ -92,6 +133,8 @@ def search_once(factory: Any, index: int, seed: int, bound: int | None, budget: 
         if fp in seen:
             continue
         seen.add(fp)
+        if check_livelock:
+            parent[fp] = (None, i)
         if fl & CHECK:
             bad = m.invariants(m.array_state(row))
             if bad:
@@ -102,9 +145,9 @@ def search_once(factory: Any, index: int, seed: int, bound: int | None, budget: 
             ticks += 1
             if ticks % 256 == 0:
                 if deadline is not None and time.monotonic() >= deadline:
-                    return done(None, None, reason="time")
+                    return ended("time")
                 if stop is not None and stop.is_set():
-                    return done(None, None, reason="stopped")
+                    return ended("stopped")
             fr = stack[-1]
             if fr["n"] == 0 and fr["pos"] == 0:
                 fr["pos"] = 1
@@ -118,13 +161,18 @@ def search_once(factory: Any, index: int, seed: int, bound: int | None, budget: 
             fr["pos"] += 1
             generated += 1
             nfp = int(fr["fps"][j])
+            if check_livelock and not fr["flags"][j] & PROGRESS:
+                np_edges.setdefault(fr["fp"], []).append(nfp)
             if nfp in seen:
                 continue
             if bound is not None and fr["depth"] >= bound:
+                cut = True
                 continue
             if len(seen) >= budget:
-                return done(None, None, reason="budget")
+                return ended("budget")
             seen.add(nfp)
+            if check_livelock:
+                parent[nfp] = (fr["fp"], int(fr["acts"][j]))
             d = fr["depth"] + 1
             maxd = max(maxd, d)
             row = fr["succ"][j]
@@ -134,7 +182,7 @@ def search_once(factory: Any, index: int, seed: int, bound: int | None, budget: 
                 if bad:
                     return done("violation", list(path), bad[0])
             stack.append(_frame(m, row, nfp, int(fr["flags"][j]), d, rng))
-    return done(None, None, reason="exhausted")
+    return ended("exhausted")
 
 
 def _frame(m, row, fp, flag, depth, rng) -> dict:
@@ -152,18 +200,20 @@ def _frame(m, row, fp, flag, depth, rng) -> dict:
 
 def _search_job(factory, stop, job) -> Found:
     """A worker's function (with factory and stop bound): the job's search."""
-    return search_once(factory, *job, stop=stop)
+    return search_once(factory, *job[:6], stop=stop, check_livelock=job[6])
 
 
 def swarm_check(m: Any, factory: Any, s: Settings) -> Result:
-    """Run `s.searches` randomized searches; the first violation or deadlock
-    found, or the verdict `inconclusive`."""
+    """Run `s.searches` randomized searches; the first violation, deadlock
+    or livelock found, the exhaustive verdict of a search that explored the
+    whole state space, or the verdict `inconclusive`."""
     n, seed, max_depth, max_states, time_limit = s.searches, s.seed, s.max_depth, s.max_states, s.time_limit
     check_deadlock, processes, ray, memory_limit = s.check_deadlock, s.processes, s.ray, s.memory_limit
     budget = DEFAULT_BUDGET if max_states is None else max_states
     t0 = s.clock()  # the check's start: building the model counted (explorer/check.py)
     deadline = None if time_limit is None else time.monotonic() + time_limit - (time.perf_counter() - t0)
-    jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock) for i in range(n)]
+    jobs = [(i, seed + i, depth_bound(i, max_depth), budget, None, check_deadlock, s.check_livelock)
+            for i in range(n)]
     results: list[Found] = []  # filled as the searches end, kept when one is lost or a signal stops them
     lost = None
     try:
@@ -183,15 +233,21 @@ def swarm_check(m: Any, factory: Any, s: Settings) -> Result:
     if lost is not None:
         return failed(stats, lost)
     if winner is not None:
-        return _found(m, winner, n, stats)
+        return _found(m, winner, n, stats, s)
     ended = {}
     for r in results:
         ended[r.reason] = ended.get(r.reason, 0) + 1
     how = ", ".join(f"{v} {k}" for k, v in sorted(ended.items()))
+    what = _looked_for(s)
     return Result(INCONCLUSIVE,
-                  f"no violation or deadlock found by {n} randomized depth-first searches ({how}; "
+                  f"no {what} found by {n} randomized depth-first searches ({how}; "
                   f"{stats.distinct} states stored in all); this is not a proof: a swarm search is "
-                  "incomplete and does not look for livelocks", stats=stats, bound_reason="swarm")
+                  "incomplete (none explored the whole state space)", stats=stats, bound_reason="swarm")
+
+
+def _looked_for(s: Settings) -> str:
+    found = ["violation"] + (["deadlock"] if s.check_deadlock else []) + (["livelock"] if s.check_livelock else [])
+    return found[0] if len(found) == 1 else ", ".join(found[:-1]) + " or " + found[-1]
 
 
 def _stats(results: list[Found], n: int, t0: float) -> Stats:
@@ -203,13 +259,21 @@ def _stats(results: list[Found], n: int, t0: float) -> Stats:
     return stats
 
 
-def _found(m, f: Found, n: int, stats: Stats) -> Result:
+def _found(m, f: Found, n: int, stats: Stats, s: Settings) -> Result:
     bound = "no depth bound" if f.bound is None else f"depth bound {f.bound}"
     chain = f.chain
-    where = f"found by search {f.index} of {n} (seed {f.seed}, {bound}); not necessarily a shortest path"
+    whole = (f"; it explored the whole state space ({f.stored} states): this verdict is exhaustive"
+             if f.whole else "")
+    if f.kind == "pass":
+        return Result("pass", f"no {_looked_for(s)} in {f.stored} distinct states: search {f.index} of {n} "
+                      f"(seed {f.seed}, {bound}) explored the whole state space, so the swarm's verdict is "
+                      "exhaustive", stats=stats)
+    where = f"found by search {f.index} of {n} (seed {f.seed}, {bound}); not necessarily a shortest path{whole}"
     fp = chain[-1][0]
     if f.kind == "deadlock":
         r = deadlock(m, lambda _fp: chain, fp, stats)
+    elif f.kind == "livelock":
+        r = livelock_result(m, lambda _fp: chain, fp, f.cycle, stats)
     else:
         r = violation(m, lambda _fp: chain, fp, f.invariant[0], f.invariant[1], stats)
     r.message = f"{r.message} [{where}]"
@@ -294,4 +358,4 @@ def _ray_search(blob: bytes, job):
     import pickle
 
     factory = pickle.loads(blob)
-    return search_once(factory, *job)
+    return search_once(factory, *job[:6], check_livelock=job[6])

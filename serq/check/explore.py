@@ -20,7 +20,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
             symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
             graph_limit: int = GRAPH_LIMIT, memory_limit: int | None = None, ray: str | None = None,
             partitions: int | None = None, checkpoint: str | None = None, resume: str | None = None,
-            exact: bool = False):
+            exact: bool = False, visitor=None):
     """Explore an instance; returns the engine's Result. A counterexample
     gets its point of no return, computed on the whole state graph (at most
     `graph_limit` states; 0 skips it). `memory_limit`: bytes of resident
@@ -30,7 +30,10 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     on a Ray cluster and/or with checkpoints; without Ray, `workers` threads
     run the partitions. `exact`: states are
     identified by their whole canonical row, not its 64-bit fingerprint
-    (no collision can hide a state; one process, the sequential engine)."""
+    (no collision can hide a state; one process, the sequential engine).
+    `visitor`: an explorer Visitor riding on the search (the sequential
+    engine, one process); one with a `bind` method is given the model
+    built, before the search (`--coverage`, serq/check/coverage.py)."""
     ch = checks_of(program, checks)
     notes: list = []  # the first stuck session, when `completes` watches them (shared by the search's models)
     factory = ModelFactory(make_model, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
@@ -40,15 +43,19 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                         max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                         check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit,
                         partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume, exact=exact,
-                        identity=model_identity(program, ties, symmetry, ch) if partitioned else None)
+                        identity=model_identity(program, ties, symmetry, ch) if partitioned else None,
+                        visitor=visitor)
     model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
-    if exact:  # its own state identities: kept for the point of no return
+    built = exact or visitor is not None
+    if built:  # its own state identities: kept for the point of no return; or the model a visitor reads
         settings = start(settings)  # building it is cut by the limits, as check() cuts it
         model = build(factory, settings)
     if isinstance(model, Result):
         result, model = model, None
     else:
-        model = model[0] if exact else model
+        model = model[0] if built else model
+        if hasattr(visitor, "bind"):
+            visitor.bind(model)
         result = check(model, settings)
     if not partitioned:
         result.stats.exact = exact

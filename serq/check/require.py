@@ -3,7 +3,8 @@
 A requirement is one or more clauses, every one of which must hold:
 
 - `verdict=pass` (or `verdict=pass|livelock`, `verdict!=deadlock`): the
-  cell's explorer verdict is (is not) one of those named;
+  cell's explorer verdict is (is not) one of those named; a bare `pass`
+  (`pass|livelock`) is short for `verdict=pass` (`verdict=pass|livelock`);
 - `METRIC<=N` or `METRIC<N` (`ttft<=4`, `queue:kv<3`): the worst case of a
   `--worst` metric over every behaviour of the cell (serq/check/worst.py)
   is at most (below) N; the metric is computed for every cell.
@@ -89,6 +90,9 @@ def parse_clause(text: str, program) -> Clause:
     """One `--require` value; a located E015 (E014 for a metric) otherwise."""
     from serq.check.worst import METRICS, MetricError, parse_metric
 
+    bare = text.strip().split("|")
+    if all(v in VERDICTS for v in bare):  # `pass`, `pass|livelock`: short for verdict=...
+        return Clause(text, None, "=", verdicts=tuple(bare))
     m = _CLAUSE.match(text.strip())
     lead = len(text) - len(text.lstrip())
     if m is None or not m["name"]:

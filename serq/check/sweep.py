@@ -175,6 +175,8 @@ class Sweep:
     mono: object = None  # frontier.Monotony (two or three constants)
     bounds: list = field(default_factory=list)  # frontier.Boundary per row (two or three constants)
     frontier: list = field(default_factory=list)  # the Pareto frontier's cells
+    # the exit code's question: does "every" value evaluated pass (meet the requirement), or "some" (`--any`)
+    quantifier: str = "every"
 
     def __post_init__(self):
         if not self.axes:
@@ -473,18 +475,26 @@ def _boundary(sw: Sweep) -> None:
 
 
 def exit_code(sw: Sweep) -> int:
-    """16 interrupted, 18 a worker lost; with --require: 0 when a cell
-    meets it, 13 when none does for certain but some cell is undecided, 12
-    when every cell evaluated fails it; without: 0 (the table was printed)."""
+    """16 interrupted, 18 a worker lost; else the answer to the sweep's
+    question (`quantifier`). "every" (the default, a gate for CI): 0 when
+    every value (cell) evaluated passes -- its verdict is `pass`, or it
+    meets --require --, 12 when one fails, 13 when none fails but some is
+    undecided (a bound, an error, a worst case cut). "some" (`--any`, the
+    design search's question): 0 when some value passes, 12 when every
+    value evaluated fails, 13 when none passes but some is undecided."""
     from explorer.runtime.verdict import EXIT_BOUND, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASS, EXIT_VIOLATION
 
     if sw.interrupted:
         return EXIT_INTERRUPTED
     if sw.failed:
         return EXIT_FAILED
-    if sw.requirement is None or sw.met:
-        return EXIT_PASS
-    return EXIT_BOUND if sw.unknown else EXIT_VIOLATION
+    if sw.quantifier == "some":
+        if sw.met:
+            return EXIT_PASS
+        return EXIT_BOUND if sw.unknown else EXIT_VIOLATION
+    if any(r.outcome == "fail" for r in sw.rows):
+        return EXIT_VIOLATION
+    return EXIT_BOUND if sw.unknown else EXIT_PASS
 
 
 def analyse(sw: Sweep) -> None:

@@ -60,11 +60,10 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("explore", "failed"): "a worker died or raised (named, with the statistics so far), or with --ray a "
                            "partition's worker was lost (the last checkpoint named)",
     ("explore", "theorem"): "--theorem: every hypothesis holds, yet a counterexample was found",
-    ("sweep", "pass"): "the table was printed (each value's own verdict is in it); with --require, a cell "
-                       "meets the requirement",
-    ("sweep", "violation"): "--require: no cell evaluated meets the requirement",
-    ("sweep", "bound"): "--require: no cell evaluated meets the requirement for certain, and some cell is "
-                        "undecided (a bound, an error, a worst case cut by a limit)",
+    ("sweep", "pass"): "every value (cell) evaluated passes, or meets --require; with --any, some value does",
+    ("sweep", "violation"): "a value evaluated fails (its verdict, or --require); with --any, every one does",
+    ("sweep", "bound"): "no value fails for certain (with --any: none passes), and some is undecided (a bound, "
+                        "an error, a worst case cut by a limit)",
     ("sweep", "interrupted"): "SIGINT or SIGTERM: the values finished so far are printed",
     ("sweep", "failed"): "a worker process died or raised (named, with the value it was exploring): the "
                          "values finished so far are printed, the other workers stopped",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits, later, memory_limit
-from serq.defaults import EXPLORE_CHECKS, GRAPH_LIMIT
+from serq.defaults import COVERAGE_KINDS, EXPLORE_CHECKS, GRAPH_LIMIT
 from serq.diagnostics import Diagnostic, SerqError, flag_error
 
 
@@ -57,6 +57,14 @@ def register(sub) -> None:
                         "ttft-time, latency-time (the same weighted by the stages' cost), preemptions, "
                         "recomputed (per session), iterations, time (a whole run), queue[:POOL], peak[:POOL] "
                         "(the largest in one state); docs/explorer.md")
+    e.add_argument("--coverage", action="store_true",
+                   help="after the verdict, how many explored transitions had each kind of event (admission, "
+                        "admission-blocked, preemption-prefill, preemption-decode, self-preemption, cache-hit, "
+                        "eviction, requeue, spawn, join ...); warns (W520) on a pass that never preempted or "
+                        "evicted where a pool could; one process")
+    e.add_argument("--witness", action="append", choices=COVERAGE_KINDS + ("all",), metavar="KIND",
+                   help="with --coverage (implied): a shortest trace whose last step has an event of KIND "
+                        "(or every kind: all); repeatable")
     e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.add_argument("--html", metavar="FILE",
@@ -91,6 +99,13 @@ def check_flags(args) -> None:
     if args.worst is not None and (args.theorem or args.replay):
         other = "--theorem" if args.theorem else "--replay"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
+    if args.witness:
+        args.coverage = True
+    if args.coverage and (args.workers > 1 or cluster_kwargs(args)):
+        flag = "--workers" if args.workers > 1 else next(f"--{k}" for k, v in cluster_kwargs(args).items() if v)
+        value = str(args.workers) if args.workers > 1 else str(cluster_kwargs(args)[flag[2:]])
+        raise flag_error(flag, value, "E012", f"--coverage counts the transitions of the one-process search; "
+                         f"drop {flag} or --coverage")
     from serq.cli.explore_flags import refuse_unhonoured
 
     refuse_unhonoured(args)
@@ -112,7 +127,9 @@ def add_cluster_flags(e) -> None:
                    help="continue the run checkpointed in DIR (same instance and flags) to its result")
     e.add_argument("--swarm", type=int, metavar="N",
                    help="N randomized depth-first searches in parallel (processes, or Ray with --ray); the first "
-                        "violation or deadlock found; finding none is verdict inconclusive (exit 17), not a proof")
+                        "violation, deadlock or non-progress cycle found; a search that explores the whole state "
+                        "space gives the exhaustive verdict; else finding none is verdict inconclusive (exit 17), "
+                        "not a proof")
     e.add_argument("--seed", type=int, default=0, metavar="S", help="--swarm: search i uses seed S+i (default 0)")
 
 

@@ -23,11 +23,13 @@ GIVEN = {
     "--graph-limit": ("graph_limit", lambda v: v != GRAPH_LIMIT),
     "--progress": ("progress", bool),
     "--replay": ("replay", lambda v: v is not None),
+    "--coverage": ("coverage", bool),
 }
 
 # mode -> {flag it cannot honour: why, and what to do}
 REFUSED = {
     "--worst": {
+        "--coverage": "a worst case counts no coverage; drop --coverage, or ask for it without --worst",
         "--strategy dfs": "a worst case builds the whole state graph breadth-first; drop --strategy dfs",
         "--max-depth": "a worst case is over whole behaviours, cut only by --max-states, --time-limit and "
                        "--memory; drop --max-depth",
@@ -40,10 +42,12 @@ REFUSED = {
         "--progress": "a worst case shows no progress line; drop --progress",
     },
     "--theorem": {
+        "--coverage": "the theorem's exploration counts no coverage; drop --coverage, or ask for it without --theorem",
         "--check": "the theorem checks its own conclusion (every admitted session completes); drop --check",
         "--replay": "the theorem explores every behaviour; drop --replay, or replay the path without --theorem",
     },
     "--replay": {
+        "--coverage": "a replay follows one path; drop --coverage",
         "--strategy dfs": "a replay follows one path; drop --strategy",
         "--max-depth": "a replay follows its whole path; drop --max-depth",
         "--memory": "a replay follows one path; drop --memory",
@@ -52,6 +56,7 @@ REFUSED = {
         "--progress": "a replay shows no progress line; drop --progress",
     },
     "--swarm": {
+        "--coverage": "a swarm's searches keep no count of events; drop --coverage",
         "--exact": "a swarm keeps no table of states to make exact; drop --exact",
         "--progress": "a swarm shows no progress line; drop --progress",
     },

@@ -80,6 +80,7 @@ def cmd_explore(args) -> int:
     if args.worst is not None:
         return _worst(args, prog)
     display = progress_display(args)
+    visitor = coverage_visitor(args)
     try:
         if args.swarm is not None:
             result = run_swarm(args, prog)
@@ -91,7 +92,7 @@ def cmd_explore(args) -> int:
                              time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
                              workers=args.workers, checks=args.check, progress=display,
                              graph_limit=args.graph_limit, memory_limit=memory_limit(args), exact=args.exact,
-                             **cluster_kwargs(args))
+                             visitor=visitor, **cluster_kwargs(args))
     except WorkerLost as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_WORKER_LOST
@@ -106,7 +107,33 @@ def cmd_explore(args) -> int:
     make = lambda: make_model(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
                               checks=Checks.of_program(prog, args.check))
     write_timeline(args, make, result)
+    if visitor is not None:
+        args.coverage_found = coverage_of(args, loaded, visitor, result)
     return print_result(result, args, make)
+
+
+def coverage_visitor(args):
+    """`--coverage`: the visitor that counts the search's events (serq/check/coverage.py)."""
+    if not getattr(args, "coverage", False):
+        return None
+    from serq.check.coverage import KINDS, CoverageVisitor
+
+    kinds = args.witness or []
+    return CoverageVisitor(witness=KINDS if "all" in kinds else tuple(dict.fromkeys(kinds)))
+
+
+def coverage_of(args, loaded, visitor, result):
+    """The search's Coverage, its witnesses rebuilt; the vacuity warnings
+    (W520) printed located and added to the result's."""
+    from serq.check.coverage import vacuity
+    from serq.diagnostics import render_all
+
+    cov = visitor.finish(result)
+    found = vacuity(loaded.program, cov)
+    if found:
+        print(render_all(found, loaded.source), file=sys.stderr)
+        args.warnings = args.warnings + found
+    return cov
 
 
 def refuse_for_slo(args, checks) -> None:
@@ -161,9 +188,18 @@ def print_result(result, args, model) -> int:
         from serq.check.tracedata import explore_json
         from serq.formats import dumps
 
-        sys.stdout.write(dumps(explore_json(model, result, with_timing=timing, warnings=args.warnings)))
+        d = explore_json(model, result, with_timing=timing, warnings=args.warnings)
+        if getattr(args, "coverage_found", None) is not None:
+            from serq.check.coverage import render_json
+
+            d["coverage"] = render_json(args.coverage_found)
+        sys.stdout.write(dumps(d))
     else:
         sys.stdout.write(render_text(result, with_timing=timing))
+        if getattr(args, "coverage_found", None) is not None:
+            from serq.check.coverage import render_text as coverage_text
+
+            sys.stdout.write(coverage_text(args.coverage_found))
     return result.exit_code
 
 
@@ -248,5 +284,5 @@ def run_swarm(args, prog):
     factory = ModelFactory(SerqModel, (prog,), {"ties": args.ties, "symmetry": not args.no_symmetry, "checks": ch})
     return check(factory, Settings(strategy="swarm", searches=args.swarm, seed=args.seed, max_depth=args.max_depth,
                                    max_states=args.max_states, time_limit=args.time_limit, check_deadlock=ch.deadlock,
-                                   ray=args.ray, memory_limit=memory_limit(args)))
+                                   check_livelock=ch.livelock, ray=args.ray, memory_limit=memory_limit(args)))
 

@@ -34,8 +34,11 @@ def register(sub) -> None:
     s.add_argument("--require", action="append", metavar="COND",
                    help="what a cell must show to pass: METRIC<=N or METRIC<N (its worst case; computed "
                         "at every cell), verdict=pass|livelock or verdict!=deadlock; repeatable (all must "
-                        "hold; without a verdict clause, verdict=pass). Exit 0 when a cell meets it, 12 "
-                        "when none does, 13 when none does for certain but some cell is undecided")
+                        "hold; without a verdict clause, verdict=pass; `pass` is short for verdict=pass)")
+    s.add_argument("--any", action="store_true",
+                   help="exit 0 when some value evaluated passes (meets --require), 12 when every one fails, "
+                        "13 when none passes but some is undecided; without --any: exit 0 when every value "
+                        "passes, 12 when one fails, 13 when none fails but some is undecided")
     s.add_argument("--html", metavar="FILE", help="also write the sweep as a heat map page")
     s.add_argument("--workers", type=int, metavar="N", help="processes (default: one per core)")
     s.add_argument("--max-states", type=int, metavar="N", help="per value: stop after N distinct states")
@@ -76,6 +79,7 @@ def cmd_sweep(args) -> int:
                max_states=args.max_states, max_depth=args.max_depth, time_limit=args.time_limit,
                ties=args.ties, symmetry=not args.no_symmetry, checks=args.check, worst=args.worst,
                require=args.require)
+    sw.quantifier = "some" if args.any else "every"
     if args.html:
         from serq.view import write_page
         from serq.view.heatmap import sweep_page

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from serq import formats
+from serq.defaults import COVERAGE_KINDS
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 HERE = Path(__file__).resolve().parent
@@ -129,6 +130,15 @@ NO_RETURN = obj({"status": {"enum": ["step", "initial", "none", "unknown"]}, "st
 STATS = obj({"generated": INT, "distinct": INT, "queue": INT, "max_depth": INT, "workers": INT, "strategy": STR},
             {"collision_probability": NUM, "exact": BOOL, "elapsed": NUM, "states_per_sec": NUM})
 
+COVERAGE = obj({
+    "complete": {"type": "boolean", "description": "the search explored every reachable transition"},
+    "transitions": INT,
+    "counts": obj({k: INT for k in COVERAGE_KINDS}, desc="per kind of event: the explored transitions that had it"),
+    "witnesses": {"type": "object", "description": "per kind asked (--witness): a shortest trace whose last step "
+                  "has it, null when no explored transition had it",
+                  "additionalProperties": opt(obj({"replay_path": STR, "steps": INT, "trace": arr(ref("step"))}))},
+}, desc="`--coverage` (serq/check/coverage.py, docs/explorer.md)")
+
 TRACE_DEFS = {"session": SESSION, "pool": POOL, "state": STATE, "event": EVENT, "change": CHANGE}
 
 
@@ -137,7 +147,7 @@ def explore_body() -> dict:
                 "bound_reason": opt(STR), "replay_path": opt(STR), "lasso_start": opt(INT),
                 "trace": arr(ref("step")), "diagnosis": arr(STR), "warnings": arr(ref("warning")),
                 "blocked": BLOCKED},
-               {"point_of_no_return": NO_RETURN, "stats": STATS})
+               {"point_of_no_return": NO_RETURN, "stats": STATS, "coverage": COVERAGE})
 
 
 EXPLORE_DEFS = {**TRACE_DEFS, "step": STEP, "want": WANT, "warning": WARNING}

@@ -33,14 +33,14 @@ def theorem_kv(tmp_path):
 
 
 def test_sweep_capacity_boundary(theorem_kv, capsys):
-    assert main(["sweep", str(theorem_kv), "--vary", "KV=2..9", "--no-timing", "--json"]) == 0
+    assert main(["sweep", str(theorem_kv), "--vary", "KV=2..9", "--no-timing", "--json"]) == 12  # KV 2..5 fail
     d = json.loads(capsys.readouterr().out)
     assert {r["value"]: (r["verdict"] + (f" ({r['kind']})" if r["kind"] else "")) for r in d["rows"]} == KV_VERDICTS
     assert (d["monotone"], d["last_fail"], d["first_pass"]) == (True, 5, 6)
     cex = d["counterexample"]
     assert cex["value"] == 5 and cex["result"]["verdict"] == "livelock"
     assert cex["result"]["point_of_no_return"]["step"] == 1
-    assert main(["sweep", str(theorem_kv), "--vary", "KV=2..9", "--no-timing", "--workers", "1"]) == 0
+    assert main(["sweep", str(theorem_kv), "--vary", "KV=2..9", "--no-timing", "--workers", "1"]) == 12
     out = capsys.readouterr().out
     assert out.startswith("sweep KV over 2..9 (8 values, every value)\n")
     assert "smallest passing KV = 6; fails at KV = 5 (monotone: one change of verdict over every value)" in out
@@ -83,7 +83,7 @@ def test_boundary_directions_and_non_monotone():
 
 def test_value_that_breaks_the_instance(capsys):
     inst = str(ROOT / "instances" / "decode_preempt.sq")
-    assert main(["sweep", inst, "--vary", "BS=0..1", "--no-timing", "--workers", "1"]) == 0
+    assert main(["sweep", inst, "--vary", "BS=0..1", "--no-timing", "--workers", "1"]) == 13  # undecided at 0
     out = capsys.readouterr().out
     assert " 0  error           0  E402: `block` of pool `kv` must be at least 1, got 0" in out
     assert out.rstrip().endswith("every value evaluated passes; no verdict at 0")

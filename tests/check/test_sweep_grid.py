@@ -39,7 +39,7 @@ def kv_bs(tmp_path):
 
 def test_grid_of_two_constants(kv_bs, capsys):
     assert main(["sweep", str(kv_bs), "--vary", "KV=4..7", "--vary", "BS=1..3", "--worst", "ttft",
-                 "--require", "ttft<=2", "--json", "--no-timing", "--workers", "2"]) == 0
+                 "--require", "ttft<=2", "--json", "--no-timing", "--workers", "2", "--any"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert (d["format"], d["version"], d["mode"]) == ("serq-sweep", 1, "all")
     assert d["consts"] == [{"name": "KV", "lo": 4, "hi": 7}, {"name": "BS", "lo": 1, "hi": 3}]
@@ -62,7 +62,7 @@ def test_grid_of_two_constants(kv_bs, capsys):
 
 def test_grid_text_and_the_verdict_as_the_requirement(kv_bs, capsys):
     assert main(["sweep", str(kv_bs), "--vary", "KV=4..6", "--vary", "BS=1..3", "--no-timing",
-                 "--workers", "2"]) == 0
+                 "--workers", "2"]) == 12  # a cell fails
     out = capsys.readouterr().out
     assert out.splitlines()[:8] == [
         "sweep KV over 4..6, BS over 1..3 (3 x 3 = 9 cells, every cell)",
@@ -81,7 +81,7 @@ def test_grid_text_and_the_verdict_as_the_requirement(kv_bs, capsys):
 def test_three_constants_one_grid_per_value_of_the_third(kv_bs, capsys):
     # the budget B is the third: at B = 2 a chat's first token waits 6 iterations, at B = 3 only 4
     code = main(["sweep", str(kv_bs), "--vary", "KV=5..6", "--vary", "BS=1..2", "--vary", "B=2..3",
-                 "--require", "ttft<=4", "--no-timing", "--workers", "2"])
+                 "--require", "ttft<=4", "--no-timing", "--workers", "2", "--any"])
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith("sweep KV over 5..6, BS over 1..2, B over 2..3 (2 x 2 x 2 = 8 cells, every cell)\n"
@@ -100,7 +100,7 @@ def test_three_constants_one_grid_per_value_of_the_third(kv_bs, capsys):
 def test_one_constant_with_worst_and_require(kv_bs, capsys):
     # BS = 2: worst ttft 4 at KV = 6 and 7, 2 at 8; every one of them passes its exploration
     code = main(["sweep", str(kv_bs), "--vary", "KV=6..8", "--worst", "ttft", "--require", "ttft<=2",
-                 "--no-timing", "--workers", "1"])
+                 "--no-timing", "--workers", "1", "--any"])
     out = capsys.readouterr().out
     assert code == 0
     lines = out.splitlines()
@@ -128,8 +128,11 @@ def test_exit_codes_of_a_requirement(kv_bs, capsys):
     # a verdict clause alone; livelock allowed: both cells pass it
     assert main(args + ["--require", "verdict=pass|livelock"]) == 0
     assert "requirement: verdict pass or livelock\n" in capsys.readouterr().out
-    assert main(args + ["--require", "verdict!=pass"]) == 0  # KV = 5 livelocks at BS = 2
+    assert main(args + ["--require", "verdict!=pass", "--any"]) == 0  # KV = 5 livelocks at BS = 2
     assert "requirement met at 1 of the 2 values" in capsys.readouterr().out
+    # without --any every value must meet it: KV = 6 passes, so it fails `verdict!=pass`
+    assert main(args + ["--require", "verdict!=pass"]) == 12
+    assert "requirement met at 1 of the 2 values evaluated (exit 12)" in capsys.readouterr().out
 
 
 def _fake(table: dict):
@@ -233,7 +236,7 @@ def test_bad_inputs_are_located(kv_bs, capsys, argv, flag, col, message, note):
 
 def test_the_repeated_vary_is_no_longer_silently_dropped(kv_bs, capsys):
     assert main(["sweep", str(kv_bs), "--vary", "KV=5..5", "--vary", "BS=1..2", "--no-timing", "--workers", "1",
-                 "--json"]) == 0
+                 "--json"]) == 12  # KV = 5, BS = 2 livelocks
     d = json.loads(capsys.readouterr().out)
     assert [c["at"] for c in d["cells"]] == [{"KV": 5, "BS": 1}, {"KV": 5, "BS": 2}]
 
@@ -266,3 +269,23 @@ def test_a_worker_that_raises_is_named_by_its_cell(monkeypatch, kv_bs, capsys):
     assert main(["sweep", str(kv_bs), "--vary", "KV=1..2", "--vary", "BS=1..2", "--workers", "2", "--json"]) == 18
     d = json.loads(capsys.readouterr().out)
     assert d["failed"].startswith("worker ") and "(at KV = 2, BS = 1) raised RuntimeError: made up" in d["failed"]
+
+
+def test_exit_codes_gate_every_value(kv_bs, capsys):
+    """Without --any the exit code gates CI: 0 only when every value
+    evaluated passes (meets --require), 12 when one fails, 13 when none
+    fails but one is undecided; `--require pass` is short for verdict=pass."""
+    args = ["sweep", str(kv_bs), "--vary", "KV=5..6", "--no-timing", "--workers", "1"]
+    assert main(args + ["--vary", "BS=1..1"]) == 0  # both pass at BS = 1
+    capsys.readouterr()
+    assert main(args + ["--vary", "BS=2..2"]) == 12  # KV = 5 livelocks at BS = 2
+    capsys.readouterr()
+    assert main(args + ["--vary", "BS=2..2", "--any"]) == 0  # KV = 6 passes
+    capsys.readouterr()
+    assert main(args + ["--vary", "BS=2..2", "--require", "pass", "--json"]) == 12
+    d = json.loads(capsys.readouterr().out)
+    assert d["requirement"]["text"] == "verdict pass" and d["met"] == 1 and d["exit_code"] == 12
+    assert main(args + ["--vary", "BS=2..2", "--require", "pass|livelock"]) == 0
+    capsys.readouterr()
+    assert main(args + ["--vary", "BS=1..1", "--max-states", "5"]) == 13  # cut: undecided, none fails
+    capsys.readouterr()

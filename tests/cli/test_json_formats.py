@@ -180,7 +180,7 @@ def theorem_kv(tmp_path):
 def test_sweep_json(capsys, theorem_kv):
     code, d = cli(capsys, "sweep", theorem_kv, "--vary", "KV=4..6", "--no-timing", "--json", "--workers", "1")
     validate(d, formats.SWEEP)
-    assert code == 0 and d["counterexample"]["result"]["format"] == "serq-explore"
+    assert code == 12 and d["counterexample"]["result"]["format"] == "serq-explore"  # KV = 4, 5 fail
     check_trace(d["counterexample"]["result"]["trace"])
     code, g = cli(capsys, "sweep", theorem_kv, "--vary", "KV=4..6", "--vary", "B=1..2", "--no-timing", "--json",
                   "--workers", "1")

@@ -214,7 +214,7 @@ def test_swarm_finds_a_deadlock_that_replays(capsys):
 
 
 def test_swarm_finds_a_violation():
-    # a swarm looks for no livelock: the stuck check finds this one
+    # the stuck check finds this one (before any search ends and looks for a livelock)
     f = factory(ROOT / "instances" / "theorem_no_fit.sq", checks=Checks(stuck=True))
     r = check(f, strategy="swarm", searches=2, seed=5)
     assert (r.verdict, r.kind) == ("violation", "stuck")
@@ -226,7 +226,8 @@ def test_swarm_without_a_finding_is_no_proof(capsys):
     code = main(["explore", str(inst), "--swarm", "2", "--max-states", "500", "--no-timing", "-q"])
     out = capsys.readouterr().out
     assert code == 17
-    assert out.startswith("inconclusive: no violation or deadlock found by 2 randomized depth-first searches")
+    assert out.startswith("inconclusive: no violation, deadlock or livelock found by 2 randomized depth-first "
+                          "searches")
     assert "this is not a proof" in out
 
 

@@ -287,7 +287,7 @@ def test_sweep_heat_map_in_the_browser(page, tmp_path):
     inst = tmp_path / "theorem_kv.sq"
     inst.write_text(text)
     out = tmp_path / "sweep.html"
-    r = serq("sweep", str(inst), "--vary", "KV=4..7", "--vary", "BS=1..3", "--require", "ttft<=2", "--json",
+    r = serq("sweep", str(inst), "--vary", "KV=4..7", "--vary", "BS=1..3", "--require", "ttft<=2", "--any", "--json",
              "--no-timing", "--html", str(out), check_code=0)
     data = json.loads(r.stdout)
     kvs, bss = list(range(4, 8)), [1, 2, 3]
