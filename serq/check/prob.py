@@ -85,7 +85,7 @@ def parse_event(text: str, program: ir.Program) -> Event:
         who = "a pool"
     else:
         who = "some request's" if m.per_request else "some session's" if m.per_session else "the run's"
-    what = f"{who} {m.name} reaches {n} {m.unit if n != 1 else m.unit[:-1]} ({m.what})"
+    what = f"{who} `{m.name}` reaches {n} ({m.what})"
     return Event(t, "metric", what, m, pool, n)
 
 
@@ -159,13 +159,28 @@ class Tagger:
         self.m = m
         self.draws: dict[tuple, Draw] = {}
         self.rational = True  # every probability met is an exact rational
+        self._state, self._known = None, {}  # the state whose edges come, and its questions by prefix
 
     def tags(self, state, action) -> tuple:
-        if not action[2]:
+        """The questions an action's step asked, in order. The question
+        after a prefix of answers is the same for every edge that shares
+        the prefix: an edge whose prefixes are known from a sibling (the
+        same state, the same base) is not run again."""
+        ch = tuple(action[2])
+        if not ch:
             return ()
-        rec = Recorder(self, action[2])
-        self.m.engine.run(state, (action[0], action[1]), rec, 0, False, False)
-        return tuple(rec.tags)
+        if state is not self._state:
+            self._state, self._known = state, {}
+        base = (action[0], action[1])
+        known = self._known
+        got = [known.get((base, ch[:i])) for i in range(len(ch))]
+        if None in got:
+            rec = Recorder(self, ch)
+            self.m.engine.run(state, base, rec, 0, False, False)
+            got = rec.tags
+            for i, t in enumerate(got):
+                known[(base, ch[:i])] = t
+        return tuple(got)
 
     def probs(self, st, values, params, listed) -> tuple:
         from serq.semantics.lower import DIST, weights
@@ -185,7 +200,7 @@ class Tagger:
             probs = tuple(w / total for w in ws)
             kept = total if name in ("geometric", "poisson") else None
             prog = next(sp.name for sp in self.m.program.sessions if any(s is st for s in sp.states))
-            shown = name + (f"({', '.join(_num(p) for p in params)})" if params and name != "weights" else "")
+            shown = name + (f"({', '.join(_num(p) for p in params)})" if params else "")
             d = Draw(prog, st.at[0] if st.at else 0, st.attr, shown, tuple(values), probs, kept)
             self.draws[key] = d
         return d.probs

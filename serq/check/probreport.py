@@ -15,6 +15,9 @@ from serq.check.probsolve import MAX_SWEEPS, TOLERANCE, acyclic, positive_graph,
 from serq.check.worst import Metric, n_sessions
 
 
+EXACT_LIMIT = 20_000  # states: above, floats (a rational's digits grow with the graph's depth)
+
+
 @dataclass
 class Answer:
     """One event's probability, or the expected metric, under the best and
@@ -41,6 +44,7 @@ class ProbResult:
     draws: list[Draw]
     exact: bool
     acyclic: bool
+    rational: bool
     sweeps: int
     states: int
     edges: int
@@ -77,13 +81,13 @@ def analyse(program: ir.Program, question: Question, *, ties: str = "all", max_s
     answers = [Answer(e, e.metric) for e in question.events]
     if question.expected is not None:
         answers.append(Answer(None, question.expected))
-    res = ProbResult(answers, draws, False, False, 0, len(g), g.edges, g.complete, g.bound_reason)
+    res = ProbResult(answers, draws, False, False, pm.tagger.rational, 0, len(g), g.edges, g.complete, g.bound_reason)
     if not g.complete:  # a cut graph's frontier looks like ends: no value is given
         res.seconds = time.perf_counter() - t0
         return res
     scc = sccs(g)
     res.acyclic = acyclic(scc[1], g)
-    res.exact = pm.tagger.rational and res.acyclic
+    res.exact = pm.tagger.rational and res.acyclic and len(g) <= EXACT_LIMIT
     tr = trees(g, res.exact)
     for a in answers:
         if a.event is not None:
@@ -108,13 +112,16 @@ def analyse(program: ir.Program, question: Question, *, ties: str = "all", max_s
 
 
 def num(x) -> str:
-    """3/16 = 0.1875; a float to 6 significant digits."""
+    """3/16 = 0.1875; a float to 6 significant digits; a rational too long
+    to read as its decimal, with its size."""
     if x is None:
         return "did not converge"
     if isinstance(x, Fraction):
         if x.denominator == 1:
             return str(x.numerator)
-        return f"{x} = {float(x):.6g}"
+        if x.denominator < 10**6:
+            return f"{x} = {float(x):.6g}"
+        return f"{float(x):.6g} (exactly a rational of {len(str(x.denominator))}-digit denominator: --json)"
     return f"{x:.6g}"
 
 
@@ -146,11 +153,16 @@ def method_text(r: ProbResult) -> str:
     if r.exact:
         return "exact rationals (the graph has no cycle and every probability is a rational)"
     if r.acyclic:
-        return ("floating point, one exact recursion over the graph (it has no cycle; a probability is not "
-                "rational): rounding errors only, relative about 1e-15 per step of the longest run")
+        why = f"more than {EXACT_LIMIT:,} states" if r.rational else "a probability is not a rational"
+        return (f"floating point, one recursion over the graph (it has no cycle; {why}): rounding errors only, "
+                f"relative at most about {rounding_bound(r):.1g} (4 roundings of 2^-53 per edge)")
     return (f"floating point, value iteration from below (the graph has cycles): stopped when no value changed "
             f"by more than {TOLERANCE:g} in a sweep ({r.sweeps} sweep{'s' if r.sweeps != 1 else ''}, at most "
             f"{MAX_SWEEPS}); the tolerance of the last sweep, not a proven bound of the error")
+
+
+def rounding_bound(r: ProbResult) -> float:
+    return 4 * max(r.edges, 1) * 2.0 ** -53
 
 
 def answer_lines(a: Answer) -> list[str]:
@@ -232,7 +244,8 @@ def render_json(r: ProbResult, warnings=()) -> dict:
              for d in r.draws]
     return stamp(PROB, {
         "events": events, "expected": expected, "draws": draws,
-        "arithmetic": {"method": r.method, "tolerance": None if r.acyclic else TOLERANCE, "sweeps": r.sweeps,
+        "arithmetic": {"method": r.method, "tolerance": None if r.acyclic else TOLERANCE,
+                       "rounding": rounding_bound(r) if r.method == "recursion" else None, "sweeps": r.sweeps,
                        "text": method_text(r)},
         "states": r.states, "edges": r.edges, "complete": r.complete, "bound_reason": r.bound_reason,
         "exit_code": r.exit_code, "text": render_text(r), "warnings": warnings_data(warnings),

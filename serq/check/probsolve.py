@@ -22,7 +22,7 @@ converging (a cycle the scheduler can keep taking that adds to it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 TOLERANCE = 1e-12
@@ -130,12 +130,36 @@ def solve(g, tr, scc, rewards, target, maximize: bool, exact: bool) -> Solution:
 
 
 def positive_graph(g):
-    """The graph without the edges whose drawn value has probability 0 (a
-    `weights` of 0), its `info` the metric's weights (for `longest`)."""
-    succ, info = [], []
-    for out, inf in zip(g.succ, g.info):
-        keep = [k for k, e in enumerate(inf)
-                if all(t[0] != "p" or t[1][a] > 0 for t, a in zip(e.tags, e.choices))]
-        succ.append([out[k] for k in keep])
-        info.append([inf[k].weights for k in keep])
-    return replace(g, succ=succ, info=info)
+    """The graph of the behaviours with positive probability: without the
+    edges whose drawn value has probability 0 (a `weights` of 0) and the
+    nodes only they reach, renumbered in breadth-first order from the root;
+    its `info` the metric's weights (for `longest`)."""
+    from collections import deque
+
+    from explorer.graph.stored import StateGraph
+
+    keep = [[k for k, e in enumerate(inf) if all(t[0] != "p" or t[1][a] > 0 for t, a in zip(e.tags, e.choices))]
+            for inf in g.info]
+    new = {0: 0}
+    order, parent, via = [0], [-1], [g.via[0]]
+    queue = deque([0])
+    while queue:
+        u = queue.popleft()
+        for k in keep[u]:
+            ai, v = g.succ[u][k]
+            if v not in new:
+                new[v] = len(order)
+                order.append(v)
+                parent.append(new[u])
+                via.append(ai)
+                queue.append(v)
+    h = StateGraph()
+    h.fps = [g.fps[u] for u in order]
+    h.index = {fp: i for i, fp in enumerate(h.fps)}
+    h.parent, h.via = parent, via
+    h.succ = [[(g.succ[u][k][0], new[g.succ[u][k][1]]) for k in keep[u]] for u in order]
+    h.info = [[g.info[u][k].weights for k in keep[u]] for u in order]
+    h.done = [g.done[u] for u in order]
+    h.bad = [g.bad[u] for u in order]
+    h.edges = sum(map(len, h.succ))
+    return h

@@ -57,6 +57,13 @@ def register(sub) -> None:
                         "ttft-time, latency-time (the same weighted by the stages' cost), preemptions, "
                         "recomputed (per session), iterations, time (a whole run), queue[:POOL], peak[:POOL] "
                         "(the largest in one state); docs/explorer.md")
+    e.add_argument("--probability", action="append", metavar="EVENT",
+                   help="the probability of EVENT under the declared draws (`~ geometric(0.3)`...), for the best "
+                        "and the worst scheduler of arrivals, iterations and ties: stuck, deadlock, violation, "
+                        "or METRIC>=N with a metric of --worst (preemptions>=2); repeatable; docs/explorer.md")
+    e.add_argument("--expected", metavar="METRIC",
+                   help="the expected value of a path metric of --worst (ttft, latency, preemptions, ...) under "
+                        "the declared draws, for the best and the worst scheduler, with its worst case")
     e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.add_argument("--html", metavar="FILE",
@@ -91,6 +98,14 @@ def check_flags(args) -> None:
     if args.worst is not None and (args.theorem or args.replay):
         other = "--theorem" if args.theorem else "--replay"
         raise SerqError([Diagnostic(0, 0, "E012", f"--worst cannot be combined with {other}", file="serq explore")])
+    prob = "--probability" if args.probability else "--expected" if args.expected is not None else None
+    if prob and (args.worst is not None or args.theorem or args.replay):
+        other = "--worst" if args.worst is not None else "--theorem" if args.theorem else "--replay"
+        raise SerqError([Diagnostic(0, 0, "E012", f"{prob} cannot be combined with {other} (each builds its own "
+                                    f"graph; --expected METRIC reports the worst case too)", file="serq explore")])
+    if prob and args.html:
+        raise flag_error("--html", args.html, "E012", f"--html cannot be honoured with {prob}: there is no trace "
+                         "to draw (the answers are numbers); drop --html")
     from serq.cli.explore_flags import refuse_unhonoured
 
     refuse_unhonoured(args)
@@ -124,6 +139,7 @@ def check_cluster_flags(args) -> None:
     given = [(f, v) for f, v in (("--swarm", args.swarm), ("--ray", args.ray), ("--partitions", args.partitions),
                                  ("--checkpoint", args.checkpoint), ("--resume", args.resume)) if v is not None]
     others = [f for f, on in (("--worst", args.worst is not None), ("--theorem", args.theorem),
+                              ("--probability", bool(args.probability)), ("--expected", args.expected is not None),
                               ("--replay", args.replay is not None)) if on]
     if given and others:
         flag, value = given[0]
