@@ -15,7 +15,7 @@ from serq.check.probsolve import MAX_SWEEPS, TOLERANCE, acyclic, positive_graph,
 from serq.check.worst import Metric, n_sessions
 
 
-EXACT_LIMIT = 20_000  # states: above, floats (a rational's digits grow with the graph's depth)
+EXACT_LIMIT = 5_000  # states: above, floats (a rational's digits grow with the graph's depth, and its cost)
 
 
 @dataclass

@@ -221,13 +221,13 @@ def simulate(text, seeds):
     from serq.sim.simulator import SimConfig, Simulator
 
     prog = load(text, "sim.sq", simulate=True).program
-    rows = []
+    runs = []
     for seed in range(seeds):
         sim = Simulator(prog, SimConfig(seed=seed))
         log = attach(sim)
         sim.run()
-        rows.extend(log.rows)
-    return rows
+        runs.append(log.rows)
+    return runs
 
 
 def mean_and_error(xs):
@@ -243,11 +243,10 @@ def test_one_chat_equals_the_simulators_mean():
     a = result(prog, (), "latency").answers[0]
     assert a.best == a.worst and a.best_starts == a.worst_starts
     exact = a.best / a.best_starts
-    rows = simulate(SIM, 1500)
-    mu, se = mean_and_error([r["latency"] for r in rows if r["latency"] is not None and r["request"] > 0])
-    mu_all, _ = mean_and_error([r["latency"] for r in rows if r["latency"] is not None])
-    assert abs(mu_all - float(exact)) < 4 * se + 1e-9, (mu_all, float(exact), se)
-    assert mu > 0
+    rows = [r for run in simulate(SIM, 1500) for r in run]
+    mu, se = mean_and_error([r["latency"] for r in rows if r["latency"] is not None])
+    assert abs(mu - float(exact)) < 4 * se, (mu, float(exact), se)
+    assert se < 0.03  # the check is tight: 4 standard errors are about 5% of the mean
 
 
 def test_two_chats_bracket_the_simulator():
@@ -256,10 +255,10 @@ def test_two_chats_bracket_the_simulator():
     prog = load_text(two, "sim2.sq", explorer=True).program
     r = result(prog, ("preemptions>=1",), "ttft")
     pre, ttft = r.answers
-    rows = simulate(two, 600)
-    xs = [r["ttft"] for r in rows if r["ttft"] is not None]
+    runs = simulate(two, 600)
+    xs = [r["ttft"] for run in runs for r in run if r["ttft"] is not None]
     mu, se = mean_and_error(xs)
     lo, hi = float(ttft.best / ttft.best_starts), float(ttft.worst / ttft.worst_starts)
     assert lo < hi and lo - 4 * se <= mu <= hi + 4 * se, (lo, mu, hi, se)
-    seen = sum(1 for r in rows if r["preemptions"]) / 600  # runs with a preemption, at most one a run here
-    assert float(pre.best) <= seen <= float(pre.worst) + 0.05
+    seen = sum(1 for run in runs if any(r["preemptions"] for r in run)) / 600  # runs with a preemption
+    assert 0 < seen and float(pre.best) <= seen <= float(pre.worst) + 4 * math.sqrt(seen * (1 - seen) / 600)
