@@ -71,7 +71,7 @@ class ProbResult:
 
 def analyse(program: ir.Program, question: Question, *, ties: str = "all", max_states: int | None = None,
             time_limit: float | None = None, memory_limit: int | None = None) -> ProbResult:
-    from explorer.graph.analysis import longest, sccs
+    from explorer.check import longest, sccs
 
     t0 = time.perf_counter()
     pm, g = build(program, question, ties=ties, max_states=max_states, time_limit=time_limit,

@@ -12,7 +12,7 @@ the expected sum over the expected number of requests under the one
 scheduler that optimizes the sum.
 
 Components of the graph are solved in reverse topological order
-(`explorer.graph.analysis.sccs`, the compiled search): a node on no cycle
+(`explorer.check.sccs`, the compiled search of the engines' livelock pass): a node on no cycle
 once, exactly (rationals when every probability is one); a component with
 a cycle by value iteration from below (Gauss-Seidel sweeps over its nodes)
 until no value changes by more than `TOLERANCE` in a sweep, at most
@@ -136,7 +136,7 @@ def positive_graph(g):
     its `info` the metric's weights (for `longest`)."""
     from collections import deque
 
-    from explorer.graph.stored import StateGraph
+    from explorer.check import StateGraph
 
     keep = [[k for k, e in enumerate(inf) if all(t[0] != "p" or t[1][a] > 0 for t, a in zip(e.tags, e.choices))]
             for inf in g.info]
