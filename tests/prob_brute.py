@@ -19,7 +19,9 @@ What is counted along a path, as docs/explorer.md says it:
   decode token or a prefill's end gives it); the mean divides by the
   requests that had their first token;
 * `latency`: the same up to the request's end (`turn` or `end`), divided by
-  the requests that ended.
+  the requests that ended;
+* `preemptions`: every preemption of the run, divided by its sessions;
+  `iterations`: the run's iterations.
 """
 
 from __future__ import annotations
@@ -82,7 +84,12 @@ class Path:
         pending, open_, pre = set(self.pending), set(self.open), dict(self.pre)
         total, n = self.total, self.n
         if any(e.kind == "iterate" for e in events):
-            total += len(pending if metric == "ttft" else open_)
+            if metric in ("ttft", "latency"):
+                total += len(pending if metric == "ttft" else open_)
+            elif metric == "iterations":
+                total += 1
+        if metric == "preemptions":
+            total += sum(1 for e in events if e.kind == "preempt")
         for e in events:
             k = e.kind
             if k in ("arrive", "turn"):
@@ -138,8 +145,8 @@ def expected(m: Model, metric: str, maximize: bool, state=None, path=None) -> tu
                         lambda nxt, evs: expected(m, metric, maximize, nxt, path.step(base[0], evs, metric)))
         if v is not None:
             opts.append(v)
-    if not opts:
-        return (float(path.total), float(path.n))
+    if not opts:  # per session: every session of the run, the workload's and the spawned ones
+        return (float(path.total), float(len(state.sessions) if metric == "preemptions" else path.n))
     key = (lambda x: x[0])
     return max(opts, key=key) if maximize else min(opts, key=key)
 
