@@ -90,7 +90,10 @@ session chat {
 workload { 1 x chat; }
 """
 
-TEXTS = {"preempt": PREEMPT, "turns": TURNS, "agent": AGENT, "loop": LOOP}
+# an unkeyed `choose`: the scheduler's, not chance
+CHOOSE = TURNS.replace("draw n in 1..2 ~ uniform;", "choose n in 1..2;")
+
+TEXTS = {"preempt": PREEMPT, "turns": TURNS, "agent": AGENT, "loop": LOOP, "choose": CHOOSE}
 EVENTS = ("stuck", "deadlock", "preemptions>=1", "preemptions>=2")
 
 
@@ -103,7 +106,7 @@ def result(prog, events=EVENTS, metric=None):
                                   parse_expected(metric, prog) if metric else None))
 
 
-@pytest.mark.parametrize("name", ["preempt", "turns", "agent"])
+@pytest.mark.parametrize("name", ["preempt", "turns", "agent", "choose"])
 def test_events_equal_brute_force(name):
     prog = program(name)
     r = result(prog)
@@ -115,7 +118,7 @@ def test_events_equal_brute_force(name):
         assert math.isclose(float(a.worst), probability(m, ev, True), abs_tol=1e-9), (ev, a.worst)
 
 
-@pytest.mark.parametrize("name", ["preempt", "turns", "agent"])
+@pytest.mark.parametrize("name", ["preempt", "turns", "agent", "choose"])
 @pytest.mark.parametrize("metric", ["ttft", "latency", "preemptions", "iterations"])
 def test_expected_equals_brute_force(name, metric):
     prog = program(name)
@@ -150,6 +153,13 @@ def test_the_answers_are_not_trivial():
     assert agent.answers[0].best == agent.answers[0].worst == Fraction(49, 219)  # stuck: no choice avoids it
     ttft = r.answers[-1]
     assert ttft.best < ttft.worst and ttft.worst_case == 4
+
+
+def test_a_choose_is_the_schedulers():
+    # `once` decodes 1 or 2 tokens: drawn, the mean of both; chosen, the best and the worst scheduler's
+    drawn, chosen = (result(program(n), (), "latency").answers[0] for n in ("turns", "choose"))
+    assert chosen.best < drawn.best and chosen.worst > drawn.worst
+    assert [d.attr for d in result(program("choose"), ()).draws] == ["q"]
 
 
 def test_a_cycle_is_solved_by_value_iteration():
