@@ -94,3 +94,16 @@ def test_a_cut_graph_gives_no_probability(tmp_path, capsys):
     assert "the state graph was cut at its max_states bound: its frontier is not the end of a run, " \
            "so no probability is given" in out
     assert "P(" not in out
+
+
+def test_a_time_limit_cuts_the_graph():
+    from serq.check.prob import Question, parse_event
+    from serq.check.probreport import analyse, render_json
+    from serq.lang.load import load_path
+
+    prog = load_path(CHAT, explorer=True).program
+    r = analyse(prog, Question([parse_event("stuck", prog)]), time_limit=0.05)
+    assert not r.complete and r.bound_reason == "time_limit" and r.exit_code == 13
+    d = render_json(r)
+    assert d["events"][0]["best"] is None and d["complete"] is False
+    jsonschema.Draft202012Validator(formats.schema(formats.PROB)).validate(d)
