@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from serq import ir
 from serq.check.product import OverSerq
-from serq.check.worst import Counter, Metric, MetricError, parse_metric, request_starts
+from serq.check.worst import METRICS, Counter, Metric, MetricError, parse_metric, request_starts
 from serq.diagnostics import did_you_mean
 from serq.semantics.events import first_token as is_first_token
 
@@ -65,14 +65,10 @@ def parse_event(text: str, program: ir.Program) -> Event:
             name, _, num = t.partition(op)
             break
     else:
-        names = list(EVENT_WORDS) + ["METRIC>=N"]
         raise MetricError(f"unknown event `{t}`; the events are stuck, deadlock, violation and METRIC>=N "
                           f"(a metric of --worst reaching N: preemptions>=2)", 1, max(len(text), 1),
-                          did_you_mean(t, names[:3]))
-    try:
-        m, pool = parse_metric(name.strip(), program)
-    except MetricError as e:
-        raise MetricError(str(e), e.col, e.span, e.notes) from None
+                          did_you_mean(t, EVENT_WORDS))
+    m, pool = parse_metric(name.strip(), program)
     at = len(name) + len(op) + 1
     try:
         n = int(num.strip())
@@ -82,7 +78,7 @@ def parse_event(text: str, program: ir.Program) -> Event:
     if n < 1:
         raise MetricError(f"`{t}` holds from the start (every count is at least 0): give N >= 1", at)
     if m.kind == "state":
-        who = "a pool"
+        who = "some pool's"
     else:
         who = "some request's" if m.per_request else "some session's" if m.per_session else "the run's"
     what = f"{who} `{m.name}` reaches {n} ({m.what})"
@@ -94,14 +90,8 @@ def parse_expected(text: str, program: ir.Program) -> Metric:
     if m.kind != "path":
         raise MetricError(f"`{m.name}` is the largest value of one state, not a sum along a run: its expectation "
                           f"is not computed; the metrics --expected takes are "
-                          f"{', '.join(n for n, x in _metrics().items() if x.kind == 'path')}", 1, len(m.name))
+                          f"{', '.join(n for n, x in METRICS.items() if x.kind == 'path')}", 1, len(m.name))
     return m
-
-
-def _metrics():
-    from serq.check.worst import METRICS
-
-    return METRICS
 
 
 # ---------------------------------------------------------------- what a step asks
