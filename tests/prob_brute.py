@@ -11,7 +11,7 @@ takes the minimum (maximum) of what follows, exhaustively, along every
 path: no state is merged with another.
 
 What is counted along a path, as docs/explorer.md says it:
-* `stuck`: a state with a stuck session; `deadlock`: a state with no step
+* `A|B`: A or B; `stuck`: a state with a stuck session; `deadlock`: a state with no step
   that is not done (a fault is an end, not a deadlock);
   `preemptions>=N`: some session preempted N times;
 * `ttft`: each iteration adds 1 for every request still waiting for its
@@ -119,10 +119,12 @@ def probability(m: Model, event: str, maximize: bool, state=None, path=None) -> 
     """The best or worst scheduler's probability that `event` happens."""
     state = m.initial_state() if state is None else state
     path = path or Path()
-    if event == "stuck" and any(s.stuck for s in state.sessions):
+    parts = event.split("|")  # `A|B`: A or B
+    if "stuck" in parts and any(s.stuck for s in state.sessions):
         return 1.0
-    if event.startswith("preemptions>=") and any(v >= int(event.split(">=")[1]) for v in path.pre.values()):
-        return 1.0
+    for p in parts:
+        if p.startswith("preemptions>=") and any(v >= int(p.split(">=")[1]) for v in path.pre.values()):
+            return 1.0
     opts = []
     for base in m.base_actions(state):
         v = _tree_value(m, step_tree(m, state, base), maximize,
@@ -130,7 +132,7 @@ def probability(m: Model, event: str, maximize: bool, state=None, path=None) -> 
         if v is not None:
             opts.append(v)
     if not opts:
-        return 1.0 if event == "deadlock" and not _done(m, state) else 0.0
+        return 1.0 if "deadlock" in parts and not _done(m, state) else 0.0
     return max(opts) if maximize else min(opts)
 
 

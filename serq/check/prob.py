@@ -52,11 +52,27 @@ class Event:
     metric: Metric | None = None
     pool: int | None = None
     at_least: int = 0  # kind "metric": the count that makes the event
+    parts: tuple = ()  # kind "any": the events of `A|B`, one of which happens
+
+
+def flat(events) -> list[Event]:
+    """The events, those of an `A|B` event in its place."""
+    return [p for e in events for p in (e.parts if e.kind == "any" else (e,))]
 
 
 def parse_event(text: str, program: ir.Program) -> Event:
     """`stuck`, `deadlock`, `violation`, or `METRIC>=N` / `METRIC>N` with a
-    metric of `--worst` (`preemptions>=2`: some session is preempted twice)."""
+    metric of `--worst` (`preemptions>=2`: some session is preempted twice);
+    `A|B`: A or B (`stuck|deadlock`)."""
+    if "|" in text:
+        parts, at = [], 0
+        for piece in text.split("|"):
+            try:
+                parts.append(parse_event(piece, program))
+            except MetricError as e:
+                raise MetricError(str(e), e.col + at, e.span, e.notes) from None
+            at += len(piece) + 1
+        return Event(text.strip(), "any", " or ".join(p.what for p in parts), parts=tuple(parts))
     t = text.strip()
     if t in EVENT_WORDS:
         return Event(t, t, EVENT_WORDS[t])
@@ -325,7 +341,7 @@ class Question:
 
     def counters(self, m) -> tuple[Counter | None, Counter | None, int]:
         """(the expected metric's counter, the events' metric counter, the cap)."""
-        thr = [e for e in self.events if e.kind == "metric"]
+        thr = [e for e in flat(self.events) if e.kind == "metric"]
         metrics = {(e.metric.name, e.pool) for e in thr}
         if len(metrics) > 1:
             raise MetricError("the METRIC>=N events of one exploration count one metric (each carries its count "
@@ -365,6 +381,8 @@ def build(program: ir.Program, question: Question, *, ties: str = "all", max_sta
 
 def targets(g, event: Event) -> list[bool]:
     """The nodes where the event has happened."""
+    if event.kind == "any":
+        return [any(x) for x in zip(*(targets(g, p) for p in event.parts))]
     if event.kind == "stuck":
         return [v[0] for v in g.value]
     if event.kind == "deadlock":

@@ -60,7 +60,8 @@ def register(sub) -> None:
     e.add_argument("--probability", action="append", metavar="EVENT",
                    help="the probability of EVENT under the declared draws (`~ geometric(0.3)`...), for the best "
                         "and the worst scheduler of arrivals, iterations and ties: stuck, deadlock, violation, "
-                        "or METRIC>=N with a metric of --worst (preemptions>=2); repeatable; docs/explorer.md")
+                        "or METRIC>=N with a metric of --worst (preemptions>=2), or A|B (either); repeatable; "
+                        "docs/explorer.md")
     e.add_argument("--expected", metavar="METRIC",
                    help="the expected value of a path metric of --worst (ttft, latency, preemptions, ...) under "
                         "the declared draws, for the best and the worst scheduler, with its worst case")

@@ -11,7 +11,7 @@ from serq.diagnostics import flag_error
 
 def question(args, prog):
     """The events and the metric, each bad value a located E014."""
-    from serq.check.prob import Question, parse_event, parse_expected
+    from serq.check.prob import Question, flat, parse_event, parse_expected
     from serq.check.worst import MetricError
 
     q = Question()
@@ -30,7 +30,7 @@ def question(args, prog):
             q.expected = parse_expected(args.expected, prog)
         except MetricError as e:
             raise flag_error("--expected", args.expected, "E014", str(e), e.col, e.span, e.notes) from None
-    thr = [e for e in q.events if e.kind == "metric"]
+    thr = [e for e in flat(q.events) if e.kind == "metric"]
     if len({(e.metric.name, e.pool) for e in thr}) > 1:
         raise flag_error("--probability", thr[-1].text, "E014", "the METRIC>=N events of one exploration count "
                          "one metric (each carries its count in the state): explore once per metric")

@@ -94,7 +94,7 @@ workload { 1 x chat; }
 CHOOSE = TURNS.replace("draw n in 1..2 ~ uniform;", "choose n in 1..2;")
 
 TEXTS = {"preempt": PREEMPT, "turns": TURNS, "agent": AGENT, "loop": LOOP, "choose": CHOOSE}
-EVENTS = ("stuck", "deadlock", "preemptions>=1", "preemptions>=2")
+EVENTS = ("stuck", "deadlock", "preemptions>=1", "preemptions>=2", "stuck|preemptions>=2", "deadlock|preemptions>=1")
 
 
 def program(name):
@@ -201,6 +201,7 @@ def test_a_weight_of_zero_is_no_worst_case():
     ("preemptions>=x", 14, "not a whole number"),
     ("preemptions>=0", 14, "holds from the start"),
     ("peak:nope>=2", 6, "unknown pool"),
+    ("stuck|deadlok", 7, "did you mean `deadlock`?"),
 ])
 def test_bad_events_are_located(text, col, words):
     prog = program("preempt")
