@@ -177,6 +177,9 @@ def answer_lines(a: Answer) -> list[str]:
                    f"worst {num(a.worst)} over {num(a.worst_starts)} {a.per}s")
     else:
         out.append(f"  per run: best scheduler {num(a.best)}, worst scheduler {num(a.worst)}")
+    if a.best is None or a.worst is None:
+        out.append(f"  did not converge: no value settled in {MAX_SWEEPS:,} sweeps of value iteration (a cycle that "
+                   f"adds to the sum and that the scheduler can keep taking makes it unbounded)")
     if a.worst_case_unbounded:
         out.append(f"  worst case: unbounded (a cycle adds to it; serq explore --worst {m.name})")
     else:
@@ -232,7 +235,8 @@ def render_json(r: ProbResult, warnings=()) -> dict:
         side = {}
         for name, total, n in (("best", a.best, a.best_starts), ("worst", a.worst, a.worst_starts)):
             mv = mean(total, n) if a.per != "run" else total
-            side[name] = {"total": jnum(total), "total_exact": jexact(total), "subjects": jnum(n),
+            side[name] = {"total": jnum(total), "total_exact": jexact(total),
+                          "subjects": jnum(n) if a.per != "run" else None,
                           "mean": jnum(mv), "mean_exact": jexact(mv)}
         expected = {"metric": a.metric.name, "unit": a.metric.unit, "what": a.metric.what, "per": a.per, **side,
                     "worst_case": a.worst_case, "worst_case_unbounded": a.worst_case_unbounded}

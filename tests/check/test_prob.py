@@ -287,3 +287,14 @@ def test_two_chats_bracket_the_simulator():
     assert lo < hi and lo - 4 * se <= mu <= hi + 4 * se, (lo, mu, hi, se)
     seen = sum(1 for run in runs if any(r["preemptions"] for r in run)) / 600  # runs with a preemption
     assert 0 < seen and float(pre.best) <= seen <= float(pre.worst) + 4 * math.sqrt(seen * (1 - seen) / 600)
+
+
+def test_a_cycle_the_worst_scheduler_keeps_does_not_converge():
+    # the loop goes round again by the scheduler's `choose`: the worst scheduler never stops
+    prog = load_text(LOOP.replace("draw d in {0, 1} ~ weights(1, 1);", "choose d in {0, 1};"), "c.sq",
+                     explorer=True).program
+    r = result(prog, ("deadlock",), "iterations")
+    it = r.answers[1]
+    assert it.best == 1 and it.worst is None and it.worst_case_unbounded
+    assert "did not converge: no value settled in 100,000 sweeps" in render_text(r)
+    assert render_json(r)["expected"]["worst"]["total"] is None
