@@ -40,7 +40,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from explorer.graph.analysis import NoReturn, highest, longest, point_of_no_return
+from explorer.graph.analysis import NoReturn, highest, longest, point_of_no_return, sccs
 from explorer.errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
 from explorer.graph.cycles import find_livelock
 from explorer.graph.forward import forward_no_return
@@ -60,7 +60,7 @@ from explorer.visitor import PRUNE, STOP, Visitor
 
 __all__ = ["find_livelock", "check", "start", "build", "BUILDING", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
            "WorkerLost", "NoReturn", "point_of_no_return", "forward_no_return", "highest", "longest",
-           "build_graph", "StateGraph", "follow", "walk", "WalkEnd", "Visitor", "PRUNE", "STOP"]
+           "sccs", "build_graph", "StateGraph", "follow", "walk", "WalkEnd", "Visitor", "PRUNE", "STOP"]
 
 Engine = Callable[[Any, ModelFactory, Settings], Result]
 

@@ -20,8 +20,9 @@ SCHEDULE = "serq-schedule"  # serq run --schedule FILE, its header line (serq/si
 REQUESTS = "serq-requests"  # serq run --requests FILE.jsonl, its header line
 IR = "serq-ir"  # serq compile (serq/ir)
 DIFF = "serq-diff"  # serq diff --json (serq/check/diffreport.py)
+PROB = "serq-prob"  # serq explore --probability EVENT / --expected METRIC --json (serq/check/probreport.py)
 
-FORMATS = (EXPLORE, WORST, THEOREM, RUN, CHECK, SWEEP, SCHEDULE, REQUESTS, IR, DIFF)
+FORMATS = (EXPLORE, WORST, THEOREM, RUN, CHECK, SWEEP, SCHEDULE, REQUESTS, IR, DIFF, PROB)
 
 # each format's version: one format's new version leaves the others' as they are
 VERSIONS = {fmt: 1 for fmt in FORMATS}

@@ -65,6 +65,14 @@ def register(sub) -> None:
     e.add_argument("--witness", action="append", choices=COVERAGE_KINDS + ("all",), metavar="KIND",
                    help="with --coverage (implied): a shortest trace whose last step has an event of KIND "
                         "(or every kind: all); repeatable")
+    e.add_argument("--probability", action="append", metavar="EVENT",
+                   help="the probability of EVENT under the declared draws (`~ geometric(0.3)`...), for the best "
+                        "and the worst scheduler of arrivals, iterations and ties: stuck, deadlock, violation, "
+                        "or METRIC>=N with a metric of --worst (preemptions>=2), or A|B (either); repeatable; "
+                        "docs/explorer.md")
+    e.add_argument("--expected", metavar="METRIC",
+                   help="the expected value of a path metric of --worst (ttft, latency, preemptions, ...) under "
+                        "the declared draws, for the best and the worst scheduler, with its worst case")
     e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.add_argument("--html", metavar="FILE",
@@ -106,6 +114,18 @@ def check_flags(args) -> None:
         value = str(args.workers) if args.workers > 1 else str(cluster_kwargs(args)[flag[2:]])
         raise flag_error(flag, value, "E012", f"--coverage counts the transitions of the one-process search; "
                          f"drop {flag} or --coverage")
+    prob = "--probability" if args.probability else "--expected" if args.expected is not None else None
+    if prob and (args.worst is not None or args.theorem or args.replay):
+        other = "--worst" if args.worst is not None else "--theorem" if args.theorem else "--replay"
+        raise SerqError([Diagnostic(0, 0, "E012", f"{prob} cannot be combined with {other} (each builds its own "
+                                    f"graph; --expected METRIC reports the worst case too)", file="serq explore")])
+    if prob and args.coverage:
+        flag = "--witness" if args.witness else "--coverage"
+        raise SerqError([Diagnostic(0, 0, "E012", f"{prob} cannot be combined with {flag}: {prob} builds its own "
+                                    "graph and explores nothing to count; run them apart", file="serq explore")])
+    if prob and args.html:
+        raise flag_error("--html", args.html, "E012", f"--html cannot be honoured with {prob}: there is no trace "
+                         "to draw (the answers are numbers); drop --html")
     from serq.cli.explore_flags import refuse_unhonoured
 
     refuse_unhonoured(args)
@@ -141,6 +161,7 @@ def check_cluster_flags(args) -> None:
     given = [(f, v) for f, v in (("--swarm", args.swarm), ("--ray", args.ray), ("--partitions", args.partitions),
                                  ("--checkpoint", args.checkpoint), ("--resume", args.resume)) if v is not None]
     others = [f for f, on in (("--worst", args.worst is not None), ("--theorem", args.theorem),
+                              ("--probability", bool(args.probability)), ("--expected", args.expected is not None),
                               ("--replay", args.replay is not None)) if on]
     if given and others:
         flag, value = given[0]

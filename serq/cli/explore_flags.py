@@ -41,6 +41,18 @@ REFUSED = {
                          "drop --graph-limit",
         "--progress": "a worst case shows no progress line; drop --progress",
     },
+    "--probability": {
+        "--strategy dfs": "probabilities are computed on the whole state graph built breadth-first; drop --strategy dfs",
+        "--max-depth": "probabilities are over whole behaviours, cut only by --max-states, --time-limit and "
+                       "--memory; drop --max-depth",
+        "--check": "probabilities check no property; ask for an event instead (--probability stuck, deadlock, "
+                   "violation); drop --check",
+        "--workers": "probabilities are computed in one process; drop --workers",
+        "--exact": "probabilities store their graph by fingerprint in one process; drop --exact",
+        "--graph-limit": "probabilities have no point of no return; their graph is cut by --max-states; "
+                         "drop --graph-limit",
+        "--progress": "probabilities show no progress line; drop --progress",
+    },
     "--theorem": {
         "--coverage": "the theorem's exploration counts no coverage; drop --coverage, or ask for it without --theorem",
         "--check": "the theorem checks its own conclusion (every admitted session completes); drop --check",
@@ -65,6 +77,7 @@ REFUSED = {
 
 def mode_of(args) -> str | None:
     for mode, on in (("--worst", args.worst is not None), ("--theorem", args.theorem),
+                     ("--probability", bool(args.probability) or args.expected is not None),
                      ("--replay", args.replay is not None), ("--swarm", args.swarm is not None)):
         if on:
             return mode
@@ -82,5 +95,7 @@ def refuse_unhonoured(args) -> None:
         value = getattr(args, attr)
         if given(value):
             name = flag.split()[0]
+            if mode == "--probability" and not args.probability:
+                mode = "--expected"
             shown = ",".join(value) if isinstance(value, list) else name if isinstance(value, bool) else str(value)
             raise flag_error(name, shown, "E012", f"{name} cannot be honoured with {mode}: {why}")

@@ -79,6 +79,10 @@ def cmd_explore(args) -> int:
         return _replay(args, prog)
     if args.worst is not None:
         return _worst(args, prog)
+    if args.probability or args.expected is not None:
+        from serq.cli.prob import cmd_prob
+
+        return cmd_prob(args, prog)
     display = progress_display(args)
     visitor = coverage_visitor(args)
     try:

@@ -168,6 +168,26 @@ def worst() -> dict:
             "$defs": {**TRACE_DEFS, "wstep": step, "warning": WARNING}}
 
 
+def prob() -> dict:
+    """serq explore --probability / --expected (serq/check/probreport.py)."""
+    side = obj({"total": opt(NUM), "total_exact": opt(STR), "subjects": opt(NUM), "mean": opt(NUM),
+                "mean_exact": opt(STR)}, desc="under one scheduler: the expected sum over a run, the expected "
+                "subjects it divides by, their quotient (null: did not converge); exact: a rational as text")
+    event = obj({"event": STR, "what": STR, "best": opt(NUM), "worst": opt(NUM), "best_exact": opt(STR),
+                 "worst_exact": opt(STR)})
+    expected = obj({"metric": STR, "unit": STR, "what": STR, "per": {"enum": ["request", "session", "run"]},
+                    "best": side, "worst": side, "worst_case": opt(INT), "worst_case_unbounded": BOOL})
+    draw = obj({"program": STR, "line": INT, "attr": STR, "distribution": STR, "values": arr(NUM),
+                "probabilities": arr(NUM), "probabilities_exact": opt(arr(STR)), "kept": opt(NUM),
+                "truncation": {"enum": ["none", "renormalized"]}})
+    arith = obj({"method": {"enum": ["exact", "recursion", "value-iteration"]}, "tolerance": opt(NUM),
+                 "rounding": opt(NUM), "sweeps": INT, "text": STR})
+    return {**obj({**head(formats.PROB), "events": arr(event), "expected": opt(expected), "draws": arr(draw),
+                   "arithmetic": arith, "states": INT, "edges": INT, "complete": BOOL, "bound_reason": opt(STR),
+                   "exit_code": INT, "text": STR, "warnings": arr(ref("warning"))}),
+            "$defs": {"warning": WARNING}}
+
+
 def theorem() -> dict:
     hyp = obj({"code": STR, "name": STR, "text": STR, "holds": BOOL, "witnesses": arr({})})
     return {**obj({**head(formats.THEOREM), "theorem": STR, "exit_code": INT, "hypotheses": arr(hyp),
@@ -283,7 +303,7 @@ def ir() -> dict:
 BUILDERS = {formats.EXPLORE: explore, formats.WORST: worst, formats.THEOREM: theorem,
             formats.RUN: lambda: report(formats.RUN), formats.CHECK: lambda: report(formats.CHECK),
             formats.SWEEP: sweep, formats.SCHEDULE: schedule, formats.REQUESTS: requests, formats.IR: ir,
-            formats.DIFF: diff}
+            formats.DIFF: diff, formats.PROB: prob}
 
 
 def build(fmt: str) -> dict:

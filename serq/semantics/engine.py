@@ -343,8 +343,8 @@ class Engine:
         t = self.low.types[prog][slot]
         raw = w[K[S_QVALS]: K[S_QVALS] + n].tolist()
         values = [words.value(t, v) for v in raw]
+        params, listed = [], None
         if st.kind == "draw":
-            params = []
             if st.dist is not None:
                 for i, prm in enumerate(st.dist.params):
                     v = int(w[K[S_VALS] + n + i])
@@ -355,6 +355,9 @@ class Engine:
             ws = weights(DIST[st.dist.name] if st.dist else 0, params, values, listed)
         else:
             ws = [1.0] * n
+        query = getattr(oracle, "query", None)
+        if query is not None:  # the asking statement and its parameters as evaluated (serq/check/prob.py)
+            query(st, values, params, listed)
         return int(oracle.draw(values, ws))
 
     def _fault(self, code: int, args=None) -> tuple[str, str]:

@@ -521,24 +521,28 @@ def initial_attrs(low: Lowered, prog: int, args) -> list:
     return attrs
 
 
-def weights(dist: int, params: list, values: list, listed: list | None = None) -> list[float]:
+def weights(dist: int, params: list, values: list, listed: list | None = None, num=float) -> list:
     """A draw's distribution over its (distinct) values, the simulator
-    samples it. `listed`: the domain's values as written (constants, one per
-    weight), so a value listed twice gets the sum of its weights."""
+    samples it (the weights need not sum to 1: it samples in proportion).
+    `listed`: the domain's values as written (constants, one per weight), so
+    a value listed twice gets the sum of its weights. `num` makes a number
+    of a parameter: float for the simulator, an exact rational for
+    `serq explore --probability` (serq/check/prob.py); poisson's weights are
+    floats whatever `num` (e^-λ is not rational)."""
     if dist == DIST["uniform"]:
-        return [1.0] * len(values)
+        return [num(1)] * len(values)
     if dist == DIST["weights"]:
         if listed is None or len(listed) != len(params):
-            return [float(p) for p in params]
-        total = {v: 0.0 for v in values}
+            return [num(p) for p in params]
+        total = {v: num(0) for v in values}
         for v, p in zip(listed, params):
-            total[v] += float(p)
+            total[v] += num(p)
         return [total[v] for v in values]
     if dist == DIST["geometric"]:
-        p = params[0]
+        p = num(params[0])
         lo = min(values)
         return [p * (1 - p) ** (v - lo) for v in values]
     if dist == DIST["poisson"]:
         lam = params[0]
         return [math.exp(-lam) * lam ** v / math.factorial(v) if v >= 0 else 0.0 for v in values]
-    return [1.0] * len(values)
+    return [num(1)] * len(values)

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 INST = str(ROOT / "instances" / "theorem.sq")
 
 MODES = {"--worst": ["--worst", "ttft"], "--theorem": ["--theorem"], "--replay": ["--replay", "0"],
-         "--swarm": ["--swarm", "2"]}
+         "--swarm": ["--swarm", "2"], "--probability": ["--probability", "stuck"]}
 # a value for each flag that the mode cannot honour
 VALUES = {"--strategy dfs": ["--strategy", "dfs"],
           "--max-depth": ["--max-depth", "3"], "--memory": ["--memory", "1G"],
