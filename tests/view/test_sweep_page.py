@@ -45,7 +45,7 @@ def test_one_constant_is_one_row(made_up, tmp_path, capsys):
     path = tmp_path / "x.sq"
     path.write_text(TEXT)
     out = tmp_path / "one.html"
-    assert main(["sweep", str(path), "--vary", "KV=6..9", "--workers", "1", "--html", str(out), "--no-timing"]) == 0
+    assert main(["sweep", str(path), "--vary", "KV=6..9", "--workers", "1", "--html", str(out), "--no-timing"]) == 12  # KV 6, 7 fail
     page = out.read_text()
     assert 'id="verdict"' in page and "smallest passing KV = 8; fails at KV = 7" in page
     assert "smallest passing KV = 8; fails at KV = 7" in capsys.readouterr().out
