@@ -23,3 +23,5 @@ class CheckChoices(tuple):
 
 
 EXPLORE_CHECKS = CheckChoices(ALL_CHECKS + ("completes",))
+# `serq explore` alone searches `check sometimes` lines (serq/check/sometimes.py)
+SEARCH_CHECKS = CheckChoices(ALL_CHECKS + ("completes", "sometimes"))

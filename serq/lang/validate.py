@@ -153,6 +153,8 @@ class Validator:
         for c in self.p.checks:
             if c.kind == "invariant":
                 self.expr(c.e, moment("check"), want="bool", what="an invariant")
+            elif c.kind == "sometimes":  # the same moment: it reads what an invariant reads
+                self.expr(c.e, moment("check"), want="bool", what="a `sometimes` condition")
             elif c.kind == "slo":
                 self.slo(c, slos)
         if not self.p.workload:
