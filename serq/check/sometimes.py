@@ -92,17 +92,22 @@ def sometimes_lines(program: ir.Program) -> list[ir.Check]:
 def search_witnesses(program: ir.Program, *, ties: str = "all", symmetry: bool = True,
                      max_states: int | None = None, max_depth: int | None = None,
                      time_limit: float | None = None, workers: int = 1, memory_limit: int | None = None,
-                     exact: bool = False, progress=None) -> list[Sometimes]:
+                     exact: bool = False, progress=None, ray: str | None = None,
+                     partitions: int | None = None) -> list[Sometimes]:
     """Each `sometimes` line's verdict, in the order of the lines; each
     search breadth-first (the witness is a shortest one) within the
-    limits given (each search has them whole). A search stopped by a
-    signal ends the list there (the lines after it are not searched)."""
+    limits given (each search has them whole), over hash partitions with
+    `ray` or `partitions` (the same breadth-first levels). A search
+    stopped by a signal ends the list there (the lines after it are not
+    searched)."""
     out = []
+    part = ray is not None or partitions is not None
     for i, c in enumerate(sometimes_lines(program)):
         factory = ModelFactory(WitnessModel, (program,), {"index": i, "ties": ties, "symmetry": symmetry})
-        r = check(factory, Settings(strategy="bfs", max_states=max_states, max_depth=max_depth,
-                                    time_limit=time_limit, check_deadlock=False, check_livelock=False,
-                                    workers=workers, memory_limit=memory_limit, exact=exact, progress=progress))
+        r = check(factory, Settings(strategy="partitioned" if part else "bfs", max_states=max_states,
+                                    max_depth=max_depth, time_limit=time_limit, check_deadlock=False,
+                                    check_livelock=False, workers=workers, memory_limit=memory_limit, exact=exact,
+                                    progress=progress, ray=ray, partitions=partitions))
         out.append(judge(c, r))
         if r.verdict == "interrupted":
             break

@@ -124,7 +124,9 @@ def _with_witnesses(args, prog, result, make) -> int:
         found = sometimes.search_witnesses(prog, ties=args.ties, symmetry=not args.no_symmetry,
                                            max_states=args.max_states, max_depth=args.max_depth,
                                            time_limit=args.time_limit, workers=args.workers,
-                                           memory_limit=memory_limit(args), exact=args.exact, progress=display)
+                                           memory_limit=memory_limit(args), exact=args.exact, progress=display,
+                                           **{k: v for k, v in cluster_kwargs(args).items()
+                                              if k in ("ray", "partitions")})
     finally:
         if display is not None:
             display.close()
@@ -145,17 +147,17 @@ def _with_witnesses(args, prog, result, make) -> int:
 
 def refuse_for_sometimes(args, prog, checks) -> None:
     """`--check sometimes` on an instance without a `sometimes` line, or
-    `sometimes` lines with a search that cannot give a shortest witness
-    (`--swarm`, the partitioned runs): E012, never silently unchecked."""
-    from serq.cli.explore import cluster_kwargs
+    `sometimes` lines with `--swarm` (no shortest witness, no `never`) or
+    a checkpoint (one search's, not the witness searches'): E012, never
+    silently unchecked."""
     from serq.diagnostics import flag_error
 
     if args.check and "sometimes" in args.check and not checks.sometimes:
         raise flag_error("--check", "sometimes", "E012", "the instance has no `check sometimes` line to select")
     if not checks.sometimes or args.worst is not None or args.replay:
         return
-    flag = "--swarm" if args.swarm is not None else next(
-        (f"--{k}" for k, v in cluster_kwargs(args).items() if v is not None and v is not False), None)
+    flag = "--swarm" if args.swarm is not None else "--checkpoint" if args.checkpoint else \
+        "--resume" if args.resume else None
     if flag is not None:
         raise flag_error(flag, flag, "E012", f"a `check sometimes` line is searched breadth-first for its shortest "
                          f"witness, which {flag} does not do; drop {flag}, or select the other properties with "

@@ -129,6 +129,12 @@ NO_RETURN = obj({"status": {"enum": ["step", "initial", "none", "unknown"]}, "st
 STATS = obj({"generated": INT, "distinct": INT, "queue": INT, "max_depth": INT, "workers": INT, "strategy": STR},
             {"collision_probability": NUM, "exact": BOOL, "elapsed": NUM, "states_per_sec": NUM})
 
+SOMETIMES = obj({"line": INT, "condition": STR,
+                 "verdict": {"enum": ["witness", "never", "bound", "interrupted", "failed", "violation"]},
+                 "message": STR, "exit_code": INT, "replay_path": opt(STR), "trace": arr(ref("step")),
+                 "stats": STATS},
+                desc="a `check sometimes` line's verdict: its shortest witness (trace), or never, or cut by a limit")
+
 TRACE_DEFS = {"session": SESSION, "pool": POOL, "state": STATE, "event": EVENT, "change": CHANGE}
 
 
@@ -137,7 +143,7 @@ def explore_body() -> dict:
                 "bound_reason": opt(STR), "replay_path": opt(STR), "lasso_start": opt(INT),
                 "trace": arr(ref("step")), "diagnosis": arr(STR), "warnings": arr(ref("warning")),
                 "blocked": BLOCKED},
-               {"point_of_no_return": NO_RETURN, "stats": STATS})
+               {"point_of_no_return": NO_RETURN, "stats": STATS, "sometimes": arr(SOMETIMES)})
 
 
 EXPLORE_DEFS = {**TRACE_DEFS, "step": STEP, "want": WANT, "warning": WARNING}
