@@ -20,7 +20,7 @@ a state that faults ends its path here as there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from explorer.check import check
 from explorer.model import ModelFactory
@@ -135,6 +135,13 @@ def exit_code(main: Result, witnesses: list[Sometimes]) -> int:
     if main.verdict != "pass":
         return main.exit_code
     return next((w.exit_code for w in witnesses if w.verdict != WITNESS), 0)
+
+
+def page_result(w: Sometimes) -> Result:
+    """The Result the page (`--html`) shows for a line: its trace, its
+    words; a witness is no failure (the verdict `pass`)."""
+    verdict = "pass" if w.verdict == WITNESS else w.result.verdict
+    return replace(w.result, verdict=verdict, kind=None, message=w.head, no_return=None)
 
 
 def render_text(witnesses: list[Sometimes], *, with_timing: bool = True) -> str:

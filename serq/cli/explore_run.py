@@ -130,7 +130,7 @@ def _with_witnesses(args, prog, result, make) -> int:
     finally:
         if display is not None:
             display.close()
-    page = result if result.trace else next((w.result for w in found if w.result.trace), result)
+    page = result if result.trace else next((sometimes.page_result(w) for w in found if w.result.trace), result)
     write_timeline(args, make, page)
     timing = not args.no_timing
     if args.json:
