@@ -352,3 +352,24 @@ def test_brute_force_agrees(name, src, pool, conds):
         allt = {tuple(sorted(totals(m, s, pool).items())) for s in states if s.fault is None}
         assert got == {t for t in allt if f(dict(t))}, c
         assert got == met[k], c
+
+
+def test_the_api_gives_the_witnesses():
+    import serq
+
+    r = serq.explore(str(INST / "sometimes_preempt.sq"))
+    assert r.exit_code == 0 and [w.verdict for w in r.sometimes] == [WITNESS, WITNESS]
+    assert [len(w.result.trace) - 1 for w in r.sometimes] == [3, 5]
+    assert r.text(timing=False) == (GOLDEN / "sometimes_preempt.txt").read_text()
+    assert [s["verdict"] for s in r.json()["sometimes"]] == [WITNESS, WITNESS]
+    assert serq.explore(str(INST / "sometimes_preempt.sq"), checks="deadlock").sometimes == []
+    with pytest.raises(ValueError, match="unknown property"):
+        serq.sweep(str(INST / "sometimes_preempt.sq"), vary="BS=1..2", checks="sometimes")
+
+
+def test_one_simulated_run_warns_it_does_not_search(capsys):
+    assert main(["check", str(INST / "sometimes_preempt.sq")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("warning[W514]") == 2 and "sometimes_preempt.sq:33:7:" in err
+    main(["explore", str(INST / "sometimes_preempt.sq"), "-q"])
+    assert "W514" not in capsys.readouterr().err
