@@ -55,7 +55,7 @@ class WitnessModel(SerqModel):
         rs = self.rows.pack(state)
         if rs.flags & F_FAULT:  # a faulted state ends its path; its fault is the main search's
             return []
-        hit, fault = self.m.engine.sometimes(rs.tuple(), self.index)
+        hit, fault = self.m.engine.sometimes(rs, self.index)  # the row loaded as it is (no tuple)
         if fault is not None:
             return [(EVAL_ERROR, f"{self.where} cannot be evaluated: {fault}")]
         return [(HIT, f"{self.where} holds")] if hit else []
