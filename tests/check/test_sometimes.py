@@ -373,3 +373,8 @@ def test_one_simulated_run_warns_it_does_not_search(capsys):
     assert err.count("warning[W514]") == 2 and "sometimes_preempt.sq:33:7:" in err
     main(["explore", str(INST / "sometimes_preempt.sq"), "-q"])
     assert "W514" not in capsys.readouterr().err
+
+
+def test_a_sweep_says_it_does_not_search(capsys):
+    assert main(["sweep", str(INST / "sometimes_preempt.sq"), "--vary", "BS=1..2"]) == 0
+    assert "`check sometimes` (lines 33, 34) is not searched by serq sweep" in capsys.readouterr().err
