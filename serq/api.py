@@ -93,17 +93,18 @@ def _memory(memory) -> int | None:
     raise ValueError(f"memory must be a size such as \"4G\" or a positive number of bytes, got {memory!r}")
 
 
-def _checks(checks, slo: bool = True) -> list[str] | None:
+def _checks(checks, slo: bool = True, sometimes: bool = False) -> list[str] | None:
     """The properties asked for; `slo`: an SLO (`"ttft<=4"`) is one (the
     explorer's; the simulator's `check` has none), parsed against the
-    instance when it is explored."""
-    from serq.defaults import ALL_CHECKS, EXPLORE_CHECKS
+    instance when it is explored; `sometimes`: the `check sometimes`
+    lines are one (`serq.explore`'s alone)."""
+    from serq.defaults import ALL_CHECKS, EXPLORE_CHECKS, SEARCH_CHECKS
 
     if checks is None:
         return None
     checks = [checks] if isinstance(checks, str) else list(checks)
     for c in checks:
-        if c not in (EXPLORE_CHECKS if slo else ALL_CHECKS + ("completes",)):
+        if c not in (SEARCH_CHECKS if sometimes else EXPLORE_CHECKS if slo else ALL_CHECKS + ("completes",)):
             raise ValueError(f"unknown property {c!r}; the properties are {', '.join(ALL_CHECKS + ('completes',))}"
                              + (" or an SLO such as 'ttft<=4'" if slo else ""))
     return checks
@@ -123,14 +124,23 @@ class Result:
     """What `serq.explore` found: the verdict, the shortest counterexample
     (`trace`), the statistics; `raw` is the engine's Result."""
 
-    def __init__(self, raw, program, name: str, model_args: dict, warnings=()):
+    def __init__(self, raw, program, name: str, model_args: dict, warnings=(), sometimes=()):
         self.raw, self.program, self.name = raw, program, name
         self._model_args = model_args
         self.warnings = list(warnings)  # the instance's warnings (serq.diagnostics.Diagnostic)
+        # each `check sometimes` line's verdict (serq.check.sometimes.Sometimes: verdict, result.trace)
+        self.sometimes = list(sometimes)
 
     verdict = property(lambda self: self.raw.verdict, doc="pass, deadlock, livelock, violation, bound, ...")
     ok = property(lambda self: self.raw.ok, doc="the verdict is pass")
-    exit_code = property(lambda self: self.raw.exit_code, doc="the exit code `serq explore` ends with")
+    @property
+    def exit_code(self) -> int:
+        """The exit code `serq explore` ends with (a `check sometimes` line
+        without a witness included)."""
+        from serq.check.sometimes import exit_code
+
+        return exit_code(self.raw, self.sometimes)
+
     message = property(lambda self: self.raw.message)
     trace = property(lambda self: self.raw.trace, doc="the counterexample's steps (none for pass or bound)")
     stats = property(lambda self: self.raw.stats)
@@ -141,13 +151,20 @@ class Result:
     def text(self, timing: bool = True) -> str:
         from explorer.report import render_text
 
-        return render_text(self.raw, with_timing=timing)
+        from serq.check import sometimes
+
+        return render_text(self.raw, with_timing=timing) + sometimes.render_text(self.sometimes, with_timing=timing)
 
     def json(self, timing: bool = True) -> dict:
         """What `serq explore --json` prints (format serq-explore, docs/json.md)."""
         from serq.check.tracedata import explore_json
 
-        return explore_json(self._model, self.raw, with_timing=timing, warnings=self.warnings)
+        d = explore_json(self._model, self.raw, with_timing=timing, warnings=self.warnings)
+        if self.sometimes:
+            from serq.check.sometimes import render_json
+
+            d["sometimes"] = render_json(self._model, self.sometimes, with_timing=timing)
+        return d
 
     def _model(self):
         from serq.check.model import Checks
@@ -182,20 +199,28 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
     """Explore every arrival order, tie and drawn value of a small instance
     (`serq explore`); the keywords are its flags."""
     from serq.check.explore import explore as search
+    from serq.check.model import Checks
     from serq.lang.load import require_sessions
 
     if strategy not in ("bfs", "dfs") or ties not in ("all", "seq"):
         raise ValueError(f"strategy is bfs or dfs, ties all or seq; got {strategy!r}, {ties!r}")
     _limits(max_states=max_states, max_depth=max_depth, time_limit=time_limit, workers=workers,
             graph_limit=graph_limit)
-    checks, limit = _checks(checks), _memory(memory)
+    checks, limit = _checks(checks, sometimes=True), _memory(memory)
     loaded, name = _load(source, explorer=True)
     require_sessions(loaded, name, "explore")
     raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,
                  time_limit=time_limit, ties=ties, symmetry=symmetry, workers=workers, checks=checks,
                  graph_limit=graph_limit, memory_limit=limit, exact=exact)
+    found = []
+    if Checks.of_program(loaded.program, checks).sometimes and raw.verdict not in ("interrupted", "failed"):
+        from serq.check.sometimes import search_witnesses
+
+        found = search_witnesses(loaded.program, ties=ties, symmetry=symmetry, max_states=max_states,
+                                 max_depth=max_depth, time_limit=time_limit, workers=workers, memory_limit=limit,
+                                 exact=exact)
     return Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks},
-                  loaded.warnings)
+                  loaded.warnings, found)
 
 
 # ---------------------------------------------------------------- run, check

@@ -27,3 +27,5 @@ EXPLORE_CHECKS = CheckChoices(ALL_CHECKS + ("completes",))
 # the kinds of event `serq explore --coverage` counts (serq/check/coverage.py), `--witness`'s choices
 COVERAGE_KINDS = ("admission", "admission-blocked", "preemption", "preemption-prefill", "preemption-decode",
                   "self-preemption", "cache-hit", "eviction", "requeue", "spawn", "join")
+# `serq explore` alone searches `check sometimes` lines (serq/check/sometimes.py)
+SEARCH_CHECKS = CheckChoices(ALL_CHECKS + ("completes", "sometimes"))

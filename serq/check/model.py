@@ -47,6 +47,9 @@ class Checks:
     # the SLO checks (serq/check/slo.py): `queue` ones are invariants of a
     # state; per-request ones make the search carry counters (`SloModel`)
     slo: tuple = ()
+    # the instance's `check sometimes` lines are searched for witnesses
+    # (serq/check/sometimes.py), each by a search of its own
+    sometimes: bool = False
 
     @classmethod
     def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
@@ -56,15 +59,18 @@ class Checks:
         run-time errors are always checked."""
         from serq.check.slospec import parse_flag, slos_of
 
+        named = ALL_CHECKS + ("completes", "sometimes")
         if override:
-            kinds = {c if c in ALL_CHECKS + ("completes",) else "slo" for c in override}
-            slo = slos_of(prog, [parse_flag(c, prog) for c in override if c not in ALL_CHECKS + ("completes",)])
+            kinds = {c if c in named else "slo" for c in override}
+            slo = slos_of(prog, [parse_flag(c, prog) for c in override if c not in named])
         else:
             kinds, slo = {c.kind for c in prog.checks}, slos_of(prog, prog.checks)
+        some = "sometimes" in kinds and any(c.kind == "sometimes" for c in prog.checks)
         if not kinds or "completes" in kinds:
-            return cls(stuck="stuck" in kinds, slo=slo)
+            return cls(stuck="stuck" in kinds, slo=slo, sometimes=some)
         return cls(deadlock="deadlock" in kinds, livelock="livelock" in kinds,
-                   stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False, slo=slo)
+                   stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False, slo=slo,
+                   sometimes=some)
 
     @property
     def positions(self) -> bool:
@@ -74,7 +80,8 @@ class Checks:
 
     def names(self) -> list[str]:
         return ([n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
-                + (["admitted"] if self.admitted else []) + [s.text for s in self.slo])
+                + (["admitted"] if self.admitted else []) + [s.text for s in self.slo]
+                + (["sometimes"] if self.sometimes else []))
 
 
 class SerqModel:

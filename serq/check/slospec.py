@@ -66,7 +66,7 @@ def parse_flag(text: str, program: ir.Program) -> ir.Check:
                      text)
     if m is None:
         raise flag_error("--check", text, "E012", "expected a property (deadlock, livelock, stuck, invariant, "
-                         "completes) or an SLO such as ttft<=4, queue(kv)<=2, recomputed<=prompt")
+                         "completes, sometimes) or an SLO such as ttft<=4, queue(kv)<=2, recomputed<=prompt")
     if m.group(3) != "<=":
         raise flag_error("--check", text, "E012", f"a check bounds a metric from above with <=, got {m.group(3)}",
                          m.start(3) + 1, len(m.group(3)))

@@ -6,7 +6,8 @@ the docs and the help against it.
 1 and 2 belong to the command line (1: `fmt --check` found a file out of
 layout; 2: an input error, as is conventional for argparse); 14 is the
 theorem's, decided outside the engine (serq/check/theorem.py); 19 is
-`serq diff`'s (serq/check/diff.py)."""
+`serq diff`'s (serq/check/diff.py); 20 is `check sometimes`'s
+(serq/check/sometimes.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ COMMAND_CODES: tuple[Exit, ...] = (
     Exit(2, "input_error", "bad input: an instance, IR file or flag value (a located diagnostic on stderr)"),
     Exit(14, "theorem", "every hypothesis of a theorem holds, yet a counterexample was found"),
     Exit(19, "differ", "serq diff: on the same environment one variant fails and the other completes"),
+    Exit(20, "never", "a `check sometimes` condition holds in no reachable state (every reachable state explored)"),
 )
 EXITS: tuple[Exit, ...] = tuple(sorted(ENGINE_EXITS + COMMAND_CODES, key=lambda e: e.code))
 EXIT_CODES: dict[str, int] = {e.name: e.code for e in EXITS}
@@ -32,7 +34,7 @@ COMMAND_EXITS: dict[str, tuple[str, ...]] = {
     "run": ("pass", "input_error", "violation", "bound", "interrupted"),
     "check": ("pass", "input_error", "deadlock", "violation", "bound", "interrupted"),
     "explore": ("pass", "input_error", "deadlock", "livelock", "violation", "bound", "theorem",
-                "nondeterministic", "interrupted", "inconclusive", "failed"),
+                "nondeterministic", "interrupted", "inconclusive", "failed", "never"),
     "sweep": ("pass", "input_error", "violation", "bound", "interrupted", "failed"),
     "diff": ("pass", "input_error", "bound", "interrupted", "differ"),
     "ui": ("pass", "input_error"),

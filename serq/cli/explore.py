@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from serq.cli.exits import add_parser
 from serq.cli.flags import check_limits, later, memory_limit
-from serq.defaults import COVERAGE_KINDS, EXPLORE_CHECKS, GRAPH_LIMIT
+from serq.defaults import COVERAGE_KINDS, GRAPH_LIMIT, SEARCH_CHECKS
 from serq.diagnostics import Diagnostic, SerqError, flag_error
 
 
@@ -34,10 +34,10 @@ def register(sub) -> None:
                         "seq: break ties by the tie event as the simulator does")
     e.add_argument("--no-symmetry", action="store_true",
                    help="do not identify states that differ by a permutation of like sessions")
-    e.add_argument("--check", action="append", choices=EXPLORE_CHECKS, metavar="PROPERTY",
+    e.add_argument("--check", action="append", choices=SEARCH_CHECKS, metavar="PROPERTY",
                    help="check this property instead of the instance's `check` lines "
                         "(deadlock, livelock, stuck, invariant, completes: the first, second and fourth; "
-                        "or an SLO: ttft<=N, latency<=N, preemptions<=N, recomputed<=N, queue(POOL)<=N); "
+                        "sometimes: the instance's `check sometimes` lines; or an SLO: ttft<=N, latency<=N, preemptions<=N, recomputed<=N, queue(POOL)<=N); "
                         "repeatable")
     e.add_argument("--workers", type=int, default=1, metavar="N", help="worker threads: each expands chunks of a level, and up to 8 of "
                         "them (a power of two) look up the successors whose fingerprints fall to them, with one "

@@ -74,7 +74,9 @@ def cmd_explore(args) -> int:
     check_html_target(args)
     if args.theorem:
         return cmd_theorem(args, loaded)
-    refuse_for_slo(args, Checks.of_program(prog, args.check))  # a bad `--check ttft<=x` is E012 here
+    checks = Checks.of_program(prog, args.check)
+    refuse_for_slo(args, checks)  # a bad `--check ttft<=x` is E012 here
+    refuse_for_sometimes(args, prog, checks)
     if args.replay:
         return _replay(args, prog)
     if args.worst is not None:
@@ -110,9 +112,11 @@ def cmd_explore(args) -> int:
             display.close()
     make = lambda: make_model(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
                               checks=Checks.of_program(prog, args.check))
-    write_timeline(args, make, result)
     if visitor is not None:
         args.coverage_found = coverage_of(args, loaded, visitor, result)
+    if checks.sometimes and result.verdict not in ("interrupted", "failed"):
+        return _with_witnesses(args, prog, result, make)
+    write_timeline(args, make, result)
     return print_result(result, args, make)
 
 
@@ -138,6 +142,64 @@ def coverage_of(args, loaded, visitor, result):
         print(render_all(found, loaded.source), file=sys.stderr)
         args.warnings = args.warnings + found
     return cov
+
+def _with_witnesses(args, prog, result, make) -> int:
+    """The main search's result, then each `check sometimes` line's
+    verdict and witness (serq/check/sometimes.py); the page shows the main
+    search's trace, else the first witness."""
+    from serq.check import sometimes
+
+    display = progress_display(args)
+    try:
+        found = sometimes.search_witnesses(prog, ties=args.ties, symmetry=not args.no_symmetry,
+                                           max_states=args.max_states, max_depth=args.max_depth,
+                                           time_limit=args.time_limit, workers=args.workers,
+                                           memory_limit=memory_limit(args), exact=args.exact, progress=display,
+                                           **{k: v for k, v in cluster_kwargs(args).items()
+                                              if k in ("ray", "partitions")})
+    finally:
+        if display is not None:
+            display.close()
+    page = result if result.trace else next((sometimes.page_result(w) for w in found if w.result.trace), result)
+    write_timeline(args, make, page)
+    timing = not args.no_timing
+    if args.json:
+        from serq.check.tracedata import explore_json
+        from serq.formats import dumps
+
+        d = explore_json(make, result, with_timing=timing, warnings=args.warnings)
+        d["sometimes"] = sometimes.render_json(make, found, with_timing=timing)
+        if getattr(args, "coverage_found", None) is not None:
+            from serq.check.coverage import render_json as coverage_json
+
+            d["coverage"] = coverage_json(args.coverage_found)
+        sys.stdout.write(dumps(d))
+    else:
+        sys.stdout.write(render_text(result, with_timing=timing) + sometimes.render_text(found, with_timing=timing))
+        if getattr(args, "coverage_found", None) is not None:
+            from serq.check.coverage import render_text as coverage_text
+
+            sys.stdout.write(coverage_text(args.coverage_found))
+    return sometimes.exit_code(result, found)
+
+
+def refuse_for_sometimes(args, prog, checks) -> None:
+    """`--check sometimes` on an instance without a `sometimes` line, or
+    `sometimes` lines with `--swarm` (no shortest witness, no `never`) or
+    a checkpoint (one search's, not the witness searches'): E012, never
+    silently unchecked."""
+    from serq.diagnostics import flag_error
+
+    if args.check and "sometimes" in args.check and not checks.sometimes:
+        raise flag_error("--check", "sometimes", "E012", "the instance has no `check sometimes` line to select")
+    if not checks.sometimes or args.worst is not None or args.replay:
+        return
+    flag = "--swarm" if args.swarm is not None else "--checkpoint" if args.checkpoint else \
+        "--resume" if args.resume else None
+    if flag is not None:
+        raise flag_error(flag, flag, "E012", f"a `check sometimes` line is searched breadth-first for its shortest "
+                         f"witness, which {flag} does not do; drop {flag}, or select the other properties with "
+                         "--check")
 
 
 def refuse_for_slo(args, checks) -> None:
@@ -216,6 +278,10 @@ def _replay(args, prog) -> int:
         return EXIT_NONDETERMINISTIC
     except ReplayError as e:
         raise SerqError([Diagnostic(0, 0, "E013", f"bad replay path `{args.replay}`: {e}", file="serq explore")]) from None
+    if r.trace and any(c.kind == "sometimes" for c in prog.checks):  # a witness replayed says so
+        from serq.check.sometimes import replay_note
+
+        r.message += replay_note(prog, model, r.trace[-1].state)
     if r.verdict != "pass":  # a counterexample: its point of no return, as the search's has
         mark_no_return(prog, r, max_states=args.max_states, time_limit=args.time_limit,
                        graph_limit=args.graph_limit, model=model, memory_limit=memory_limit(args))

@@ -75,6 +75,7 @@ def cmd_sweep(args) -> int:
     except (OSError, UnicodeDecodeError) as e:
         raise SerqError([Diagnostic(0, 0, "E011", f"cannot read {path}: {getattr(e, 'strerror', None) or e}",
                                     file=str(path))]) from None
+    note_sometimes(text, str(path))
     sw = sweep(text, str(path), args.vary, bisect=args.bisect, workers=args.workers,
                max_states=args.max_states, max_depth=args.max_depth, time_limit=args.time_limit,
                ties=args.ties, symmetry=not args.no_symmetry, checks=args.check, worst=args.worst,
@@ -93,3 +94,20 @@ def cmd_sweep(args) -> int:
     else:
         sys.stdout.write(render_text(sw, with_timing=timing))
     return exit_code(sw)
+
+
+def note_sometimes(text: str, file: str) -> None:
+    """A `check sometimes` line is `serq explore`'s (a search of its own
+    per line): a sweep judges each value by the other properties, and says
+    so on stderr rather than leave the line silently unchecked."""
+    from serq.lang.load import compile_source
+
+    try:
+        prog, _ = compile_source(text, file)
+    except SerqError:
+        return  # the sweep reports the error itself
+    lines = [c.at[0] for c in prog.checks if c.kind == "sometimes" and c.at]
+    if lines:
+        print(f"{file}: note: `check sometimes` (line{'s' * (len(lines) > 1)} {', '.join(map(str, lines))}) is not "
+              "searched by serq sweep, which judges each value by the other properties; serq explore searches it",
+              file=sys.stderr)

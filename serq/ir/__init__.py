@@ -429,9 +429,10 @@ class WorkloadLine(Node):
 
 class Check(Node):
     """A property. `slo`: `metric <= e` (`e` a constant or a session
-    attribute; `pool` for `queue(POOL)`, None for every pool)."""
+    attribute; `pool` for `queue(POOL)`, None for every pool). `sometimes`:
+    a condition `e` (as an invariant's) that some reachable state meets."""
 
-    kind: Literal["deadlock", "livelock", "stuck", "completes", "invariant", "slo"]
+    kind: Literal["deadlock", "livelock", "stuck", "completes", "invariant", "slo", "sometimes"]
     e: Expr | None = None
     metric: str | None = None
     pool: str | None = None

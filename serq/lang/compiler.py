@@ -341,7 +341,8 @@ class Compiler:
             return ir.Check(kind=str(t.children[0]), at=pos(t.children[0]))
         if t.data == "check_slo":
             return self.slo(t)
-        return ir.Check(kind="invariant", e=self.expr(t.children[0]), at=pos(t))
+        kind = "sometimes" if t.data == "check_sometimes" else "invariant"
+        return ir.Check(kind=kind, e=self.expr(t.children[0]), at=pos(t))
 
     def slo(self, t) -> ir.Check | None:
         """`METRIC <= BOUND` or `queue(POOL) <= BOUND`: the metric and pool

@@ -250,7 +250,8 @@ class Printer:
             elif c.data == "check_slo":
                 items.append(f"{expr(c.children[0])} {c.children[1]} {expr(c.children[2])}")
             else:
-                items.append(f"invariant {expr(c.children[0])}")
+                kind = "sometimes" if c.data == "check_sometimes" else "invariant"
+                items.append(f"{kind} {expr(c.children[0])}")
         self.emit(0, f"check {', '.join(items)};", _start(t), _end_line(t))
 
     def session_decl(self, t: Tree) -> None:

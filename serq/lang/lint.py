@@ -10,6 +10,8 @@ numbers would not mean what they seem (docs/language.md, Diagnostics).
   it never holds a unit of that pool.
 - W510: `copies keep` on a pool no hold names a prefix on: no block of it
   is shared, so there is no copy to keep.
+- W514 (simulation only): a `check sometimes` line: one simulated run
+  does not search for a witness (`serq explore` does).
 - W513: `cache scheduled` on a pool that no hold keeps whole blocks of
   (`keep (P full)`), or whose holds are never preempted (`preempt none`):
   no victim's given-back tokens can fill a block that stays cached.
@@ -31,6 +33,10 @@ def lint(prog: ir.Program, sink, simulate: bool) -> None:
     runs = any(w.count for w in prog.workload)
     if simulate and runs:
         _costs(prog, sink)
+    for c in prog.checks if simulate else ():
+        if c.kind == "sometimes":
+            sink.warn(c.at, "W514", "`check sometimes` is not checked by one simulated run: `serq explore` searches "
+                                    "every run for a witness", "`serq run` and `serq check` ignore this line")
     for pool in prog.pools:
         if pool.cap is not None and pool.block >= 1 and pool.cap % pool.block:
             lost = pool.cap % pool.block

@@ -82,7 +82,8 @@ class Validator:
                     self.sink.error(at, "E600", f"`{x.name}` reads the clock; the explorer has no clock and cannot treat it finitely")
             elif isinstance(x, ir.PoolRef):
                 if x.pool not in self.pools:
-                    self.sink.error(at, "E101", f"unknown pool `{x.pool}`")
+                    hint = self._similar(x.pool, list(self.pools))
+                    self.sink.error(at, "E101", f"unknown pool `{x.pool}`", *([f"did you mean `{hint}`?"] if hint else []))
                 if x.fn not in m.poolfns:
                     self.sink.error(at, "E303", f"`{x.fn}({x.pool})` cannot be read at {m.label}")
             elif isinstance(x, ir.Call):
@@ -153,6 +154,8 @@ class Validator:
         for c in self.p.checks:
             if c.kind == "invariant":
                 self.expr(c.e, moment("check"), want="bool", what="an invariant")
+            elif c.kind == "sometimes":  # the same moment: it reads what an invariant reads
+                self.expr(c.e, moment("check"), want="bool", what="a `sometimes` condition")
             elif c.kind == "slo":
                 self.slo(c, slos)
         if not self.p.workload:

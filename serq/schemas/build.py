@@ -138,6 +138,11 @@ COVERAGE = obj({
                   "has it, null when no explored transition had it",
                   "additionalProperties": opt(obj({"replay_path": STR, "steps": INT, "trace": arr(ref("step"))}))},
 }, desc="`--coverage` (serq/check/coverage.py, docs/explorer.md)")
+SOMETIMES = obj({"line": INT, "condition": STR,
+                 "verdict": {"enum": ["witness", "never", "bound", "interrupted", "failed", "violation"]},
+                 "message": STR, "exit_code": INT, "replay_path": opt(STR), "trace": arr(ref("step")),
+                 "stats": STATS},
+                desc="a `check sometimes` line's verdict: its shortest witness (trace), or never, or cut by a limit")
 
 TRACE_DEFS = {"session": SESSION, "pool": POOL, "state": STATE, "event": EVENT, "change": CHANGE}
 
@@ -147,7 +152,8 @@ def explore_body() -> dict:
                 "bound_reason": opt(STR), "replay_path": opt(STR), "lasso_start": opt(INT),
                 "trace": arr(ref("step")), "diagnosis": arr(STR), "warnings": arr(ref("warning")),
                 "blocked": BLOCKED},
-               {"point_of_no_return": NO_RETURN, "stats": STATS, "coverage": COVERAGE})
+               {"point_of_no_return": NO_RETURN, "stats": STATS, "coverage": COVERAGE,
+                "sometimes": arr(SOMETIMES)})
 
 
 EXPLORE_DEFS = {**TRACE_DEFS, "step": STEP, "want": WANT, "warning": WARNING}

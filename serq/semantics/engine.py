@@ -390,24 +390,34 @@ class Engine:
     # ------------------------------------------------------------ expressions
     def invariants(self, state) -> list[tuple[str, str]]:
         out = []
-        if not self.low.invariants:
-            return out
-        self.load(state)
-        ent = _kernel()
-        K, w = self.K, self.w
         for i, c in enumerate(self.low.invariants):
-            code = int(K[K[H_INVO] + i])
-            self.load(state)
-            v = ent.eval_at(K, w, code, 0, -1, 0)
+            v, fault = self._check_expr(state, i)
             line = c.at[0] if c.at else "?"
-            if w[R_HALT] == HALT_FAULT:
-                kind, msg = self._fault(int(w[R_FAULT]))
-                msg = msg.split(" at line ")[0]
-                out.append(("invariant", f"invariant at line {line} cannot be evaluated: {msg}"))
-                continue
-            if not v:
+            if fault is not None:
+                out.append(("invariant", f"invariant at line {line} cannot be evaluated: {fault}"))
+            elif not v:
                 out.append(("invariant", f"invariant at line {line} is violated"))
         return out
+
+    def sometimes(self, state, i: int) -> tuple[bool, str | None]:
+        """Whether the i-th `check sometimes` condition holds in `state`
+        (False when it cannot be evaluated), and the words of the fault
+        met evaluating it (None when none): the kernel's evaluator, as for
+        an invariant."""
+        v, fault = self._check_expr(state, len(self.low.invariants) + i)
+        return bool(v) and fault is None, fault
+
+    def _check_expr(self, state, slot: int):
+        """(value, fault words or None) of the `check` condition at `slot`
+        of the lowered table (the invariants, then the `sometimes` ones)."""
+        ent = _kernel()
+        K, w = self.K, self.w
+        code = int(K[K[H_INVO] + slot])
+        self.load(state)
+        v = ent.eval_at(K, w, code, 0, -1, 0)
+        if w[R_HALT] == HALT_FAULT:
+            return 0, self._fault(int(w[R_FAULT]))[1].split(" at line ")[0]
+        return v, None
 
     def eval_stage(self, si: int, which: str, shape: dict, now: int = 0):
         """Stage si's `budget`, `chunk` or `cost` (`which`) for an iteration

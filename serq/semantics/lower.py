@@ -302,9 +302,13 @@ class Lowered:
         evo = len(code)
         code.extend(event_pools)
         invs = [self.expr(c.e, None) for c in program.checks if c.kind == "invariant"]
+        # `check sometimes` conditions: lowered as invariants are, their code
+        # offsets after the invariants' (H_NINV counts the invariants alone)
+        somes = [self.expr(c.e, None) for c in program.checks if c.kind == "sometimes"]
         invo = len(code)
-        code.extend(invs)
+        code.extend(invs + somes)
         self.invariants = [c for c in program.checks if c.kind == "invariant"]
+        self.sometimes = [c for c in program.checks if c.kind == "sometimes"]
 
         prog_rows = []
         self.state_rows: list[list[list[int]]] = []
