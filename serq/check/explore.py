@@ -96,8 +96,8 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
     searches from the trace's states answer (explorer/graph/forward.py), within
     the same bound; the graph is not built when the search alone stored
     more states than the bound (a swarm's count may repeat states)."""
-    if not result.trace or graph_limit <= 0:
-        return
+    if not result.trace or graph_limit <= 0 or (result.kind or "").startswith("eventually"):
+        return  # (a starved session's lasso: completion is not its question)
     if model is None:
         model = make_model(program, ties=ties, symmetry=symmetry, checks=checks_of(program, checks))
     model = Completion(model)  # a stuck session may still finish

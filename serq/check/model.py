@@ -47,6 +47,8 @@ class Checks:
     # the SLO checks (serq/check/slo.py): `queue` ones are invariants of a
     # state; per-request ones make the search carry counters (`SloModel`)
     slo: tuple = ()
+    # `check eventually GOAL` (serq/check/liveness.py): liveness under fairness, found on the whole graph
+    eventually: tuple = ()
 
     @classmethod
     def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
@@ -54,17 +56,21 @@ class Checks:
         all) selects deadlock, livelock and invariant, and watches stuck
         sessions; `stuck` adds the stuck check. Conservation, `assert` and
         run-time errors are always checked."""
+        from serq.check import liveness
         from serq.check.slospec import parse_flag, slos_of
 
         if override:
-            kinds = {c if c in ALL_CHECKS + ("completes",) else "slo" for c in override}
-            slo = slos_of(prog, [parse_flag(c, prog) for c in override if c not in ALL_CHECKS + ("completes",)])
+            named = ALL_CHECKS + ("completes",)
+            kinds = {c if c in named else "eventually" if liveness.is_flag(c) else "slo" for c in override}
+            slo = slos_of(prog, [parse_flag(c, prog) for c in override if c not in named and not liveness.is_flag(c)])
+            ev = liveness.eventually_of([liveness.parse_flag(c) for c in override if liveness.is_flag(c)])
         else:
             kinds, slo = {c.kind for c in prog.checks}, slos_of(prog, prog.checks)
+            ev = liveness.eventually_of(prog.checks)
         if not kinds or "completes" in kinds:
-            return cls(stuck="stuck" in kinds, slo=slo)
+            return cls(stuck="stuck" in kinds, slo=slo, eventually=ev)
         return cls(deadlock="deadlock" in kinds, livelock="livelock" in kinds,
-                   stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False, slo=slo)
+                   stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False, slo=slo, eventually=ev)
 
     @property
     def positions(self) -> bool:
@@ -74,7 +80,8 @@ class Checks:
 
     def names(self) -> list[str]:
         return ([n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
-                + (["admitted"] if self.admitted else []) + [s.text for s in self.slo])
+                + (["admitted"] if self.admitted else []) + [s.text for s in self.slo]
+                + [e.text for e in self.eventually])
 
 
 class SerqModel:
@@ -101,6 +108,13 @@ class SerqModel:
         # the initial state packed now, as the model is built: a workload of a million sessions
         # takes seconds, cut by the check's limits (explorer.runtime.limits.tick) before the search
         self._initial = self.rows.pack(self.m.initial_state())
+        if self.checks.eventually:  # liveness under fairness (explorer/graph/fair.py): its protocol, declared
+            from serq.check.liveness import Liveness
+
+            live = Liveness(self, self.checks.eventually)
+            self.capabilities = SerqModel.capabilities | {protocol.FAIR}
+            self.waiting, self.array_waiting, self.fair_class = live.waiting, live.array_waiting, live.fair_class
+            self.fair_strong, self.fair_words, self._fair_of = live.fair_strong, live.fair_words, live.classes
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):
@@ -142,6 +156,9 @@ class SerqModel:
             raise ArrayFallback("a spawn needs a larger row")
         # `actions` lists only the actions that have a successor: the index is the rank among them
         explorer_flags(k, r.parent, r.acts, r.flags, self._stuck_flagged(), self._plain_invariants, r.arflags, r.action)
+        if self.checks.eventually:  # each edge's fairness class (serq/check/liveness.py)
+            acts = r.acts[:k]
+            r.arflags[:k] |= self._fair_of(acts) << protocol.FAIR_SHIFT
         if self.checks.admitted:
             for i in range(k):
                 if not r.arflags[i] & AR_DONE and self.unadmitted(r.from_row(r.outs[i]).tuple()):

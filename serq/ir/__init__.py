@@ -429,12 +429,15 @@ class WorkloadLine(Node):
 
 class Check(Node):
     """A property. `slo`: `metric <= e` (`e` a constant or a session
-    attribute; `pool` for `queue(POOL)`, None for every pool)."""
+    attribute; `pool` for `queue(POOL)`, None for every pool).
+    `eventually`: `metric` is what every session eventually does
+    (`admitted`, `done`), under the `fairness` of iterations (None: weak)."""
 
-    kind: Literal["deadlock", "livelock", "stuck", "completes", "invariant", "slo"]
+    kind: Literal["deadlock", "livelock", "stuck", "completes", "invariant", "slo", "eventually"]
     e: Expr | None = None
     metric: str | None = None
     pool: str | None = None
+    fairness: Literal["weak", "strong"] | None = None
     at: Pos = None
 
 
