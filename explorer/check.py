@@ -159,7 +159,7 @@ def _fair_run(m: Any, factory: Any, s: Settings, engine: Engine) -> Result:
     r = sequential(m, factory, s) if engine is rows else engine(m, factory, s)
     if r.verdict != "pass":
         return r
-    from explorer.graph.fair import fair_result, graph_lasso
+    from explorer.graph.fair import fair_pass, fair_result, graph_lasso
 
     g = build_graph(m, max_states=s.max_states, time_limit=s.time_limit, memory_limit=s.memory_limit,
                     edge_info=lambda state, action, nxt: m.fair_class(state, action), node_info=m.waiting)
@@ -169,7 +169,7 @@ def _fair_run(m: Any, factory: Any, s: Settings, engine: Engine) -> Result:
     lasso = graph_lasso([[(c, v) for (_ai, v), c in zip(out, info)] for out, info in zip(g.succ, g.info)], g.value,
                         m.fair_strong)
     if lasso is None:
-        return r
+        return fair_pass(m, r, g.value)
     paths = {g.fps[u]: [(g.fps[v], ai) for v, ai in g.path_to(u)] for u in (lasso.entry,)}
     return fair_result(m, paths.__getitem__, lasso, [g.fps[u] for u in [lasso.entry] + lasso.cycle], r.stats)
 

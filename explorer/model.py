@@ -96,6 +96,8 @@ ROW_THREADS = "row_threads"  # array_expander() -> an expand function per worker
 #   fair_strong -> int               -- the mask of the subjects checked under strong fairness
 #       (the others: weak)
 #   fair_words(trace, lasso_start, subject) -> (kind, message) -- the violation's words
+#   fair_note(ever) -> str | None    -- words for a pass, given the mask of the subjects that ever
+#       wait (a property that holds vacuously says so)
 FAIR = "fair"
 FAIR_SHIFT = 8
 FAIR_CLASSES = 63
@@ -104,7 +106,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     STEP_EVENTS: ("step_events",), FORMAT_STATE: ("format_state",), FINGERPRINT: ("fingerprint",),
     CANONICAL_BYTES: ("canonical_bytes",), EXACT_KEY: ("exact_key",), LIMITS: ("set_limits",),
     NOTES: ("notes",), ROWS: ("array_initial", "array_expand", "array_state"),
-    ROW_THREADS: ("array_expander",), FAIR: ("waiting", "fair_class", "fair_strong", "fair_words"),
+    ROW_THREADS: ("array_expander",), FAIR: ("waiting", "fair_class", "fair_strong", "fair_words", "fair_note"),
 }
 
 CHECK, DONE, PROGRESS = 1, 2, 4  # a row's flags: check its invariants; it is done; its edge is progress

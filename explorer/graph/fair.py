@@ -45,14 +45,14 @@ of refinement under strong fairness."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from numba import njit
 
 from explorer.graph.cycles import DONE_NODE, _cycle, _grow32, _scc, csr
 
-__all__ = ["CLASS_BITS", "fair_lasso", "FairLasso", "fair_result", "graph_lasso"]
+__all__ = ["CLASS_BITS", "fair_lasso", "FairLasso", "fair_result", "fair_pass", "graph_lasso"]
 
 CLASS_BITS = 0x7F  # an edge's byte: its fairness class in bits 0..6
 
@@ -281,6 +281,16 @@ def graph_lasso(succ: Sequence[Sequence[tuple[int, int]]], wait: Sequence[int],
     n, ofs, dst = csr([[v for _c, v in out] for out in succ])
     ecls = np.fromiter((c for out in succ for c, _v in out), np.uint8, int(ofs[n]))
     return fair_lasso(n, ofs, dst, ecls, np.array(list(wait), np.uint64), strong_mask)
+
+
+def fair_pass(model, result, wait) -> Any:
+    """A pass: the model's note on it (`fair_note`, given the subjects that
+    ever wait) added to its message."""
+    ever = int(np.bitwise_or.reduce(np.asarray(wait, np.uint64))) if len(wait) else 0
+    note = model.fair_note(ever)
+    if note:
+        result.message += f"; {note}"
+    return result
 
 
 def fair_result(model, chain_of, lasso: FairLasso, fps: Sequence[int], stats):

@@ -166,6 +166,15 @@ class Liveness:
         arrive, 1 turn, 2 iterate."""
         return np.where(acts[:, 0] == 2, acts[:, 1] + 1, np.where(acts[:, 0] == 0, self.arrivals, 0))
 
+    def fair_note(self, ever: int) -> str | None:
+        """A goal no session ever waits for holds vacuously: said."""
+        out = []
+        for g in sorted(self.goals):
+            if not ever >> self.offset[g] & ((1 << self.width) - 1):
+                what = "waits in a queue" if g == "admitted" else "has a request under way"
+                out.append(f"no session ever {what}: {self.goals[g].where()} holds vacuously")
+        return "; ".join(out) or None
+
     def fair_words(self, trace, lasso_start, subject: int) -> tuple[str, str]:
         goal = next(g for g, off in self.offset.items() if off <= subject < off + self.width)
         e = self.goals[goal]
@@ -175,14 +184,14 @@ class Liveness:
         who = sm.label(entry, sid)
         if goal == "admitted":
             pools = [sm.m.pools[p].name for p, pool in enumerate(entry.pools) if sid in pool.queue]
-            what = f"{who} waits in {pools[0] if pools else 'a'}'s queue"
+            what = f"{who} waits in {pools[0] if pools else 'a'}'s queue for ever"
         else:
             from serq.check.model import session_phase
 
-            what = f"{who}'s request never finishes ({session_phase(sm, entry, sid)})"
+            what = f"{who}'s request never finishes ({session_phase(sm, entry, sid)} for ever)"
         fairness = "strong" if e.strong else "weak"
         if lasso_start is None:
-            msg = (f"{what} for ever: the run ends after {_steps(len(trace) - 1)} with it waiting (no action is "
+            msg = (f"{what}: the run ends after {_steps(len(trace) - 1)} with it waiting (no action is "
                    f"enabled), which {e.where()} forbids")
             return e.kind, msg
         cycle = trace[lasso_start + 1:]
@@ -196,7 +205,7 @@ class Liveness:
             moved.append(f"{', '.join(turns)} repl{'ies' if len(turns) == 1 else 'y'}")
         why = ("a stage that can iterate at every step of it iterates" if fairness == "weak" else
                "a stage that can iterate at some step of it iterates")
-        return e.kind, (f"{what} for ever: a cycle of {_steps(len(cycle))}, reached after {_steps(lasso_start)}, "
+        return e.kind, (f"{what}: a cycle of {_steps(len(cycle))}, reached after {_steps(lasso_start)}, "
                         f"in which it waits throughout while {' and '.join(moved) or 'the others move'}; the cycle "
                         f"is {fairness}ly fair (every session has arrived; {why}), so {e.where()} fails")
 

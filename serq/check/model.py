@@ -115,6 +115,7 @@ class SerqModel:
             self.capabilities = SerqModel.capabilities | {protocol.FAIR}
             self.waiting, self.array_waiting, self.fair_class = live.waiting, live.array_waiting, live.fair_class
             self.fair_strong, self.fair_words, self._fair_of = live.fair_strong, live.fair_words, live.classes
+            self.fair_note = live.fair_note
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):

@@ -44,7 +44,7 @@ from numba import njit
 from explorer.strategies.arrays.table import NO_ORDER, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch, _walker
 from explorer.strategies.arrays.narrow import Arena, Packed, Raw, pack_rows
 from explorer.graph.cycles import _acyclic_part, _cycle, _scc
-from explorer.graph.fair import fair_lasso, fair_result
+from explorer.graph.fair import fair_lasso, fair_pass, fair_result
 from explorer.strategies.arrays.fairrec import FairRecord
 from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib
 from explorer.runtime.interrupt import interrupt_of
@@ -357,7 +357,7 @@ def complete(m: Any, final: Callable[[], Stats], cuts: list, stored: Callable[[i
                 return r
         lasso = fair_lasso(n, ofs, dst, fair.cls[: fair.nedges], fair.wait[:n], m.fair_strong)
         if lasso is None:
-            return passed(final())
+            return fair_pass(m, passed(final()), fair.wait[:n])
         fps = fps_of(np.array([lasso.entry] + lasso.cycle, np.int64))
         return fair_result(m, chain, lasso, fps, final())
     if graph is not None:
