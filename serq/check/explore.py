@@ -192,6 +192,13 @@ def judge_path(model, trace) -> tuple[int, str, str | None, str, int | None]:
                     return (k, "livelock", None, f"replayed {k} step(s): the last {k - i} return to the state of "
                             f"step {i} without progress", i)
         visits.setdefault(st.fingerprint, []).append(k)
+    if model.checks.eventually:  # a lasso (or an end) in which a session waits for ever
+        from serq.check.liveness import judge_lasso
+
+        found = judge_lasso(model, trace)
+        if found is not None:
+            end, kind, msg, start = found
+            return end, "violation", kind, msg, start
     last = len(trace) - 1
     if not model.actions(trace[-1].state) and not model.is_done(trace[-1].state):
         return last, "deadlock", None, f"replayed {last} step(s) into a deadlock", None

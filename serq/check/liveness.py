@@ -212,3 +212,49 @@ class Liveness:
 
 def _steps(n: int) -> str:
     return f"{n} step" if n == 1 else f"{n} steps"
+
+
+def judge_lasso(model, trace) -> tuple[int, str, str, int | None] | None:
+    """A replayed trace judged as the search judges `check eventually`:
+    (end, kind, message, lasso start) when it returns to a state of its
+    own (step k to step i) on a cycle fair to every class in which a
+    session waits throughout, or ends in a state without successor where
+    one waits; else None. `model`: a SerqModel with the FAIR protocol."""
+    waits = [model.waiting(st.state) for st in trace]
+    seen: dict[int, int] = {}
+    for k, st in enumerate(trace):
+        i = seen.get(st.fingerprint)
+        if i is not None:
+            both = -1
+            for w in waits[i:k]:
+                both &= w
+            taken = enabled_all = enabled_any = 0
+            first = True
+            for j in range(i, k):
+                en = _enabled(model, trace[j].state)
+                enabled_any |= en
+                enabled_all = en if first else enabled_all & en
+                first = False
+                taken |= 1 << model.fair_class(trace[j].state, trace[j + 1].action)
+            taken &= ~1
+            for b in range(64):
+                if both >> b & 1:
+                    need = enabled_any if model.fair_strong >> b & 1 else enabled_all
+                    if not need & ~taken:
+                        kind, msg = model.fair_words(trace[:k + 1], i, b)
+                        return k, kind, msg, i
+        seen.setdefault(st.fingerprint, k)
+    last = len(trace) - 1
+    if waits[last] and not model.actions(trace[last].state):
+        b = (waits[last] & -waits[last]).bit_length() - 1
+        kind, msg = model.fair_words(trace, None, b)
+        return last, kind, msg, None
+    return None
+
+
+def _enabled(model, state) -> int:
+    out = 0
+    for a in model.actions(state):
+        out |= 1 << model.fair_class(state, a)
+    return out & ~1
+
