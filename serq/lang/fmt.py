@@ -249,6 +249,9 @@ class Printer:
                 items.append(str(c.children[0]))
             elif c.data == "check_slo":
                 items.append(f"{expr(c.children[0])} {c.children[1]} {expr(c.children[2])}")
+            elif c.data == "check_eventually":
+                goal, fair = c.children
+                items.append(f"eventually {goal}" + (f" under {fair}" if fair is not None else ""))
             else:
                 items.append(f"invariant {expr(c.children[0])}")
         self.emit(0, f"check {', '.join(items)};", _start(t), _end_line(t))
