@@ -104,8 +104,8 @@ def run(inst: Path, check: str, tlc: str | None, out: Path) -> None:
         tlc_says = "pass"
     else:
         tlc_says = "error (see the log)"
-    m_states = re.search(r"(\d+) distinct states found", log)
-    print(line + f"; TLC {tlc_says} ({m_states.group(1) if m_states else '?'} states, {t_tlc:.2f} s)"
+    counts = re.findall(r"([\d,]+) distinct states found", log)  # the last: the whole space
+    print(line + f"; TLC {tlc_says} ({counts[-1].replace(',', '') if counts else '?'} states, {t_tlc:.2f} s)"
           + ("" if tlc_says == serq_says else "  <-- DIFFER"))
 
 
