@@ -212,13 +212,15 @@ def fair_lasso(n: int, ofs: np.ndarray, dst: np.ndarray, ecls: np.ndarray, wait:
     entry, k, inner = best
     if inner is None:
         return FairLasso(k, entry, [], [])
-    comp, label, taken, anym = inner
-    return _lasso(n, ofs, dst, ecls, en, comp, label, taken, anym, k, entry, bool(strong_mask >> k & 1))
+    return _lasso((n, ofs, dst, ecls), en, inner, k, entry, bool(strong_mask >> k & 1))
 
 
-def _lasso(n, ofs, dst, ecls, en, comp, label, taken, anym, k, entry, strong) -> FairLasso:
+def _lasso(graph, en, inner, k: int, entry: int, strong: bool) -> FairLasso:
     """The cycle from `entry` through a witness of each class enabled in
-    the component, and back."""
+    the component (`inner`: its comp, label, classes taken, classes
+    enabled somewhere), and back."""
+    n, ofs, dst, ecls = graph
+    comp, label, taken, anym = inner
     members = np.flatnonzero(comp == label)
     wits: list[tuple[int, int, int]] = []  # (node, next node or -1, class)
     for c in range(1, 64):

@@ -105,8 +105,9 @@ def size_error(program: ir.Program, checks) -> str | None:
 class Liveness:
     """The FAIR protocol of explorer/model.py for a SerqModel (`sm`)."""
 
-    def __init__(self, sm, eventually: tuple[Eventually, ...]):
-        self.sm = sm
+    def __init__(self, sm, eventually: tuple[Eventually, ...], phase):
+        """`phase(state, sid)`: the words of a session's phase (serq/check/model.py)."""
+        self.sm, self.phase = sm, phase
         self.goals = {e.goal: e for e in eventually}
         self.width = MAX_SUBJECTS // len(self.goals)
         self.offset = {g: (0 if k == 0 else 32) for k, g in enumerate(sorted(self.goals))}  # admitted, then done
@@ -186,9 +187,7 @@ class Liveness:
             pools = [sm.m.pools[p].name for p, pool in enumerate(entry.pools) if sid in pool.queue]
             what = f"{who} waits in {pools[0] if pools else 'a'}'s queue for ever"
         else:
-            from serq.check.model import session_phase
-
-            what = f"{who}'s request never finishes ({session_phase(sm, entry, sid)} for ever)"
+            what = f"{who}'s request never finishes ({self.phase(entry, sid)} for ever)"
         fairness = "strong" if e.strong else "weak"
         if lasso_start is None:
             msg = (f"{what}: the run ends after {_steps(len(trace) - 1)} with it waiting (no action is "

@@ -56,7 +56,7 @@ class Checks:
         all) selects deadlock, livelock and invariant, and watches stuck
         sessions; `stuck` adds the stuck check. Conservation, `assert` and
         run-time errors are always checked."""
-        from serq.check import liveness
+        import serq.check.liveness as liveness
         from serq.check.slospec import parse_flag, slos_of
 
         if override:
@@ -111,7 +111,7 @@ class SerqModel:
         if self.checks.eventually:  # liveness under fairness (explorer/graph/fair.py): its protocol, declared
             from serq.check.liveness import Liveness
 
-            live = Liveness(self, self.checks.eventually)
+            live = Liveness(self, self.checks.eventually, lambda state, sid: session_phase(self, state, sid))
             self.capabilities = SerqModel.capabilities | {protocol.FAIR}
             self.waiting, self.array_waiting, self.fair_class = live.waiting, live.array_waiting, live.fair_class
             self.fair_strong, self.fair_words, self._fair_of = live.fair_strong, live.fair_words, live.classes

@@ -335,7 +335,7 @@ def chunk_rows(cap: int, gen: int, rows: int, width: int, stored: int) -> int:
 
 
 def complete(m: Any, final: Callable[[], Stats], cuts: list, stored: Callable[[int], bool], max_depth: int | None,
-             graph: Callable | None, fps_of: Callable, chain: Callable, fair: FairRecord | None = None,
+             graph: Callable | None, fps_of: Callable, chain: Callable, *, fair: FairRecord | None = None,
              livelock: bool = True) -> Result:
     """The verdict of a search that ran out of states: "bound" if a state
     the depth bound cut was never reached within it (`stored(fp)` false);
@@ -528,7 +528,7 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
 
         return complete(m, lambda: final(0), cuts, lambda fp: st.id_of(fp) >= 0, max_depth,
                         graph if livelock and (S[S_NP] or fair is not None) else None,
-                        lambda ids: [int(st.fp[x]) for x in ids], st.chain, fair, bool(check_livelock))
+                        lambda ids: [int(st.fp[x]) for x in ids], st.chain, fair=fair, livelock=bool(check_livelock))
     except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
         return interrupted(final(queue_now), interrupt_of(e))
     except MemoryError:  # the tables could not grow: what was stored so far
