@@ -191,3 +191,16 @@ def test_too_many_sessions_is_refused(capsys):
     code = main(["explore", str(path)])
     err = capsys.readouterr().err
     assert code == 2 and "E601" in err and ":43:" in err and "at most 64 sessions" in err
+
+
+def test_simulation_and_diff_say_they_do_not_check_it(capsys, tmp_path):
+    # W514: serq run and serq check (one finite run cannot show a session waiting for ever)
+    assert main(["check", str(STARVED), "--max-steps", "200"]) in (0, 13)
+    err = capsys.readouterr().err
+    assert "starved_large.sq:43:18: warning[W514]: `check eventually admitted` is not checked by a simulation" in err
+    # W515: serq diff's joint search does not compare it
+    b = tmp_path / "b.sq"
+    b.write_text(FIFO)
+    main(["diff", str(STARVED), str(b)])
+    err = capsys.readouterr().err
+    assert "starved_large.sq:43:18: warning[W515]: serq diff does not compare `check eventually admitted`" in err
