@@ -204,3 +204,8 @@ def test_simulation_and_diff_say_they_do_not_check_it(capsys, tmp_path):
     main(["diff", str(STARVED), str(b)])
     err = capsys.readouterr().err
     assert "starved_large.sq:43:18: warning[W515]: serq diff does not compare `check eventually admitted`" in err
+
+
+def test_library_refuses_liveness_beside_a_per_request_slo():
+    with pytest.raises(ValueError, match="explored apart"):
+        run(checks=["eventually admitted", "ttft<=3"])
