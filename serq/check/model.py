@@ -97,11 +97,11 @@ class SerqModel:
         # a list the search's threads (and the caller) share
         self.notes = [] if notes is None else notes
         self.m = Model(program, ties=ties)
-        self.symmetry = symmetry
         self.checks = checks or Checks.of_program(program)
+        self.symmetry = symmetry and not self.checks.eventually  # `check eventually` follows sessions by id
         # states are packed rows; the kernel gives successors, fingerprints
         # and flags in one call per state, and the canonical form (`exact_key`)
-        self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.positions)
+        self.rows = Rows(self.m.engine, self.symmetry, keep_pos=self.checks.positions)
         self.rows.warm()  # numba's start-up here, not in the search's time
         self._queue_slos = tuple(s for s in self.checks.slo if not s.per_request)
         self._plain_invariants = not self.m.engine.low.invariants and not self._queue_slos
