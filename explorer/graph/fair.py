@@ -16,8 +16,9 @@ A subject *starves* on a fair behaviour in which, from some point on, it
 waits in every state. On a finite graph such a behaviour exists iff some
 state where it waits ends every path (a state without successor), or
 some strongly connected component of the graph restricted to the states
-where it waits is fair (the known algorithm: Emerson and Lei; Latvala and
-Heljanko's for strong fairness, as SPIN and TLC check liveness):
+where it waits is fair (the known algorithm: Emerson and Lei's fair
+components, refined for strong fairness; TLC's liveness checking also
+looks for strongly connected components, of its behaviour graph):
 
 * weak: the component has an internal edge, and every class enabled at
   all of its states is taken on one of its internal edges (a sub-cycle of
