@@ -13,8 +13,9 @@ reduction: a session keeps its id along a path). A session *waits*:
 The fairness classes are the stages (`iterate S` is class S + 1) and the
 arrivals (one class, after the stages): the engine keeps iterating and
 every session of the workload arrives; the users' replies (`turn`) are
-under no fairness (a user may think for ever). With both goals the sessions are bits
-0..31 (admitted) and 32..63 (done); with one, bits 0..63."""
+under no fairness (a user may think for ever while other actions go on).
+With both goals the sessions are bits 0..31 (admitted) and 32..63
+(done); with one, bits 0..63."""
 
 from __future__ import annotations
 
