@@ -92,15 +92,12 @@ def size_error(program: ir.Program, checks) -> str | None:
         return None
     limit = MAX_SUBJECTS // len(goals)
     total = sum(w.count for w in program.workload)
-    spawns = any(isinstance(st, ir.SSpawn) for s in program.sessions for st in s.states)
     if total > limit:
         return (f"`check eventually` follows at most {limit} sessions{' (two goals)' if len(goals) > 1 else ''}; "
                 f"the workload starts {total}")
     if len(program.stages) > 62:
         return f"`check eventually` tells at most 62 stages apart; the instance declares {len(program.stages)}"
-    if spawns:
-        return None  # checked as sessions are spawned (Liveness.array_waiting)
-    return None
+    return None  # (spawned sessions are counted as they come: Liveness._too_many)
 
 
 class Liveness:
@@ -126,8 +123,14 @@ class Liveness:
                 self.rest[i, pc] = st.kind in REST_KINDS
 
     def _too_many(self, n: int) -> None:
+        """More sessions than subjects (spawned ones): E601 at the check's line."""
         if n > self.width:
-            raise ValueError(f"`check eventually` follows at most {self.width} sessions; a spawn made {n}")
+            from serq.diagnostics import Diagnostic, SerqError
+
+            p = self.sm.program
+            at = next((c.at for c in p.checks if c.kind == "eventually" and c.at), None) or (0, 0)
+            raise SerqError([Diagnostic(at[0], at[1], "E601", f"`check eventually` follows at most {self.width} "
+                                        f"sessions; spawns made {n}", file=p.source)])
 
     # -- the protocol --------------------------------------------------------
     def waiting(self, state) -> int:

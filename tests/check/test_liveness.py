@@ -209,3 +209,14 @@ def test_simulation_and_diff_say_they_do_not_check_it(capsys, tmp_path):
 def test_library_refuses_liveness_beside_a_per_request_slo():
     with pytest.raises(ValueError, match="explored apart"):
         run(checks=["eventually admitted", "ttft<=3"])
+
+
+def test_too_many_spawned_sessions_is_refused(capsys, tmp_path):
+    path = tmp_path / "spawny.sq"
+    path.write_text("pool kv { cap 200; admit via gpu; }\nstage gpu { budget 4; }\n"
+                    "session sub { hold kv 1 { prefill 1; } end; }\n"
+                    "session parent { spawn sub x 70; join; end; }\n"
+                    "workload { 1 x parent; }\ncheck eventually admitted;\n")
+    code = main(["explore", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and "spawny.sq:6:18: error[E601]: `check eventually` follows at most 64 sessions" in err
