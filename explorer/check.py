@@ -48,7 +48,7 @@ from explorer.runtime import compiled
 from explorer.runtime.interrupt import interrupt_of, signal_name
 from explorer.runtime.limits import LimitReached, Limits, building, limits_on
 from explorer.runtime.memory import MemoryGuard
-from explorer.model import ROW_THREADS, ROWS, ArrayFallback, ModelFactory, build_model, declared
+from explorer.model import FAIR, ROW_THREADS, ROWS, ArrayFallback, ModelFactory, build_model, declared, has
 from explorer.outcome import bounded, interrupted
 from explorer.result import Result, Stats
 from explorer.settings import Settings
@@ -129,6 +129,8 @@ BUILDING = "while the model was being built (nothing explored)"  # a verdict met
 
 def _run(m: Any, factory: Any, s: Settings) -> Result:
     engine = engine_for(m, s)
+    if has(m, FAIR) and s.visitor is None:  # (a visited search is an analysis's, which judges states itself)
+        return _fair_run(m, factory, s, engine)
     try:
         return engine(m, factory, s)
     except ArrayFallback:
@@ -138,6 +140,38 @@ def _run(m: Any, factory: Any, s: Settings) -> Result:
         if fallback is None:
             raise
         return fallback(m, factory, s)
+
+
+def _fair_run(m: Any, factory: Any, s: Settings, engine: Engine) -> Result:
+    """A model that declares FAIR (liveness under fairness, graph/fair.py):
+    the rows engine in one process records every edge and looks for a
+    starved subject itself; any other engine (the sequential one: DFS, a
+    visitor, a model without rows or one that gives them up) searches
+    first, then the stored graph (graph/stored.py) is built and searched
+    for one. Several workers, partitions and swarms are refused."""
+    if s.workers > 1 or s.strategy in ("partitioned", "swarm"):
+        raise ValueError("liveness under fairness is checked by one process (strategy 'bfs' or 'dfs', one worker)")
+    if engine is rows:
+        try:
+            return engine(m, factory, s)
+        except ArrayFallback:
+            engine = sequential
+    r = sequential(m, factory, s) if engine is rows else engine(m, factory, s)
+    if r.verdict != "pass":
+        return r
+    from explorer.graph.fair import fair_pass, fair_result, graph_lasso
+
+    g = build_graph(m, max_states=s.max_states, time_limit=s.time_limit, memory_limit=s.memory_limit,
+                    edge_info=lambda state, action, nxt: m.fair_class(state, action), node_info=m.waiting)
+    if not g.complete:
+        limit = {"max_states": s.max_states, "time_limit": s.time_limit, "memory": s.memory_limit}
+        return bounded(r.stats, g.bound_reason, limit.get(g.bound_reason, g.bound_reason))
+    lasso = graph_lasso([[(c, v) for (_ai, v), c in zip(out, info)] for out, info in zip(g.succ, g.info)], g.value,
+                        m.fair_strong)
+    if lasso is None:
+        return fair_pass(m, r, g.value)
+    paths = {g.fps[u]: [(g.fps[v], ai) for v, ai in g.path_to(u)] for u in (lasso.entry,)}
+    return fair_result(m, paths.__getitem__, lasso, [g.fps[u] for u in [lasso.entry] + lasso.cycle], r.stats)
 
 
 def _named(s: Settings) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Protocol, Sequence, runtime_checkable
 
 __all__ = ["Model", "ModelFactory", "build_model", "successor_with_events", "has", "declared", "CAPABILITIES",
-           "ArrayFallback", "CHECK", "DONE", "PROGRESS"]
+           "ArrayFallback", "CHECK", "DONE", "PROGRESS", "FAIR", "FAIR_SHIFT", "FAIR_CLASSES"]
 
 
 @runtime_checkable
@@ -87,12 +87,26 @@ NOTES = "notes"  # notes: a list the model fills beside the verdict, gathered fr
 # It may raise ArrayFallback: the run restarts on an engine without rows.
 ROWS = "rows"
 ROW_THREADS = "row_threads"  # array_expander() -> an expand function per worker thread (strategies/arrays/walkers.py)
+# Liveness under fairness (explorer/graph/fair.py): the model names *subjects* (at most 64: bits of a
+# mask) that must not wait for ever, and *fairness classes* of actions (1..FAIR_CLASSES; 0: none).
+#   waiting(state) -> int            -- the mask of the subjects that wait in the state
+#   array_waiting(rows) -> uint64[n] -- the same for rows (with ROWS)
+#   fair_class(state, action) -> int -- the class of an action; with ROWS, array_expand's flags
+#       carry it in bits FAIR_SHIFT.. (class << FAIR_SHIFT)
+#   fair_strong -> int               -- the mask of the subjects checked under strong fairness
+#       (the others: weak)
+#   fair_words(trace, lasso_start, subject) -> (kind, message) -- the violation's words
+#   fair_note(ever) -> str | None    -- words for a pass, given the mask of the subjects that ever
+#       wait (a property that holds vacuously says so)
+FAIR = "fair"
+FAIR_SHIFT = 8
+FAIR_CLASSES = 63
 
 CAPABILITIES: dict[str, tuple[str, ...]] = {
     STEP_EVENTS: ("step_events",), FORMAT_STATE: ("format_state",), FINGERPRINT: ("fingerprint",),
     CANONICAL_BYTES: ("canonical_bytes",), EXACT_KEY: ("exact_key",), LIMITS: ("set_limits",),
     NOTES: ("notes",), ROWS: ("array_initial", "array_expand", "array_state"),
-    ROW_THREADS: ("array_expander",),
+    ROW_THREADS: ("array_expander",), FAIR: ("waiting", "fair_class", "fair_strong", "fair_words", "fair_note"),
 }
 
 CHECK, DONE, PROGRESS = 1, 2, 4  # a row's flags: check its invariants; it is done; its edge is progress

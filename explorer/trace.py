@@ -160,15 +160,18 @@ def rebuild(model: Any, chain: Sequence[tuple[int, int]]) -> list[Step]:
     return trace
 
 
-def extend_along(model: Any, trace: list[Step], targets: Sequence[int], progress: bool | None) -> None:
+def extend_along(model: Any, trace: list[Step], targets: Sequence[int], progress: bool | None,
+                 same_edge: Callable[[Any, Any, Any, int], bool] | None = None) -> None:
     """Extend ``trace`` in place through the fingerprints ``targets``.
 
     Each edge's action index is re-derived: the first action (in
     ``actions`` order) whose successor has the target fingerprint and, if
-    ``progress`` is not None, whose ``is_progress`` equals it.  Used for the
-    cycle of a livelock lasso, whose edges were recorded as fingerprints only.
+    ``progress`` is not None, whose ``is_progress`` equals it (and, with
+    ``same_edge(state, action, nxt, k)``, that it accepts for the k-th
+    target).  Used for the cycle of a livelock lasso and of a fair lasso
+    (graph/fair.py), whose edges were recorded as fingerprints only.
     """
-    for target in targets:
+    for j, target in enumerate(targets):
         prev = trace[-1]
         k = prev.index + 1
         acts = model.actions(prev.state)
@@ -177,6 +180,8 @@ def extend_along(model: Any, trace: list[Step], targets: Sequence[int], progress
             if nxt is None or state_fingerprint(model, nxt) != target:
                 continue
             if progress is not None and bool(model.is_progress(prev.state, action, nxt)) != progress:
+                continue
+            if same_edge is not None and not same_edge(prev.state, action, nxt, j):
                 continue
             _, step = _take(model, prev.state, k, ai, target)
             trace.append(step)

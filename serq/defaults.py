@@ -13,13 +13,15 @@ DEFAULT_MAX_STEPS = 20_000_000
 
 
 class CheckChoices(tuple):
-    """`--check`'s choices for the explorer: the property names, and any
+    """`--check`'s choices for the explorer: the property names, any
     SLO written with a comparison (`ttft<=4`, `queue(kv)<=2`), which the
-    command parses against the instance (serq/check/slo.py). Iterating
+    command parses against the instance (serq/check/slo.py), and
+    `eventually GOAL [under weak|strong]` (serq/check/liveness.py). Iterating
     gives the names (help, completion, "did you mean")."""
 
     def __contains__(self, value) -> bool:
-        return tuple.__contains__(self, value) or (isinstance(value, str) and any(c in value for c in "<>="))
+        return tuple.__contains__(self, value) or (isinstance(value, str) and (
+            any(c in value for c in "<>=") or value.split()[:1] == ["eventually"]))
 
 
 EXPLORE_CHECKS = CheckChoices(ALL_CHECKS + ("completes",))

@@ -78,6 +78,14 @@ MOMENT_TABLE_ROWS = [  # for docs and `serq explain`-style listings
 EXPLORER_BANNED = ("now", "age")
 EXPLORER_MAX_DOMAIN = 4096  # values one draw may take in the explorer
 
+# what `check eventually GOAL;` asks of every session (docs/language.md, "Liveness"), and the
+# fairness of iterations it is checked under (`under weak`, the default, or `under strong`)
+EVENTUALLY_GOALS = {
+    "admitted": "every hold that waits in a pool's queue is eventually admitted",
+    "done": "every request eventually finishes: its session reaches a `turn` or its end",
+}
+FAIRNESS = ("weak", "strong")
+
 # the metrics a `check METRIC <= BOUND;` bounds (docs/language.md, "SLO checks"):
 # per request (ttft, latency, preemptions, recomputed) or per state (queue)
 SLO_METRICS = {

@@ -135,3 +135,13 @@ def per_request_slo(path) -> bool:
     from serq.lang.load import load_path
 
     return needs_product(Checks.of_program(load_path(path, explorer=True).program))
+
+
+def liveness(path) -> bool:
+    """Whether an instance file has a `check eventually` line: looked for
+    by one process on the whole graph (serq/check/liveness.py), refused
+    with partitions, Ray, workers and swarms."""
+    from serq.lang.load import load_path
+
+    return any(c.kind == "eventually" for c in load_path(path, explorer=True).program.checks)
+

@@ -103,8 +103,8 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
     searches from the trace's states answer (explorer/graph/forward.py), within
     the same bound; the graph is not built when the search alone stored
     more states than the bound (a swarm's count may repeat states)."""
-    if not result.trace or graph_limit <= 0:
-        return
+    if not result.trace or graph_limit <= 0 or (result.kind or "").startswith("eventually"):
+        return  # (a starved session's lasso: completion is not its question)
     if model is None:
         model = make_model(program, ties=ties, symmetry=symmetry, checks=checks_of(program, checks))
     model = Completion(model)  # a stuck session may still finish
@@ -199,6 +199,13 @@ def judge_path(model, trace) -> tuple[int, str, str | None, str, int | None]:
                     return (k, "livelock", None, f"replayed {k} step(s): the last {k - i} return to the state of "
                             f"step {i} without progress", i)
         visits.setdefault(st.fingerprint, []).append(k)
+    if model.checks.eventually:  # a lasso (or an end) in which a session waits for ever
+        from serq.check.liveness import judge_lasso
+
+        found = judge_lasso(model, trace)
+        if found is not None:
+            end, kind, msg, start = found
+            return end, "violation", kind, msg, start
     last = len(trace) - 1
     if not model.actions(trace[-1].state) and not model.is_done(trace[-1].state):
         return last, "deadlock", None, f"replayed {last} step(s) into a deadlock", None

@@ -50,6 +50,8 @@ class Checks:
     # the instance's `check sometimes` lines are searched for witnesses
     # (serq/check/sometimes.py), each by a search of its own
     sometimes: bool = False
+    # `check eventually GOAL` (serq/check/liveness.py): liveness under fairness, found on the whole graph
+    eventually: tuple = ()
 
     @classmethod
     def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
@@ -57,20 +59,23 @@ class Checks:
         all) selects deadlock, livelock and invariant, and watches stuck
         sessions; `stuck` adds the stuck check. Conservation, `assert` and
         run-time errors are always checked."""
+        import serq.check.liveness as liveness
         from serq.check.slospec import parse_flag, slos_of
 
         named = ALL_CHECKS + ("completes", "sometimes")
         if override:
-            kinds = {c if c in named else "slo" for c in override}
-            slo = slos_of(prog, [parse_flag(c, prog) for c in override if c not in named])
+            kinds = {c if c in named else "eventually" if liveness.is_flag(c) else "slo" for c in override}
+            slo = slos_of(prog, [parse_flag(c, prog) for c in override if c not in named and not liveness.is_flag(c)])
+            ev = liveness.eventually_of([liveness.parse_flag(c) for c in override if liveness.is_flag(c)])
         else:
             kinds, slo = {c.kind for c in prog.checks}, slos_of(prog, prog.checks)
+            ev = liveness.eventually_of(prog.checks)
         some = "sometimes" in kinds and any(c.kind == "sometimes" for c in prog.checks)
         if not kinds or "completes" in kinds:
-            return cls(stuck="stuck" in kinds, slo=slo, sometimes=some)
+            return cls(stuck="stuck" in kinds, slo=slo, sometimes=some, eventually=ev)
         return cls(deadlock="deadlock" in kinds, livelock="livelock" in kinds,
                    stuck="stuck" in kinds, invariant="invariant" in kinds, watch_stuck=False, slo=slo,
-                   sometimes=some)
+                   sometimes=some, eventually=ev)
 
     @property
     def positions(self) -> bool:
@@ -81,7 +86,7 @@ class Checks:
     def names(self) -> list[str]:
         return ([n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
                 + (["admitted"] if self.admitted else []) + [s.text for s in self.slo]
-                + (["sometimes"] if self.sometimes else []))
+                + (["sometimes"] if self.sometimes else []) + [e.text for e in self.eventually])
 
 
 class SerqModel:
@@ -97,17 +102,25 @@ class SerqModel:
         # a list the search's threads (and the caller) share
         self.notes = [] if notes is None else notes
         self.m = Model(program, ties=ties)
-        self.symmetry = symmetry
         self.checks = checks or Checks.of_program(program)
+        self.symmetry = symmetry and not self.checks.eventually  # `check eventually` follows sessions by id
         # states are packed rows; the kernel gives successors, fingerprints
         # and flags in one call per state, and the canonical form (`exact_key`)
-        self.rows = Rows(self.m.engine, symmetry, keep_pos=self.checks.positions)
+        self.rows = Rows(self.m.engine, self.symmetry, keep_pos=self.checks.positions)
         self.rows.warm()  # numba's start-up here, not in the search's time
         self._queue_slos = tuple(s for s in self.checks.slo if not s.per_request)
         self._plain_invariants = not self.m.engine.low.invariants and not self._queue_slos
         # the initial state packed now, as the model is built: a workload of a million sessions
         # takes seconds, cut by the check's limits (explorer.runtime.limits.tick) before the search
         self._initial = self.rows.pack(self.m.initial_state())
+        if self.checks.eventually:  # liveness under fairness (explorer/graph/fair.py): its protocol, declared
+            from serq.check.liveness import Liveness
+
+            live = Liveness(self, self.checks.eventually, lambda state, sid: session_phase(self, state, sid))
+            self.capabilities = SerqModel.capabilities | {protocol.FAIR}
+            self.waiting, self.array_waiting, self.fair_class = live.waiting, live.array_waiting, live.fair_class
+            self.fair_strong, self.fair_words, self._fair_of = live.fair_strong, live.fair_words, live.classes
+            self.fair_note = live.fair_note
 
     # -- protocol -----------------------------------------------------------
     def initial_states(self):
@@ -149,6 +162,9 @@ class SerqModel:
             raise ArrayFallback("a spawn needs a larger row")
         # `actions` lists only the actions that have a successor: the index is the rank among them
         explorer_flags(k, r.parent, r.acts, r.flags, self._stuck_flagged(), self._plain_invariants, r.arflags, r.action)
+        if self.checks.eventually:  # each edge's fairness class (serq/check/liveness.py)
+            acts = r.acts[:k]
+            r.arflags[:k] |= self._fair_of(acts) << protocol.FAIR_SHIFT
         if self.checks.admitted:
             for i in range(k):
                 if not r.arflags[i] & AR_DONE and self.unadmitted(r.from_row(r.outs[i]).tuple()):

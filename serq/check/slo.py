@@ -247,5 +247,9 @@ def make_model(program: ir.Program, *, ties: str = "all", symmetry: bool = True,
 
     checks = checks or Checks.of_program(program)
     if needs_product(checks):
+        if checks.eventually:  # (the command line refuses it first, E012)
+            raise ValueError("`check eventually` and a per-request SLO check are explored apart: select one of them")
         return SloModel(program, ties=ties, checks=checks, notes=notes)
+    if checks.eventually:  # a session keeps its id along a path (serq/check/liveness.py)
+        symmetry = False
     return SerqModel(program, ties=ties, symmetry=symmetry, checks=checks, notes=notes)

@@ -55,6 +55,7 @@ def cmd_diff(args) -> int:
     for path in (args.a, args.b):
         one = load_path(path, explorer=True)
         require_sessions(one, path, "diff")
+        one.warnings.extend(not_compared(one.program))
         if one.warnings and not args.json:
             print(render_all(one.warnings, one.source), file=sys.stderr)
         loaded.append(one)
@@ -83,3 +84,16 @@ def cmd_diff(args) -> int:
     else:
         sys.stdout.write(render_text(r))
     return r.exit_code
+
+
+def not_compared(program) -> list:
+    """W515 at each `check eventually` line: the joint search compares
+    deadlocks, livelocks and violations on one environment, not
+    starvation (each variant's own verdict, printed, has it)."""
+    from serq.diagnostics import Diagnostic
+
+    return [Diagnostic(c.at[0], c.at[1], "W515", f"serq diff does not compare `check eventually {c.metric}`: its "
+                       "joint search compares deadlocks, livelocks and violations; each variant's own verdict "
+                       "has it", "warning", program.source, (), len(c.metric or " "))
+            for c in program.checks if c.kind == "eventually" and c.at]
+

@@ -77,6 +77,7 @@ def cmd_explore(args) -> int:
     checks = Checks.of_program(prog, args.check)
     refuse_for_slo(args, checks)  # a bad `--check ttft<=x` is E012 here
     refuse_for_sometimes(args, prog, checks)
+    refuse_for_liveness(args, prog, checks)
     if args.replay:
         return _replay(args, prog)
     if args.worst is not None:
@@ -217,6 +218,34 @@ def refuse_for_slo(args, checks) -> None:
         raise flag_error(flag, flag, "E012", f"a per-request SLO check ({checks.slo[0].text}) is explored over serq's "
                          f"model with the requests' counters, a model without rows, which {flag} cannot run; drop "
                          f"{flag} (--workers N explores it in parallel)")
+
+
+def refuse_for_liveness(args, prog, checks) -> None:
+    """`check eventually` is looked for on the whole graph by one process
+    (explorer/graph/fair.py): several workers, partitions and swarms are
+    refused (E012), and so is a per-request SLO check beside it (its
+    product has no rows and its own states); an instance with more
+    sessions than the check follows is refused (E601)."""
+    if not checks.eventually or args.worst is not None:
+        return
+    from serq.check.liveness import size_error
+    from serq.check.slo import needs_product
+    from serq.diagnostics import flag_error
+
+    ev = checks.eventually[0]
+    flag = "--swarm" if args.swarm is not None else "--workers" if args.workers > 1 else next(
+        (f"--{k}" for k, v in cluster_kwargs(args).items() if v is not None and v is not False), None)
+    if flag is not None:
+        raise flag_error(flag, flag, "E012", f"`check {ev.text}` is looked for on the whole state graph by one "
+                         f"process, which {flag} does not give; drop {flag}")
+    if needs_product(checks):
+        raise flag_error("--check", checks.slo[0].text, "E012", f"`check {ev.text}` and a per-request SLO check "
+                         f"({checks.slo[0].text}) are explored apart: select one of them (--check)")
+    why = size_error(prog, checks)
+    if why:
+        at = next((c.at for c in prog.checks if c.kind == "eventually" and c.at), None)
+        raise SerqError([Diagnostic(at[0] if at else 0, at[1] if at else 0, "E601", why,
+                                    file=prog.source if at else "--check")])
 
 
 def _worst(args, prog) -> int:

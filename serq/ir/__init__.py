@@ -430,12 +430,15 @@ class WorkloadLine(Node):
 class Check(Node):
     """A property. `slo`: `metric <= e` (`e` a constant or a session
     attribute; `pool` for `queue(POOL)`, None for every pool). `sometimes`:
-    a condition `e` (as an invariant's) that some reachable state meets."""
+    a condition `e` (as an invariant's) that some reachable state meets.
+    `eventually`: `metric` is what every session eventually does
+    (`admitted`, `done`), under the `fairness` of iterations (None: weak)."""
 
-    kind: Literal["deadlock", "livelock", "stuck", "completes", "invariant", "slo", "sometimes"]
+    kind: Literal["deadlock", "livelock", "stuck", "completes", "invariant", "slo", "sometimes", "eventually"]
     e: Expr | None = None
     metric: str | None = None
     pool: str | None = None
+    fairness: Literal["weak", "strong"] | None = None
     at: Pos = None
 
 

@@ -16,7 +16,7 @@ from serq.diagnostics import Sink
 from serq.ir.fold import EvalError, NotConstant, const_eval
 from serq.lang.exprbuild import ExprBuilder, number_value, pos
 from serq.ir.util import walk_expr
-from serq.vocab import CTX_NAMES, FUNCS, MAX_INT, MAX_WORKLOAD, SEQ_EVENTS, UNIT_NS, arity_ok
+from serq.vocab import CTX_NAMES, FAIRNESS, FUNCS, MAX_INT, MAX_WORKLOAD, SEQ_EVENTS, UNIT_NS, arity_ok
 
 
 class Compiler:
@@ -341,8 +341,26 @@ class Compiler:
             return ir.Check(kind=str(t.children[0]), at=pos(t.children[0]))
         if t.data == "check_slo":
             return self.slo(t)
+        if t.data == "check_eventually":
+            return self.eventually(t)
         kind = "sometimes" if t.data == "check_sometimes" else "invariant"
         return ir.Check(kind=kind, e=self.expr(t.children[0]), at=pos(t))
+
+    def eventually(self, t) -> ir.Check | None:
+        """`eventually GOAL [under weak|strong]`: the goal stays a name
+        (checked by serq.lang.validate, on the IR); the fairness is one
+        of two words."""
+        goal, fair = t.children
+        fairness = None
+        if fair is not None:
+            fairness = str(fair)
+            if fairness not in FAIRNESS:
+                from serq.diagnostics import did_you_mean
+
+                self.sink.error(pos(fair), "E100", f"unknown fairness `{fairness}`; write `under weak` (the default) "
+                                "or `under strong`", *did_you_mean(fairness, FAIRNESS), span=len(fairness))
+                return None
+        return ir.Check(kind="eventually", metric=str(goal), fairness=fairness, at=pos(goal))
 
     def slo(self, t) -> ir.Check | None:
         """`METRIC <= BOUND` or `queue(POOL) <= BOUND`: the metric and pool

@@ -249,6 +249,9 @@ class Printer:
                 items.append(str(c.children[0]))
             elif c.data == "check_slo":
                 items.append(f"{expr(c.children[0])} {c.children[1]} {expr(c.children[2])}")
+            elif c.data == "check_eventually":
+                goal, fair = c.children
+                items.append(f"eventually {goal}" + (f" under {fair}" if fair is not None else ""))
             else:
                 kind = "sometimes" if c.data == "check_sometimes" else "invariant"
                 items.append(f"{kind} {expr(c.children[0])}")

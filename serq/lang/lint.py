@@ -15,6 +15,8 @@ numbers would not mean what they seem (docs/language.md, Diagnostics).
 - W513: `cache scheduled` on a pool that no hold keeps whole blocks of
   (`keep (P full)`), or whose holds are never preempted (`preempt none`):
   no victim's given-back tokens can fill a block that stays cached.
+- W516 (simulation only): `check eventually`, which a simulation does not
+  check (docs/language.md, "Liveness").
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ def lint(prog: ir.Program, sink, simulate: bool) -> None:
         if c.kind == "sometimes":
             sink.warn(c.at, "W514", "`check sometimes` is not checked by one simulated run: `serq explore` searches "
                                     "every run for a witness", "`serq run` and `serq check` ignore this line")
+    if simulate:
+        for c in prog.checks:
+            if c.kind == "eventually":
+                sink.warn(c.at, "W516", f"`check eventually {c.metric}` is not checked by a simulation: one run is "
+                          "finite and cannot show a session waiting for ever", "`serq explore` checks it",
+                          span=len(c.metric or " "))
     for pool in prog.pools:
         if pool.cap is not None and pool.block >= 1 and pool.cap % pool.block:
             lost = pool.cap % pool.block

@@ -13,6 +13,7 @@ from serq.ir.types import article, infer_type
 from serq.ir.shape import shape_problems
 from serq.ir.util import enclosing_pools, expr_names, walk_expr
 from serq.lang.lint import lint
+from serq.lang.liveness import eventually
 from serq.vocab import SLO_METRICS, EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MAX_INT, MAX_SESSIONS, MOMENT_TABLE_ROWS, Moment, moment
 
 
@@ -158,6 +159,7 @@ class Validator:
                 self.expr(c.e, moment("check"), want="bool", what="a `sometimes` condition")
             elif c.kind == "slo":
                 self.slo(c, slos)
+        eventually(self.p.checks, self.sink)
         if not self.p.workload:
             self.sink.warn((1, 1), "W502", "the instance has no workload: no session will run")
         elif not any(w.count for w in self.p.workload):

@@ -184,6 +184,37 @@ class Engine:
             queued.append(int(w[b + P_QN]))
         return tuple(cached), tuple(queued)
 
+    # ------------------------------------------------------------ rows read as a whole (`check eventually`)
+    def row_sessions(self, rows: np.ndarray) -> np.ndarray:
+        """The number of sessions of each row of rows (a 2-D int array)."""
+        return rows[:, R_NSESS]
+
+    def queued_mask(self, rows: np.ndarray) -> np.ndarray:
+        """Per row, the mask (uint64, bit = session id < 64) of the
+        sessions in some pool's queue."""
+        cap = self.cap
+        out = np.zeros(rows.shape[0], np.uint64)
+        slots = np.arange(cap)
+        for p in range(len(self.program.pools)):
+            b = self.PB + p * self.PW
+            q = rows[:, b + P_Q: b + P_Q + cap]
+            live = slots[None, :] < rows[:, b + P_QN][:, None]
+            bits = np.where(live, np.left_shift(np.uint64(1), np.where(live, q, 0).astype(np.uint64)), np.uint64(0))
+            out |= np.bitwise_or.reduce(bits, axis=1) if cap else out
+        return out
+
+    def busy_mask(self, rows: np.ndarray, rest: np.ndarray) -> np.ndarray:
+        """Per row, the mask of the sessions whose program state `rest`
+        (a table [program, state] of booleans) does not mark."""
+        n = rows[:, R_NSESS]
+        out = np.zeros(rows.shape[0], np.uint64)
+        for sid in range(int(n.max()) if n.shape[0] else 0):
+            b = RHDR + sid * self.SF
+            busy = (sid < n) & ~rest[np.clip(rows[:, b + F_PROG], 0, rest.shape[0] - 1),
+                                     np.clip(rows[:, b + F_PC], 0, rest.shape[1] - 1)]
+            out |= np.where(busy, np.uint64(1) << np.uint64(sid), np.uint64(0))
+        return out
+
     def state(self, fault=None):
         """The working row as a state tuple."""
         w = self.w[: self.W].tolist()

@@ -44,10 +44,12 @@ from numba import njit
 from explorer.strategies.arrays.table import NO_ORDER, TOUCH_FROM, _Store, _find, _grow_sub, _next_size, _touch, _walker
 from explorer.strategies.arrays.narrow import Arena, Packed, Raw, pack_rows
 from explorer.graph.cycles import _acyclic_part, _cycle, _scc
+from explorer.graph.fair import fair_lasso, fair_pass, fair_result
+from explorer.strategies.arrays.fairrec import FairRecord
 from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib
 from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
-from explorer.model import CHECK, DONE, PROGRESS
+from explorer.model import CHECK, DONE, FAIR, PROGRESS, has
 from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from explorer.result import Result, Stats
 from explorer.settings import Settings
@@ -333,24 +335,46 @@ def chunk_rows(cap: int, gen: int, rows: int, width: int, stored: int) -> int:
 
 
 def complete(m: Any, final: Callable[[], Stats], cuts: list, stored: Callable[[int], bool], max_depth: int | None,
-             graph: Callable | None, fps_of: Callable, chain: Callable) -> Result:
+             graph: Callable | None, fps_of: Callable, chain: Callable, *, fair: FairRecord | None = None,
+             livelock: bool = True) -> Result:
     """The verdict of a search that ran out of states: "bound" if a state
     the depth bound cut was never reached within it (`stored(fp)` false);
     else the livelock pass over `graph()` (None: no non-progress edge),
     (states, first edge of each, edges' targets); `fps_of(ids)`: their
-    fingerprints, for the lasso. `final()`: the statistics."""
+    fingerprints, for the lasso. `final()`: the statistics. With `fair`
+    (a model that declares FAIR), `graph()` has every edge: the livelock
+    pass (when `livelock`) keeps the non-progress ones, then a starved
+    subject is looked for (explorer/graph/fair.py)."""
     for c in cuts:
         for fp in c.tolist():
             if not stored(fp):
                 return bounded(final(), "max_depth", max_depth)
-    if graph is not None:
+    if fair is not None:
         n, ofs, dst = graph()
-        comp, left = _acyclic_part(n, ofs, dst)
-        entry = _scc(n, ofs, dst, comp) if left else -1
-        if entry >= 0:
-            fps = fps_of(np.array([entry] + list(_cycle(n, ofs, dst, comp, entry)), np.int64))
-            return livelock_result(m, chain, fps[0], fps[1:], final())
+        if livelock:
+            r = _livelock(m, final, *fair.livelock_graph(n, ofs, dst), fps_of, chain)
+            if r is not None:
+                return r
+        lasso = fair_lasso(n, ofs, dst, fair.cls[: fair.nedges], fair.wait[:n], m.fair_strong)
+        if lasso is None:
+            return fair_pass(m, passed(final()), fair.wait[:n])
+        fps = fps_of(np.array([lasso.entry] + lasso.cycle, np.int64))
+        return fair_result(m, chain, lasso, fps, final())
+    if graph is not None:
+        r = _livelock(m, final, *graph(), fps_of, chain)
+        if r is not None:
+            return r
     return passed(final())
+
+
+def _livelock(m, final, n, ofs, dst, fps_of, chain) -> Result | None:
+    """The livelock pass over the non-progress edges; None: no livelock."""
+    comp, left = _acyclic_part(n, ofs, dst)
+    entry = _scc(n, ofs, dst, comp) if left else -1
+    if entry < 0:
+        return None
+    fps = fps_of(np.array([entry] + list(_cycle(n, ofs, dst, comp, entry)), np.int64))
+    return livelock_result(m, chain, fps[0], fps[1:], final())
 
 
 def _chunks(level, size: int = CHUNK):
@@ -415,8 +439,11 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
         level_id0 = 0  # ids of a level are consecutive
         depth = 0
         cuts: list[np.ndarray] = []
-        livelock = bool(check_livelock)
+        fair = FairRecord() if has(m, FAIR) else None  # every edge, its class, each state's waiting subjects
+        livelock = bool(check_livelock) or fair is not None
         edges = Edges(livelock)
+        if fair is not None and first:
+            fair.states(0, m.array_waiting(np.asarray(rows, np.int64)[first]))
         nchunks = 0
         newidx = np.zeros(CHUNK, np.int64)
         cut = np.zeros(CHUNK, np.uint64)
@@ -451,8 +478,9 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
                 if n >= TOUCH_FROM:
                     _touch(x.fps, (st.tab, st.R, st.sz, st.fp), NO_ORDER, 0, x.fps.shape[0], st.shift)
                 j, i = 0, 0
+                wflags = x.flags if fair is None else fair.walk_flags(x.flags)
                 while True:
-                    status, j, i = _walk(j, i, (nrows, x.pofs, x.fps, x.flags, level_id0 + pos, depth, x.pdone),
+                    status, j, i = _walk(j, i, (nrows, x.pofs, x.fps, wflags, level_id0 + pos, depth, x.pdone),
                                          (st.tab, st.R, st.sz, st.cnt, st.fp, st.parent), S,
                                          (newidx, edges.cnt, edges.ovf, edges.dst, cut),
                                          (ms, md, livelock, check_deadlock), (False, NO_DNEW, NO_DTGT, NO_WK, 1))
@@ -473,6 +501,10 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
                         fp = int(x.fps[i - 1])
                         return violation(m, st.chain, fp, bad[0][0], bad[0][1], final(pending - 1))
                 nnew = int(S[S_NEW])
+                if fair is not None:
+                    fair.edges(x.flags, x.fps, cut[: int(S[S_CUT])])
+                    if nnew:
+                        fair.states(n, m.array_waiting(x.succ[newidx[:nnew]]))
                 if nnew:
                     nxt.append(_pack_new(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1]), arena))
                 next_count += nnew
@@ -495,7 +527,8 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
             return edges.graph(n, S)
 
         return complete(m, lambda: final(0), cuts, lambda fp: st.id_of(fp) >= 0, max_depth,
-                        graph if livelock and S[S_NP] else None, lambda ids: [int(st.fp[x]) for x in ids], st.chain)
+                        graph if livelock and (S[S_NP] or fair is not None) else None,
+                        lambda ids: [int(st.fp[x]) for x in ids], st.chain, fair=fair, livelock=bool(check_livelock))
     except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
         return interrupted(final(queue_now), interrupt_of(e))
     except MemoryError:  # the tables could not grow: what was stored so far
