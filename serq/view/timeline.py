@@ -88,7 +88,7 @@ def timeline(sm: SerqModel, result, instance: str) -> dict:
             free = f", free {c['free']}" if c["free"] is not None else ""
             c["title"] = (f"{pool['name']} after step {k}: allocated {c['alloc']}, cached {c['cached']}"
                           f"{free}{of}; {c['queue']} queued")
-            c["nums"] = [("free", "free " + ("∞" if c["free"] is None else str(c["free"])), c["free"] == 0),
+            c["nums"] = [("free", "free " + ("∞" if c["free"] is None else str(c["free"])), False),
                          ("cached", f"cached {c['cached']}", not c["cached"]),
                          ("queue", f"queue {c['queue']}", not c["queue"])]
     wait_cycle = []

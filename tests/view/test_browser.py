@@ -221,8 +221,10 @@ def _ends(pg, path) -> tuple[dict, dict]:
         return [f(p.getPointAtLength(0)), f(p.getPointAtLength(n))]; }""")
 
 
-def _inside(pt: dict, box: dict) -> bool:
-    return box["x"] <= pt["x"] <= box["x"] + box["width"] and box["y"] <= pt["y"] <= box["y"] + box["height"]
+def _inside(pt: dict, box: dict, beside: bool = False) -> bool:
+    """Whether a point is in a cell (`beside`: at its right edge, in its row)."""
+    x0, x1 = (box["x"] + box["width"] - 1, box["x"] + box["width"] + 8) if beside else (box["x"], box["x"] + box["width"])
+    return x0 <= pt["x"] <= x1 and box["y"] <= pt["y"] <= box["y"] + box["height"]
 
 
 def check_arrows(pg, want: list[tuple[str, int, str, str]]) -> None:
@@ -233,7 +235,9 @@ def check_arrows(pg, want: list[tuple[str, int, str, str]]) -> None:
     for a, (kind, k, src, dst) in zip(arrows.all(), want):
         start, end = _ends(pg, a)
         cell = lambda lab: pg.locator(f'tr.lane[data-session="{lab}"] td.cell[data-step="{k}"]').bounding_box()  # noqa: E731
-        assert _inside(start, cell(src)) and _inside(end, cell(dst)), (kind, src, dst, start, end)
+        # spawn and join inside the column; the wait-for cycle's arcs leave from the last cells' right edge
+        beside = kind == "wait"
+        assert _inside(start, cell(src), beside) and _inside(end, cell(dst), beside), (kind, src, dst, start, end)
         assert a.evaluate("e => getComputedStyle(e).stroke") != "none"
 
 
