@@ -182,6 +182,107 @@ def test_replayed_run_with_cache_in_the_browser(page, tmp_path):
     shot(page, "timeline_replay")
 
 
+def _selected(pg) -> int:
+    return int(pg.get_attribute("body", "data-selected"))
+
+
+def test_keys_move_the_selected_step_with_a_visible_focus(page, tmp_path):
+    inst = str(INST / "agent_subagents.sq")
+    out = tmp_path / "agent.html"
+    serq("explore", inst, "--replay", "0/0/0/0/0/0", "--html", str(out), check_code=0)
+    data = json.loads(serq("explore", inst, "--replay", "0/0/0/0/0/0", "--json").stdout)
+    n = len(data["trace"])
+    page.goto(out.as_uri())
+    # a run without a point of no return opens on its last step
+    assert _selected(page) == n - 1
+    moves = [("Home", 0), ("ArrowRight", 1), ("ArrowRight", 2), ("j", 3), ("k", 2), ("ArrowLeft", 1),
+             ("ArrowLeft", 0), ("ArrowLeft", 0), ("End", n - 1), ("ArrowRight", n - 1), ("k", n - 2)]
+    for key, want in moves:
+        page.keyboard.press(key)
+        assert _selected(page) == want, key
+        # the selected column's head has the focus, drawn; the panel shows that step's action
+        assert page.evaluate("() => document.activeElement.dataset.step") == str(want)
+        head = page.locator(f'thead th[data-step="{want}"]')
+        assert "sel" in head.get_attribute("class")
+        assert head.evaluate("e => getComputedStyle(e).outlineStyle") == "solid"
+        assert float(head.evaluate("e => getComputedStyle(e).outlineWidth")[:-2]) >= 2
+        assert page.inner_text("#detail").startswith(f"{want}. {data['trace'][want]['action'] or 'initial state'}")
+        assert page.locator("thead th.sel").count() == 1
+    # a click selects too
+    page.click('tr.lane td.cell[data-step="3"]')
+    assert _selected(page) == 3
+    shot(page, "timeline_spawn_join")
+
+
+def _ends(pg, path) -> tuple[dict, dict]:
+    """The first and last point of an arrow, in the page's coordinates."""
+    return path.evaluate("""p => { const m = p.getScreenCTM(), n = p.getTotalLength();
+        const f = (q) => { const r = q.matrixTransform(m); return {x: r.x, y: r.y}; };
+        return [f(p.getPointAtLength(0)), f(p.getPointAtLength(n))]; }""")
+
+
+def _inside(pt: dict, box: dict, beside: bool = False) -> bool:
+    """Whether a point is in a cell (`beside`: at its right edge, in its row)."""
+    x0, x1 = (box["x"] + box["width"] - 1, box["x"] + box["width"] + 8) if beside else (box["x"], box["x"] + box["width"])
+    return x0 <= pt["x"] <= x1 and box["y"] <= pt["y"] <= box["y"] + box["height"]
+
+
+def check_arrows(pg, want: list[tuple[str, int, str, str]]) -> None:
+    arrows = pg.locator("svg#arrows path.arrow")
+    got = [(a.get_attribute("data-kind"), int(a.get_attribute("data-step")), a.get_attribute("data-from"),
+            a.get_attribute("data-to")) for a in arrows.all()]
+    assert got == want
+    for a, (kind, k, src, dst) in zip(arrows.all(), want):
+        start, end = _ends(pg, a)
+        cell = lambda lab: pg.locator(f'tr.lane[data-session="{lab}"] td.cell[data-step="{k}"]').bounding_box()  # noqa: E731
+        # spawn and join inside the column; the wait-for cycle's arcs leave from the last cells' right edge
+        beside = kind == "wait"
+        assert _inside(start, cell(src), beside) and _inside(end, cell(dst), beside), (kind, src, dst, start, end)
+        assert a.evaluate("e => getComputedStyle(e).stroke") != "none"
+
+
+def test_spawn_join_arrows_are_drawn_between_the_lanes(page, tmp_path):
+    inst = str(INST / "agent_subagents.sq")
+    out = tmp_path / "agent.html"
+    serq("explore", inst, "--replay", "0/0/0/0/0/0", "--html", str(out), check_code=0)
+    page.goto(out.as_uri())
+    check_arrows(page, [("spawn", 2, "agent#1", "sub#2"), ("spawn", 2, "agent#1", "sub#3"),
+                        ("join", 4, "sub#2", "agent#1"), ("join", 4, "sub#3", "agent#1")])
+    # each arrow's kind is in the legend, drawn in the arrow's colour
+    for kind in ("spawn", "join"):
+        colour = page.locator(f"path.arrow-{kind}").first.evaluate("e => getComputedStyle(e).stroke")
+        swatch = page.locator(f'#legend [data-key="arrow-{kind}"] i')
+        assert swatch.evaluate("e => getComputedStyle(e).borderTopColor") == colour
+
+
+def test_deadlock_page_shows_the_stakes_the_wait_for_arrows_and_the_pool_numbers(page, tmp_path):
+    data, out = explore_page(tmp_path, "join_in_hold")
+    page.goto(out.as_uri())
+    last = len(data["trace"]) - 1
+    check_arrows(page, [("spawn", 2, "parent#1", "child#2"), ("wait", last, "parent#1", "child#2"),
+                        ("wait", last, "child#2", "parent#1")])
+    # what is at stake is on the step, seen without pointing at anything
+    stake = page.locator(f'#stake-row td[data-step="{last}"]')
+    assert stake.is_visible() and stake.bounding_box()["height"] > 20
+    assert stake.inner_text().splitlines()[0] == "child#2 needs 2 blocks of kv, 1 obtainable"
+    (w,) = data["blocked"]["waiting"]
+    assert (w["pools"][0]["blocks"]["needs"], w["pools"][0]["blocks"]["obtainable"]) == (2, 1)
+    # the pool's numbers, as text under each bar
+    for k, step in enumerate(data["trace"]):
+        (pool,) = step["state"]["pools"]
+        nums = page.locator(f'tr.pool td.bar[data-step="{k}"] .nums')
+        assert nums.is_visible()
+        assert nums.inner_text().split() == ["free", str(pool["free"]), "cached", str(pool["cached"]),
+                                             "queue", str(len(pool["queue"]))]
+    # prefill (here: served prefill tokens) and allocated units are told apart, as the legend draws them
+    alloc = page.locator('#legend [data-key="alloc"] i').evaluate("e => getComputedStyle(e).backgroundColor")
+    assert alloc == page.locator("td.bar .alloc").first.evaluate("e => getComputedStyle(e).backgroundColor")
+    served = page.locator("td.mark-serve-prefill").first.evaluate("e => getComputedStyle(e).borderBottomColor")
+    swatch = page.locator('#legend [data-key="mark-serve-prefill"] i')
+    assert served != alloc and swatch.evaluate("e => getComputedStyle(e).borderBottomColor") == served
+    shot(page, "timeline_deadlock_stakes")
+
+
 def test_simulation_plots_in_the_browser(page, tmp_path):
     out = tmp_path / "sim.html"
     text = (INST / "vllm_chat.sq").read_text().replace("3 x chat every 2.5s", "10 x chat every 30ms")
