@@ -56,7 +56,7 @@ def _sub(info, ks, i, exact):
 
 
 def acyclic(comps, g) -> bool:
-    return all(len(c) == 1 and all(v != c[0] for _a, v in g.succ[c[0]]) for c in comps)
+    return all(len(c) == 1 and all(v not in c for _a, v in g.succ[next(iter(c))]) for c in comps)
 
 
 @dataclass
@@ -76,7 +76,7 @@ def solve(g, tr, scc, rewards, target, maximize: bool, exact: bool) -> Solution:
     succ = g.succ
 
     def leaf(u, k):
-        v = succ[u][k][1]
+        _ai, v = succ[u][k]
         if rewards is None or rewards[u] is None:
             return V[v]
         r, d = rewards[u][k]
@@ -157,7 +157,7 @@ def positive_graph(g):
     h.fps = [g.fps[u] for u in order]
     h.index = {fp: i for i, fp in enumerate(h.fps)}
     h.parent, h.via = parent, via
-    h.succ = [[(g.succ[u][k][0], new[g.succ[u][k][1]]) for k in keep[u]] for u in order]
+    h.succ = [[(ai, new[v]) for ai, v in (g.succ[u][k] for k in keep[u])] for u in order]
     h.info = [[g.info[u][k].weights for k in keep[u]] for u in order]
     h.done = [g.done[u] for u in order]
     h.bad = [g.bad[u] for u in order]
