@@ -124,6 +124,11 @@ def cmd_replay(args) -> int:
     cx = explore_json(model, r, with_timing=False, with_stats=False)
     if cx_file:
         _same_run(cx_file, cx_text, cx, theirs)
+        if (cx["verdict"], cx["kind"]) != (theirs.get("verdict"), theirs.get("kind")):
+            raise _err(cx_file, f"its path replays to the verdict {cx['verdict']} ({cx['kind'] or 'no kind'}), "
+                                f"where the file says {theirs.get('verdict')} ({theirs.get('kind') or 'no kind'})",
+                       1, 1, cx_text, ("judge it by the properties the exploration checked: --check",))
+        cx["message"] = theirs.get("message", cx["message"])
     try:
         plan = scenario_of(cx, text, args.instance)
         serq_by_tick, _ = serq_rows(plan)
@@ -154,7 +159,8 @@ def cmd_replay(args) -> int:
     except (ValueError, KeyError) as e:
         raise _err(trace_file, f"not a trace of this counterexample's scenario: {e}", code="E025") from None
     out = sys.stdout.write
-    out(f"counterexample: {plan.verdict} after {plan.steps} engine steps (replay {r.replay_path}): {plan.message}\n")
+    out(f"counterexample: {plan.verdict} after {plan.steps} engine steps (replay {r.replay_path}): {plan.message}\n"
+        "(steps below are vLLM's engine steps: the counterexample's iterations, from 0)\n")
     out(f"scenario: {_settings(plan.scenario)}\n")
     for q in plan.scenario["requests"]:
         when = (f"{q['think_steps']} step(s) after {q['follows']} finishes" if "follows" in q

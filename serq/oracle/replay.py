@@ -123,7 +123,7 @@ def scenario_of(cx: dict, text: str, file: str) -> Plan:
             program[s] = ses["program"]
         else:  # a turn: the user's reply to the request that ended at iteration finished_at[s]
             prev = last[s]
-            rid = f"{s}.{prev['turn'] + 1}"
+            rid = f"{s}.{prev['turn'] + 2}"  # its second request is `chat#1.2`
             req.update(id=rid, follows=prev["id"], think_steps=len(rows) - finished_at[s] - 1,
                        prompt_len=int(a["n"]) - prev["n"] - prev["o"])
         last[s] = {"id": rid, "n": int(a["n"]), "o": int(a["o"]), "turn": last[s]["turn"] + 1 if s in last else 0}
