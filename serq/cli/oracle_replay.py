@@ -135,8 +135,8 @@ def cmd_replay(args) -> int:
     except NotExact as e:
         raise _err(args.instance, f"not a vLLM-exact instance: {e}", e.line, e.col, text, e.notes) from None
     except NotExpressible as e:
-        raise _err(cx_file or args.instance, f"the counterexample cannot be run on vLLM: {e} (at its step {e.step})",
-                   notes=(e.detail,) if e.detail else ()) from None
+        raise _err(cx_file or args.instance, f"the counterexample cannot be run on vLLM: {e}",
+                   notes=tuple(e.detail.splitlines())) from None
     scenario_text = json.dumps(plan.scenario, indent=1) + "\n"
     if args.scenario:
         from explorer.runtime.outfile import write_output

@@ -38,6 +38,11 @@ class Decl:
     text: str  # comments dropped, whitespace collapsed
     line: int
     col: int
+    pos: list = field(default_factory=list)  # (line, col) in the instance of each character of `text`
+
+    def at(self, i: int) -> tuple[int, int]:
+        """Where the text's character i is (the declaration's end past it)."""
+        return self.pos[min(i, len(self.pos) - 1)] if self.pos else (self.line, self.col)
 
 
 def _strip_comments(text: str) -> str:
@@ -77,11 +82,27 @@ def declarations(text: str) -> list[Decl]:
 
 
 def _decl(raw: str, line: int, col: int) -> Decl:
-    text = " ".join(raw.split())
+    chars, pos, gap = [], [], False
+    ln, c = line, col - 1
+    for ch in raw:
+        if ch == "\n":
+            ln, c = ln + 1, 0
+        else:
+            c += 1
+        if ch.isspace():
+            gap = bool(chars)
+            continue
+        if gap:
+            chars.append(" ")
+            pos.append((ln, c))
+            gap = False
+        chars.append(ch)
+        pos.append((ln, c))
+    text = "".join(chars)
     words = re.match(r"(\w+)\s*(\w*)", text)
     kind = words.group(1) if words else text
     name = words.group(2) if words and kind in ("const", "prefix", "pool", "stage", "session") else ""
-    return Decl(kind, name, text, line, col)
+    return Decl(kind, name, text, line, col, pos)
 
 
 _SESSION = re.compile(r"session (\w+)\s*(?:\(([^)]*)\))? \{ (.*) \}$")
@@ -116,7 +137,7 @@ def settings(text: str, file: str) -> dict:
         m = re.search(pattern, d.text) if d else None
         if not m:
             where = d or next(iter(decls.values()), Decl("", "", "", 1, 1))
-            raise NotExact(where.line, where.col, f"not a vLLM-exact instance: no {what}",
+            raise NotExact(where.line, where.col, f"no {what}",
                            ("replay reads instances `serq oracle convert` writes (docs/vllm.md)",))
         return m
 
@@ -180,7 +201,9 @@ def exact(text: str, file: str, sc: dict, used: dict[str, str]) -> None:
             # instance's may go on where the converter's ends
             cut = wbody.removesuffix("end;").rstrip()
             if body != wbody and not (cut != wbody and body.startswith(cut + " turn think")):
-                raise NotExact(d.line, d.col, f"session `{d.name}` is not the converter's program for its requests",
+                i = _mismatch(body, wbody)
+                ln, c = d.at(d.text.find(body[:i]) + i if body[:i] in d.text else 0)
+                raise NotExact(ln, c, f"session `{d.name}` is not the converter's program for its requests",
                                _first_difference(body, wbody))
             if sorted(p + drawn) != sorted(wp) or len(set(p + drawn)) != len(p + drawn):
                 raise NotExact(d.line, d.col, f"session `{d.name}` has parameters ({', '.join(p)})"
@@ -193,7 +216,8 @@ def exact(text: str, file: str, sc: dict, used: dict[str, str]) -> None:
             raise NotExact(d.line, d.col, f"`{d.text[:60]}` is not in the converter's instance for these settings",
                            ("replay reads instances `serq oracle convert` writes (docs/vllm.md)",))
         if d.text != want.text:
-            raise NotExact(d.line, d.col, f"`{d.kind} {d.name}` is not written as the converter writes it",
+            ln, c = d.at(_mismatch(d.text, want.text))
+            raise NotExact(ln, c, f"`{d.kind} {d.name}` is not written as the converter writes it",
                            (f"the converter writes: {want.text}",))
         seen.add(key)
     for key, want in ours.items():
@@ -201,7 +225,16 @@ def exact(text: str, file: str, sc: dict, used: dict[str, str]) -> None:
             raise NotExact(first.line, first.col, f"no `{want.text}`: the converter writes it for these settings")
 
 
-def _first_difference(a: str, b: str) -> tuple[str, ...]:
+def _mismatch(a: str, b: str) -> int:
+    """Where a and b first differ, at the start of that word."""
     i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    word = lambda ch: ch.isalnum() or ch == "_"  # noqa: E731
+    while 0 < i < len(a) and word(a[i]) and word(a[i - 1]):
+        i -= 1
+    return i
+
+
+def _first_difference(a: str, b: str) -> tuple[str, ...]:
+    i = _mismatch(a, b)
     lo = max(0, i - 20)
     return (f"here: …{a[lo:i + 40]}…", f"the converter writes: …{b[lo:i + 40]}…")

@@ -61,6 +61,7 @@ class Plan:
     left_out: list[str] = field(default_factory=list)  # sessions that never arrive on the path
     preemptions: list[tuple[int, str, str]] = field(default_factory=list)  # (iteration, session, why)
     unfinished: list[str] = field(default_factory=list)  # sessions not done at the end
+    turn_first: list[tuple[int, str, str]] = field(default_factory=list)  # (step, turn, arrival) after it
 
     @property
     def steps(self) -> int:
@@ -93,7 +94,7 @@ def scenario_of(cx: dict, text: str, file: str) -> Plan:
     sc = settings(text, file)
     trace = cx["trace"]
     rows, reqs, label, last, finished_at, program = [], [], {}, {}, {}, {}
-    preemptions, lasso = [], None
+    preemptions, lasso, turned, turn_first = [], None, [], []
     priority = sc.get("policy") == "priority"
     for st in trace:
         if cx.get("lasso_start") is not None and st["step"] == cx["lasso_start"]:
@@ -117,6 +118,10 @@ def scenario_of(cx: dict, text: str, file: str) -> Plan:
         req = {"max_tokens": int(a["o"])}
         if priority:
             req["priority"] = int(a.get("pri", 0))
+        if mv["kind"] == "turn":
+            turned.append((len(rows), s))
+        elif any(t == len(rows) for t, _ in turned):  # vLLM adds a step's fresh arrivals before its turns
+            turn_first.extend((len(rows), x, s) for t, x in turned if t == len(rows))
         if mv["kind"] == "arrive":
             rid = s
             req.update(id=rid, arrival_step=len(rows), prompt_len=int(a["n"]))
@@ -148,7 +153,8 @@ def scenario_of(cx: dict, text: str, file: str) -> Plan:
         if p not in used or last[s_]["turn"] > last[used[p]]["turn"]:
             used[p] = s_
     exact(text, file, sc, used)
-    return Plan(sc, rows, label, cx["verdict"], cx["message"], lasso, left_out, preemptions, unfinished)
+    return Plan(sc, rows, label, cx["verdict"], cx["message"], lasso, left_out, preemptions, unfinished,
+                turn_first)
 
 
 # ------------------------------------------------------------------ serq's run of the scenario
@@ -172,8 +178,10 @@ def serq_rows(plan: Plan) -> tuple[dict[int, dict], dict[str, str]]:
             detail = "\n".join([f"  {'':10} {'counterexample':40} serq's run of the scenario"] + [
                 f"{'≠' if mine is None or mine[k] != want[k] else ' '} {k:10} "
                 f"{_j(want[k]):40} {_j(mine[k]) if mine else '(no iteration)'}" for k in EVENT_FIELDS])
-            raise NotExpressible(t, f"the scenario does not say the counterexample: its iteration {t} differs "
-                                    f"({f})", detail)
+            why = "".join(f"; {x}'s user replies before {y} arrives at step {k}, and vLLM adds a step's fresh "
+                          "arrivals before its returning turns" for k, x, y in plan.turn_first if k <= t)
+            raise NotExpressible(t, f"the scenario does not say the counterexample: at step {t} ({f}) serq's run "
+                                    f"of it differs{why}", detail)
     return by_tick, back
 
 
