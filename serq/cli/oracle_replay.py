@@ -97,7 +97,6 @@ def cmd_replay(args) -> int:
     from serq.check.explore import replay_verdict
     from serq.check.tracedata import explore_json
     from serq.cli.exits import EXIT_CODES
-    from serq.cli.oracle import _venv
     from serq.diagnostics import flag_error
     from serq.lang.load import load_path
     from serq.oracle.compare import TraceError
@@ -145,7 +144,7 @@ def cmd_replay(args) -> int:
     if args.trace:
         trace_file, trace = args.trace, _read(args.trace)
     else:
-        trace_file, trace = "vLLM's trace", _run_vllm(_venv(args.venv), scenario_text)
+        trace_file, trace = "vLLM's trace", _run_vllm(_venv_for_replay(args.venv), scenario_text)
         if trace is None:
             return EXIT_CODES["input_error"]
         if args.save_trace:
@@ -198,3 +197,19 @@ def _run_vllm(venv: Path, scenario_text: str) -> str | None:
         print(f"serq oracle replay: vLLM's driver failed (exit {p.returncode})", file=sys.stderr)
         return None
     return p.stdout
+
+
+def _venv_for_replay(arg) -> Path:
+    from serq.oracle.venv import default_venv, python_of
+
+    venv = Path(arg) if arg else default_venv()
+    if not python_of(venv).exists():
+        raise _err("serq oracle replay", f"no oracle environment at {venv}: vLLM cannot run the counterexample",
+                   code="E024", notes=(
+                       "build it with `serq oracle setup [VENV]` (a few minutes: vLLM 0.33.0 without its "
+                       "dependencies and a CPU torch, in VENV, default $SERQ_ORACLE_VENV or ~/.cache/serq/vllm-oracle)"
+                       ", then give --venv VENV or set SERQ_ORACLE_VENV",
+                       "or judge the counterexample against a recorded trace of its scenario: --scenario FILE writes "
+                       "the scenario, `serq oracle trace FILE` records vLLM's trace where vLLM is, --trace TRACE "
+                       "reads it"))
+    return venv

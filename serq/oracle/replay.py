@@ -140,7 +140,7 @@ def scenario_of(cx: dict, text: str, file: str) -> Plan:
     sc["requests"] = reqs
     if cx["verdict"] in ("deadlock", "livelock"):
         sc["max_steps"] = len(rows) + MARGIN
-    sc["description"] = (f"a counterexample of {file} ({cx['verdict']}: {cx['message']}), replayed by "
+    sc["description"] = (f"a counterexample of {file.replace(chr(92), '/').rsplit('/', 1)[-1]} ({cx['verdict']}: {cx['message']}), replayed by "
                          "`serq oracle replay`")
     if not reqs:
         raise NotExpressible(0, "no session arrives on this path: there is nothing to replay")
