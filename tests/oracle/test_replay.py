@@ -116,13 +116,13 @@ def test_drawn_lengths_are_the_counterexample_s(tmp_path, capsys):
 
 @pytest.mark.parametrize("edit,where,words", [
     (("stage gpu { budget 8; serve (admitted); }", "stage gpu { budget 8; chunk 4; serve (admitted); }"),
-     "12:23", "`stage gpu` is not written as the converter writes it"),
+     "13:23", "`stage gpu` is not written as the converter writes it"),
     (("    prefill (n + g - c) growing kv;", "    prefill (n + g - c + 1) growing kv;"),
-     "17:24", "session `req` is not the converter's program for its requests"),
+     "18:24", "session `req` is not the converter's program for its requests"),
     (("const BS = 4;", "const BS = 4;\nprefix P1 = 4;"),
-     "10:1", "`prefix P1`: replay does not write shared prompts yet"),
-    (("pool kv { cap 4 * BS;", "pool kv { cap 16;"), "11:1", "no `pool kv { cap N * BS; ... }`"),
-    (("session req(n, o) {", "session req(n, o, x = 1) {"), "14:1", "session `req` has parameters"),
+     "11:1", "`prefix P1`: replay does not write shared prompts yet"),
+    (("pool kv { cap 4 * BS;", "pool kv { cap 16;"), "12:1", "no `pool kv { cap N * BS; ... }`"),
+    (("session req(n, o) {", "session req(n, o, x = 1) {"), "15:1", "session `req` has parameters"),
 ])
 def test_an_instance_that_is_not_vllm_exact_is_a_located_error(edit, where, words, tmp_path, capsys):
     s = (REC / "gate_off_stuck.sq").read_text()
