@@ -94,11 +94,12 @@ def scenario_of(cx: dict, text: str, file: str) -> Plan:
     sc = settings(text, file)
     trace = cx["trace"]
     rows, reqs, label, last, finished_at, program = [], [], {}, {}, {}, {}
-    preemptions, lasso, turned, turn_first = [], None, [], []
+    preemptions, turned, turn_first = [], [], []
+    lasso = None  # the livelock's cycle: the iterations after the state it returns to
+    if cx.get("lasso_start") is not None:
+        lasso = sum(1 for st in trace[1:cx["lasso_start"] + 1] if st["move"]["kind"] == "iterate")
     priority = sc.get("policy") == "priority"
     for st in trace:
-        if cx.get("lasso_start") is not None and st["step"] == cx["lasso_start"]:
-            lasso = len(rows)
         mv = st["move"]
         if mv is None:
             continue
@@ -153,8 +154,8 @@ def scenario_of(cx: dict, text: str, file: str) -> Plan:
         if p not in used or last[s_]["turn"] > last[used[p]]["turn"]:
             used[p] = s_
     exact(text, file, sc, used)
-    return Plan(sc, rows, label, cx["verdict"], cx["message"], lasso, left_out, preemptions, unfinished,
-                turn_first)
+    return Plan(scenario=sc, rows=rows, label=label, verdict=cx["verdict"], message=cx["message"], lasso=lasso,
+                left_out=left_out, preemptions=preemptions, unfinished=unfinished, turn_first=turn_first)
 
 
 # ------------------------------------------------------------------ serq's run of the scenario

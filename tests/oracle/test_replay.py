@@ -20,12 +20,15 @@ from serq.oracle.exact import NotExact, declarations, exact, settings
 
 REC = Path(__file__).resolve().parent / "replay"
 VLLM = Path(__file__).resolve().parents[1] / "vllm"
-NAMES = ["gate_off_stuck", "preempted_twice", "turn_preempted"]
+NAMES = ["gate_off_stuck", "gate_off_loop", "preempted_twice", "turn_preempted"]
 # what each replay must say: vLLM shows the pattern the explorer found
 SAYS = {
     "gate_off_stuck": ["counterexample: deadlock after 5 engine steps", "the same preemptions: req#1 at step 4 (by itself)",
                        "stuck forever, as in the counterexample: from step 5 to its step cap (step 34)",
                        "req#1 unfinished (1 waiting, 0 running, 4 free blocks of which 4 cached)"],
+    "gate_off_loop": ["counterexample: livelock after 9 engine steps",
+                      "the same preemptions: req#1 at step 4 (by itself); req#1 at step 7 (by itself)",
+                      "the same cycle: vLLM repeats steps 6 to 8 for 30 more steps, up to its step cap"],
     "preempted_twice": ["counterexample: violation after 12 engine steps",
                         "req#2: prompt 5, 10 tokens, at step 2", "req#4: prompt 5, 10 tokens, at step 3",
                         "the same preemptions: req#4 at step 6; req#4 at step 11 (by itself)",
@@ -67,6 +70,9 @@ def test_recorded_trace_agrees_with_serq_on_every_step_by_the_comparison(name):
     trace = (REC / f"{name}.trace.jsonl").read_text()
     for coalesce in (True, False):
         a = agree(sc, trace, coalesce=coalesce)
+        if "max_steps" in sc and not a.ok:  # a livelock's: serq goes on past vLLM's step cap
+            assert a.agree == a.steps and f"vLLM did nothing at step {sc['max_steps']};" in a.first, a.first
+            continue
         assert a.ok and not a.needs, a.first
 
 
@@ -96,6 +102,14 @@ def test_vllm_going_on_after_a_deadlock_is_a_different_pattern(tmp_path, capsys)
     assert main(replay(REC / f"{name}.sq", REC / f"{name}.cx.json", "--trace", t)) == 12
     out = capsys.readouterr().out
     assert "the counterexample ends in a deadlock after step 4, but vLLM goes on at step 9" in out
+
+
+def test_vllm_leaving_a_livelock_s_cycle_is_a_different_pattern(tmp_path, capsys):
+    name = "gate_off_loop"
+    t = _tamper(tmp_path, name, 13, lambda r: r.update(preempted=[], preemptions=[]))
+    assert main(replay(REC / f"{name}.sq", REC / f"{name}.cx.json", "--trace", t)) == 12
+    out = capsys.readouterr().out
+    assert "the livelock's cycle (steps 6 to 8) is not repeated: vLLM's step 13 is []" in out, out
 
 
 def test_drawn_lengths_are_the_counterexample_s(tmp_path, capsys):
