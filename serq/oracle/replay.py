@@ -167,7 +167,8 @@ def serq_rows(plan: Plan) -> tuple[dict[int, dict], dict[str, str]]:
     the counterexample, iteration by iteration."""
     conv = convert(plan.scenario, "replay")
     back = {conv.labels[rid]: s for rid, s in plan.label.items()}
-    recs, _ = schedule_of(conv.text, coalesce=False)
+    # a deadlock's or a livelock's scenario stops at vLLM's step cap: serq's run there too
+    recs, _ = schedule_of(conv.text, coalesce=False, horizon=plan.scenario.get("max_steps"))
     by_tick = {}
     for r in recs:
         by_tick[r["tick"]] = _rename(r, back)
