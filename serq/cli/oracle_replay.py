@@ -26,8 +26,11 @@ def register(osub) -> None:
     r.add_argument("instance", help="the instance (as `serq oracle convert` writes it)")
     r.add_argument("counterexample", nargs="?", help="`serq explore INSTANCE --json`'s output (a file)")
     r.add_argument("--path", metavar="PATH", help="a replay path instead (`serq explore --replay PATH`)")
-    r.add_argument("--check", action="append", metavar="PROPERTY",
-                   help="the properties the path is judged by (default: the instance's `check` lines); repeatable")
+    from serq.defaults import EXPLORE_CHECKS
+
+    r.add_argument("--check", action="append", choices=EXPLORE_CHECKS, metavar="PROPERTY",
+                   help="the properties the path is judged by, as `serq explore --check` (default: the instance's "
+                        "`check` lines); repeatable")
     r.add_argument("--ties", choices=("all", "seq"), default="all", help="as the exploration had it (default all)")
     r.add_argument("--no-symmetry", action="store_true", help="as the exploration had it")
     r.add_argument("--venv", help="the oracle's environment (default $SERQ_ORACLE_VENV or ~/.cache/serq/vllm-oracle)")
