@@ -199,7 +199,8 @@ def explore_json(model, result, *, with_timing: bool = True, with_stats: bool = 
     d["warnings"] = warnings_data(warnings)
     d["blocked"] = None
     if result.trace:
-        sm = model if isinstance(model, SerqModel) else model()
+        # a model (serq's, or the SLO search's product), or a function making one
+        sm = model() if callable(model) and not isinstance(model, SerqModel) else model
         trace = result.trace
         if not isinstance(sm, SerqModel):  # the SLO search's product (serq/check/slo.py): serq's state inside
             sm, trace = sm.sm, [dataclasses.replace(s, state=s.state.state) for s in trace]

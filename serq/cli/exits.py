@@ -76,10 +76,13 @@ _SPECIFIC: dict[tuple[str, str], str] = {
     ("diff", "interrupted"): "SIGINT or SIGTERM cut the joint exploration before a difference was found",
     ("ui", "pass"): "the server was stopped (Ctrl-C or SIGTERM: its normal end)",
     ("completion", "pass"): "the script was printed",
-    ("oracle", "pass"): "done; compare: serq agrees with the trace on every step",
+    ("oracle", "pass"): "done; compare: serq agrees with the trace on every step; replay: vLLM shows the "
+                        "counterexample's pattern",
     ("oracle", "input_error"): "bad input: a scenario (E023), no oracle environment (E024), a trace that does "
-                               "not fit the scenario (E025), or a failed setup or driver",
-    ("oracle", "violation"): "compare: a step differs (the first one is printed side by side)",
+                               "not fit the scenario (E025), an instance that is not vLLM-exact or a "
+                               "counterexample vLLM cannot run (E030), or a failed setup or driver",
+    ("oracle", "violation"): "compare: a step differs (the first one is printed side by side); replay: a step "
+                             "or the ending differs",
     ("oracle", "bound"): "trace: vLLM reached --max-steps before every request finished",
 }
 

@@ -4,9 +4,10 @@
   serq oracle trace SCENARIO [-o TRACE]    run vLLM's scheduler on a scenario, write its trace (JSON lines)
   serq oracle convert SCENARIO [-o X.sq]   the scenario as a serq instance
   serq oracle compare SCENARIO TRACE       run serq on the converted instance and compare step by step
+  serq oracle replay X.sq CX.json          run a counterexample of a vLLM-exact instance on vLLM's scheduler
 
-Exit codes: 0 done (compare: every step agrees); 1 compare: a step differs;
-2 bad input or no oracle environment; 3 trace: vLLM hit the step cap before
+Exit codes: 0 done (compare: every step agrees; replay: the same pattern); 12 compare, replay: a step differs;
+2 bad input or no oracle environment; 13 trace: vLLM hit the step cap before
 every request finished.
 """
 
@@ -49,6 +50,9 @@ def register(sub) -> None:
     m.add_argument("trace")
     m.add_argument("--no-coalesce", action="store_true", help="run serq without step coalescing")
     m.set_defaults(func=cmd_compare)
+    from serq.cli.oracle_replay import register as register_replay
+
+    register_replay(osub)
 
 
 def _err(file: str, code: str, msg: str, line: int = 0, col: int = 0, source: str | None = None,

@@ -153,14 +153,16 @@ def side_by_side(step: int, v: dict | None, s: dict | None, field: str | None) -
     return "\n".join(lines)
 
 
-def schedule_of(text: str, *, coalesce: bool = True, max_steps: int = 200_000) -> tuple[list[dict], str]:
-    """serq's schedule (iterations) of an instance text, and how its run stopped."""
+def schedule_of(text: str, *, coalesce: bool = True, max_steps: int = 200_000,
+                horizon: int | None = None) -> tuple[list[dict], str]:
+    """serq's schedule (iterations) of an instance text, and how its run
+    stopped; `horizon`: no iteration ending after that tick."""
     from serq.lang.load import load_text
     from serq.sim.schedule import ScheduleWriter
     from serq.sim.simulator import SimConfig, Simulator
 
     loaded = load_text(text, "<converted scenario>")
-    sim = Simulator(loaded.program, SimConfig(coalesce=coalesce, max_steps=max_steps))
+    sim = Simulator(loaded.program, SimConfig(coalesce=coalesce, max_steps=max_steps, horizon=horizon))
     buf = io.StringIO()
     ScheduleWriter(buf).attach(sim)
     result = sim.run()
