@@ -7,7 +7,8 @@ from __future__ import annotations
 
 
 class OverSerq:
-    """The words of a product model: serq's, on each product state's `state`."""
+    """The words and rules of a product model: serq's, on each product
+    state's `state`."""
 
     sm: object  # the SerqModel the product is built over
 
@@ -22,3 +23,13 @@ class OverSerq:
 
     def describe_deadlock(self, state):
         return self.sm.describe_deadlock(state.state)
+
+    # serq's rules on each product state's `state`: done, progress, violations
+    def is_done(self, state):
+        return self.sm.is_done(state.state)
+
+    def is_progress(self, state, action, nxt):
+        return self.sm.is_progress(state.state, action, nxt.state)
+
+    def invariants(self, state):
+        return self.sm.invariants(state.state)

@@ -31,7 +31,6 @@ from serq import ir
 from serq.check.product import OverSerq
 from serq.check.requests import STARTS, Recompute, ends_request, iteration, session_of
 from serq.check.slospec import Slo, over_text
-from serq.semantics.model import TURN
 
 # per-session fields of the product, in this order, for the metrics checked
 _NONE = -1  # no request under way (ttft: none waiting for its first token)
@@ -219,11 +218,6 @@ class SloModel(OverSerq):
         key = self.sm.exact_key(state.state)
         return len(key).to_bytes(8, "little") + key + repr((state.counts, state.over)).encode()
 
-    def is_done(self, state):
-        return self.sm.is_done(state.state)
-
-    def is_progress(self, state, action, nxt):
-        return action[0] == TURN
 
     def invariants(self, state, *, stuck: bool | None = None):
         out = self.sm.invariants(state.state, stuck=stuck)

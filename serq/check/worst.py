@@ -265,15 +265,6 @@ class MetricModel(OverSerq):
         key = self.sm.exact_key(state.state)
         return len(key).to_bytes(8, "little") + key + repr(state.phases).encode()
 
-    def is_done(self, state):
-        return self.sm.is_done(state.state)
-
-    def is_progress(self, state, action, nxt):
-        return self.sm.is_progress(state.state, action, nxt.state)
-
-    def invariants(self, state):
-        return self.sm.invariants(state.state)
-
 
 # ---------------------------------------------------------------- the search
 
