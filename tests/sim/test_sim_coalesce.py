@@ -268,7 +268,9 @@ def test_instances_coalesce_exactly():
     for f in sorted((ROOT / "instances").glob("*.sq")):
         p = load_path(f).program
         for seed in (0, 1):
-            a, b = run_both(p, seed=seed)  # livelocks stop at the watchdog, at the same point
+            # livelocks stop at the watchdog, sessions that loop for ever (starved_large) at the
+            # step bound: either at the same point with and without coalescing
+            a, b = run_both(p, seed=seed, max_steps=20_000)
             assert a.state == b.state, f.name
             assert comparable(a) == comparable(b), f.name
 
