@@ -151,7 +151,7 @@ class Result:
     def text(self, timing: bool = True) -> str:
         from explorer.report import render_text
 
-        from serq.check import sometimes
+        import serq.check.sometimes as sometimes
 
         return render_text(self.raw, with_timing=timing) + sometimes.render_text(self.sometimes, with_timing=timing)
 

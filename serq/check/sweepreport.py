@@ -26,17 +26,22 @@ def head_lines(sw: Sweep) -> list[str]:
 
 
 def warning_lines(sw: Sweep, unit: str) -> list[str]:
-    """The instance's warnings at the values evaluated, each once, with the
-    values it holds at (those of every value: `at every ...`)."""
+    """The instance's warnings at the values evaluated, each once (its
+    place in the instance and its words; the JSON has the notes too), with
+    the values it holds at (those of every value: `at every ...`)."""
+    from serq.diagnostics import printable
+
     seen: dict[str, list] = {}
     for r in sw.rows:
         for d in r.warnings:
-            seen.setdefault(d.render(None), []).append(r.value)
+            where = f" at line {d.line}:{d.col}" if d.line >= 1 else ""
+            seen.setdefault(f"warning[{d.code}]{where}: {printable(d.message)}", []).append(r.value)
     out = []
     for words, values in seen.items():
-        head, *rest = words.split("\n")
-        at = f"every {unit[:-1]}" if len(values) == len(sw.rows) else ", ".join(map(str, values))
-        out.extend([f"{head} (at {at})", *rest])
+        cells = ["; ".join(" ".join(f"{a.name}={x}" for a, x in zip(sw.axes, v)) if isinstance(v, tuple) else str(v)
+                 for v in values)]
+        at = f"every {unit[:-1]}" if len(values) == len(sw.rows) else ", ".join(cells)
+        out.append(f"{words} (at {at})")
     return out
 
 

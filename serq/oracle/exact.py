@@ -71,12 +71,14 @@ def declarations(text: str) -> list[Decl]:
             depth += 1
         elif ch == "}":
             depth -= 1
-            if depth == 0 and start is not None and src[start[0]:].split(None, 1)[0] in ("pool", "stage", "session",
-                                                                                          "workload"):
-                decls.append(_decl(src[start[0]:i + 1], start[1], start[2]))
-                start = None
+            if depth == 0 and start is not None:
+                at, at_line, at_col = start
+                if src[at:].split(None, 1)[0] in ("pool", "stage", "session", "workload"):
+                    decls.append(_decl(src[at:i + 1], at_line, at_col))
+                    start = None
         elif ch == ";" and depth == 0 and start is not None:
-            decls.append(_decl(src[start[0]:i + 1], start[1], start[2]))
+            at, at_line, at_col = start
+            decls.append(_decl(src[at:i + 1], at_line, at_col))
             start = None
     return decls
 

@@ -122,6 +122,7 @@ def test_text_gives_the_warnings_once_with_their_values(tmp_path, capsys):
     main(["sweep", str(path), "--vary", "Q=1..3", "--workers", "1", "--no-timing"])
     out = capsys.readouterr().out
     assert out.count("warning[W510]") == 1 and "has no effect" in out and "(at every value)" in out
+    assert "warning[W510] at line 22:6: pool `kv`: `copies keep` has no effect" in out
     assert "`check queue(kv) <= 2` can never be violated: the workload starts 2 sessions and none spawns (at 2)" in out
     assert "`check queue(kv) <= 3` can never be violated" in out and out.count("warning[W511]") == 2
     main(["sweep", str(path), "--vary", "Q=1..3", "--workers", "1", "--no-timing", "--json"])
