@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from timing import best  # noqa: E402  (bench/timing.py, beside the script)
 
 from serq.check.diff import Checks, DiffModel, Side, diff  # noqa: E402
 from serq.check.explore import explore  # noqa: E402
@@ -34,15 +35,6 @@ PAIRS = [  # (name, instance, (old, new) edits of the variant)
     ("chunk 4/1 (turns)", "multiturn_chat.sq", [("chunk 4;", "chunk 1;")]),
     ("cap 12/10 (turns)", "multiturn_chat.sq", [("cap 12;", "cap 10;")]),
 ]
-
-
-def best(fn, repeat: int):
-    out, t = None, float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        t = min(t, time.perf_counter() - t0)
-    return out, t
 
 
 def main() -> None:

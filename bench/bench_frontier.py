@@ -16,24 +16,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from timing import best  # noqa: E402  (bench/timing.py, beside the script)
+
 from serq.check.explore import explore  # noqa: E402
 from serq.check.sweep import sweep  # noqa: E402
 from serq.lang.load import load_text  # noqa: E402
-
-
-def best(fn, repeat: int):
-    out, t = None, float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        t = min(t, time.perf_counter() - t0)
-    return out, t
 
 
 def main() -> int:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from timing import best  # noqa: E402  (bench/timing.py, beside the script)
 
 from serq.check.explore import explore  # noqa: E402
 from serq.check.prob import Question, parse_event, parse_expected  # noqa: E402
@@ -33,15 +34,6 @@ from serq.lang.load import load_path  # noqa: E402
 
 INSTANCES = ["slo_ttft.sq", "agent_subagents.sq", "multiturn_chat.sq", "prob_chat.sq"]
 QUESTIONS = [("stuck", ["stuck"], None), ("ttft", [], "ttft"), ("all", ["stuck", "preemptions>=2"], "ttft")]
-
-
-def best(fn, repeat: int):
-    out, t = None, float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        t = min(t, time.perf_counter() - t0)
-    return out, t
 
 
 def main() -> None:
