@@ -23,11 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from timing import best  # noqa: E402  (bench/timing.py, beside the script)
 
 from serq.check.explore import explore  # noqa: E402
 from serq.lang.load import load_path, load_text  # noqa: E402
@@ -36,15 +37,6 @@ from serq.check.worst import METRICS, find_worst  # noqa: E402
 
 FAILING = ["theorem_no_fit", "theorem_no_lifo", "theorem_no_join_rule", "hol_none"]
 WORST = ["theorem", "decode_preempt", "multiturn_chat", "vllm_chat"]
-
-
-def best(fn, repeat: int):
-    out, t = None, float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        t = min(t, time.perf_counter() - t0)
-    return out, t
 
 
 def program(name):

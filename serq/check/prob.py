@@ -273,9 +273,6 @@ class ProbModel(OverSerq):
             out.append(ProbState(s, (self._phases(self.counter, s), self._phases(self.cap_counter, s)), ()))
         return out
 
-    def actions(self, state):
-        return self.sm.actions(state.state)
-
     def step(self, state, action):
         nxt, events = self.sm.m.step_events(state.state, action)
         if nxt is None:

@@ -24,7 +24,10 @@ class OverSerq:
     def describe_deadlock(self, state):
         return self.sm.describe_deadlock(state.state)
 
-    # serq's rules on each product state's `state`: done, progress, violations
+    # serq's rules on each product state's `state`: actions, done, progress, violations
+    def actions(self, state):
+        return self.sm.actions(state.state)
+
     def is_done(self, state):
         return self.sm.is_done(state.state)
 

@@ -244,9 +244,6 @@ class MetricModel(OverSerq):
     def initial_states(self):
         return [MetricState(s, self.counter.initial(s)) for s in self.sm.initial_states()]
 
-    def actions(self, state):
-        return self.sm.actions(state.state)
-
     def step(self, state, action):
         nxt, events = self.sm.m.step_events(state.state, action)
         if nxt is None:
