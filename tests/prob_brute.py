@@ -174,3 +174,15 @@ def _tree_value(m, t, maximize, after):
             out = p * v if out is None else out + p * v
     return out
 
+
+# two chats drawing a prompt ~ geometric(0.5) into a pool of 3 blocks: a preemption to weigh
+PREEMPT = """
+pool kv { cap 6; block 2; admit via gpu; preempt lifo; }
+stage gpu { budget 4; }
+session chat {
+  draw q in 1..3 ~ geometric(0.5);
+  hold kv need 2 take 0 { prefill q growing kv; decode 2 growing kv; }
+  end;
+}
+workload { 2 x chat; }
+"""

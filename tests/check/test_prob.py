@@ -17,18 +17,8 @@ from serq.check.probreport import analyse, render_json, render_text
 from serq.check.worst import MetricError
 from serq.lang.load import load_text
 from serq.semantics.model import Model
-from tests.prob_brute import expected, probability
+from tests.prob_brute import PREEMPT, expected, probability
 
-PREEMPT = """
-pool kv { cap 6; block 2; admit via gpu; preempt lifo; }
-stage gpu { budget 4; }
-session chat {
-  draw q in 1..3 ~ geometric(0.5);
-  hold kv need 2 take 0 { prefill q growing kv; decode 2 growing kv; }
-  end;
-}
-workload { 2 x chat; }
-"""
 
 # `turn`, a conversation's cached prefix reused, and a second program
 TURNS = """

@@ -11,21 +11,10 @@ import jsonschema
 
 from serq import formats
 from serq.cli import main
+from tests.prob_brute import PREEMPT as SMALL
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = ROOT / "instances" / "prob_chat.sq"
-
-SMALL = """
-pool kv { cap 6; block 2; admit via gpu; preempt lifo; }
-stage gpu { budget 4; }
-session chat {
-  draw q in 1..3 ~ geometric(0.5);
-  hold kv need 2 take 0 { prefill q growing kv; decode 2 growing kv; }
-  end;
-}
-workload { 2 x chat; }
-"""
-
 
 def small(tmp_path) -> str:
     p = tmp_path / "small.sq"
