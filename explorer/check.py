@@ -166,8 +166,12 @@ def _fair_run(m: Any, factory: Any, s: Settings, engine: Engine) -> Result:
     if not g.complete:
         limit = {"max_states": s.max_states, "time_limit": s.time_limit, "memory": s.memory_limit}
         return bounded(r.stats, g.bound_reason, limit.get(g.bound_reason, g.bound_reason))
-    lasso = graph_lasso([[(c, v) for (_ai, v), c in zip(out, info)] for out, info in zip(g.succ, g.info)], g.value,
-                        m.fair_strong)
+    limits = Limits(s.time_limit, MemoryGuard(s.memory_limit), s.clock())
+    try:
+        lasso = graph_lasso([[(c, v) for (_ai, v), c in zip(out, info)] for out, info in zip(g.succ, g.info)],
+                            g.value, m.fair_strong, limits.check)
+    except LimitReached as e:
+        return bounded(r.stats, e.reason, e.value)
     if lasso is None:
         return fair_pass(m, r, g.value)
     paths = {g.fps[u]: [(g.fps[v], ai) for v, ai in g.path_to(u)] for u in (lasso.entry,)}

@@ -42,7 +42,10 @@ Input: the graph as offsets and targets (every edge, sources in id order,
 ids in discovery order), a byte per edge (its class, bits 0..6), a mask
 per state (the subjects waiting), the mask of the subjects under strong
 fairness. O(S * (V + E)) for S subjects that ever wait, times the rounds
-of refinement under strong fairness."""
+of refinement under strong fairness. `check` (the run's limits: a
+callable that raises when the time or memory limit is past) is called
+before each subject and each round, so the analysis is cut by them like
+the search before it."""
 
 from __future__ import annotations
 
@@ -160,13 +163,15 @@ class FairLasso:
         return f"FairLasso(subject={self.subject}, entry={self.entry}, cycle={self.cycle})"
 
 
-def _components(n, ofs, dst, ecls, inside, en, strong):
+def _components(n, ofs, dst, ecls, inside, en, strong, check=None):
     """(entry, comp, label, taken, anym) of the fair component with the
     smallest node among those inside `inside` (refined under strong
     fairness), or None."""
     best = None
     inside = inside.copy()
     while inside.any():
+        if check is not None:
+            check()
         comp = np.where(inside, np.int32(0), DONE_NODE).astype(np.int32)
         _scc(n, ofs, dst, comp)
         status, taken, allm, anym = _judge(n, ofs, dst, ecls, comp, en, strong)
@@ -186,9 +191,10 @@ def _components(n, ofs, dst, ecls, inside, en, strong):
 
 
 def fair_lasso(n: int, ofs: np.ndarray, dst: np.ndarray, ecls: np.ndarray, wait: np.ndarray,
-               strong_mask: int) -> FairLasso | None:
+               strong_mask: int, check=None) -> FairLasso | None:
     """The fair lasso with the earliest discovered entry (then the lowest
-    subject), or None when no subject starves."""
+    subject), or None when no subject starves. `check()`: the run's
+    limits, called between rounds (it raises to cut the analysis)."""
     ecls = np.asarray(ecls, np.uint8)
     wait = np.asarray(wait, np.uint64)
     en = _enabled(n, ofs, ecls)
@@ -203,7 +209,7 @@ def fair_lasso(n: int, ofs: np.ndarray, dst: np.ndarray, ecls: np.ndarray, wait:
         cand = None
         if ends.size:
             cand = (int(ends[0]), k, None)
-        found = _components(n, ofs, dst, ecls, inside, en, bool(strong_mask >> k & 1))
+        found = _components(n, ofs, dst, ecls, inside, en, bool(strong_mask >> k & 1), check)
         if found is not None and (cand is None or found[0] < cand[0]):
             cand = (found[0], k, found[1:])
         if cand is not None and (best is None or cand[0] < best[0]):
@@ -277,13 +283,13 @@ def _edge_class(ofs, dst, ecls, u: int, v: int) -> int:
 
 
 def graph_lasso(succ: Sequence[Sequence[tuple[int, int]]], wait: Sequence[int],
-                strong_mask: int) -> FairLasso | None:
+                strong_mask: int, check=None) -> FairLasso | None:
     """`fair_lasso` over a graph given as each node's (class, target)
     edges in order (the stored graph of graph/stored.py, its edge data the
     class)."""
     n, ofs, dst = csr([[v for _c, v in out] for out in succ])
     ecls = np.fromiter((c for out in succ for c, _v in out), np.uint8, int(ofs[n]))
-    return fair_lasso(n, ofs, dst, ecls, np.array(list(wait), np.uint64), strong_mask)
+    return fair_lasso(n, ofs, dst, ecls, np.array(list(wait), np.uint64), strong_mask, check)
 
 
 def fair_pass(model, result, wait) -> Any:

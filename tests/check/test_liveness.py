@@ -220,3 +220,26 @@ def test_too_many_spawned_sessions_is_refused(capsys, tmp_path):
     code = main(["explore", str(path)])
     err = capsys.readouterr().err
     assert code == 2 and "spawny.sq:6:18: error[E601]: `check eventually` follows at most 64 sessions" in err
+
+
+@pytest.mark.parametrize("strategy", ["bfs", "dfs"])
+def test_the_fair_analysis_is_cut_by_the_time_limit(monkeypatch, strategy):
+    """The search ends within the limit; the clock then jumps past it as the
+    fair analysis starts: the run ends with `bound`, not a verdict found
+    after the limit (the array engine, and the stored graph of the other)."""
+    import time
+
+    import explorer.graph.fair as fair
+
+    real, jump = time.perf_counter, [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: real() + jump[0])
+    components = fair._components
+
+    def late(*a, **kw):
+        jump[0] = 10_000.0
+        return components(*a, **kw)
+
+    monkeypatch.setattr(fair, "_components", late)
+    r = run(strategy=strategy, time_limit=3600)
+    assert (r.verdict, r.exit_code) == ("bound", 13)
+    assert "time_limit" in r.message

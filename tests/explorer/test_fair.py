@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -100,3 +101,18 @@ def test_weak_and_strong_differ():
 
 def test_no_waiting_subject_no_lasso():
     assert graph_lasso([[(1, 0)]], [0], 0) is None
+
+
+def test_the_analysis_calls_the_limits_each_round_and_stops_when_they_raise():
+    from explorer.runtime.limits import LimitReached
+
+    succ2 = [[(0, 1), (1, 2)], [(0, 0)], [(0, 0)]]
+    calls = []
+    assert graph_lasso(succ2, [1, 1, 1], 1, lambda: calls.append(1)) is not None
+    assert calls  # called at least once a subject
+
+    def past():
+        raise LimitReached("time_limit", 5)
+
+    with pytest.raises(LimitReached):
+        graph_lasso(succ2, [1, 1, 1], 1, past)

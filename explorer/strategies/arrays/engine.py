@@ -336,7 +336,7 @@ def chunk_rows(cap: int, gen: int, rows: int, width: int, stored: int) -> int:
 
 def complete(m: Any, final: Callable[[], Stats], cuts: list, stored: Callable[[int], bool], max_depth: int | None,
              graph: Callable | None, fps_of: Callable, chain: Callable, *, fair: FairRecord | None = None,
-             livelock: bool = True) -> Result:
+             livelock: bool = True, check: Callable[[], None] | None = None) -> Result:
     """The verdict of a search that ran out of states: "bound" if a state
     the depth bound cut was never reached within it (`stored(fp)` false);
     else the livelock pass over `graph()` (None: no non-progress edge),
@@ -344,7 +344,8 @@ def complete(m: Any, final: Callable[[], Stats], cuts: list, stored: Callable[[i
     fingerprints, for the lasso. `final()`: the statistics. With `fair`
     (a model that declares FAIR), `graph()` has every edge: the livelock
     pass (when `livelock`) keeps the non-progress ones, then a starved
-    subject is looked for (explorer/graph/fair.py)."""
+    subject is looked for (explorer/graph/fair.py), cut by `check()` (the
+    run's limits: it raises LimitReached)."""
     for c in cuts:
         for fp in c.tolist():
             if not stored(fp):
@@ -355,7 +356,7 @@ def complete(m: Any, final: Callable[[], Stats], cuts: list, stored: Callable[[i
             r = _livelock(m, final, *fair.livelock_graph(n, ofs, dst), fps_of, chain)
             if r is not None:
                 return r
-        lasso = fair_lasso(n, ofs, dst, fair.cls[: fair.nedges], fair.wait[:n], m.fair_strong)
+        lasso = fair_lasso(n, ofs, dst, fair.cls[: fair.nedges], fair.wait[:n], m.fair_strong, check)
         if lasso is None:
             return fair_pass(m, passed(final()), fair.wait[:n])
         fps = fps_of(np.array([lasso.entry] + lasso.cycle, np.int64))
@@ -409,6 +410,12 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
         stats.generated, stats.distinct, stats.max_depth = int(S[S_GEN]), int(S[S_N]), int(S[S_MAXD])
         stats.queue, stats.elapsed = pending, time.perf_counter() - t0
         return stats
+
+    def limits() -> None:  # the analyses after the search are cut by the same limits
+        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+            raise LimitReached("time_limit", time_limit)
+        if memory.over():
+            raise LimitReached("memory", mib(memory.limit))
 
     queue_now = 0  # the queue at the last chunk, for an interrupt
     arena = Arena(RAW_LEVEL, np.int8)  # rows as int8 while their values allow
@@ -528,7 +535,8 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
 
         return complete(m, lambda: final(0), cuts, lambda fp: st.id_of(fp) >= 0, max_depth,
                         graph if livelock and (S[S_NP] or fair is not None) else None,
-                        lambda ids: [int(st.fp[x]) for x in ids], st.chain, fair=fair, livelock=bool(check_livelock))
+                        lambda ids: [int(st.fp[x]) for x in ids], st.chain, fair=fair, livelock=bool(check_livelock),
+                        check=limits)
     except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
         return interrupted(final(queue_now), interrupt_of(e))
     except MemoryError:  # the tables could not grow: what was stored so far
