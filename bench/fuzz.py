@@ -539,6 +539,15 @@ def finding_key(what: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import faulthandler
+    import signal
+
+    # Ctrl-C stops a campaign with its counts even where the shell started
+    # this process with SIGINT ignored (Python then installs no handler of
+    # its own); SIGUSR1 prints every thread's stack (a campaign that seems stuck)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    with contextlib.suppress(ValueError, OSError):  # a stderr without a file (captured): no stacks
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     ap = parser()
     args = ap.parse_args(argv)
     kinds = args.kinds.split(",")

@@ -164,7 +164,14 @@ def test_ctrl_c_prints_the_counts_so_far_and_leaves_no_worker():
     first = p.stdout.readline()  # the first counts: the workers are running
     assert first.startswith("ir: 10 mutants"), first + p.stderr.read()
     p.send_signal(signal.SIGINT)
-    out, err = p.communicate(timeout=120)
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:  # say where it was: every thread's stack (faulthandler, SIGUSR1), then end it
+        p.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"still running 120 s after SIGINT; its stacks:\n{err[-6000:]}") from None
     assert p.returncode == 130, err
     assert "(interrupted)" in out and "Traceback" not in err and not out.count("deep:")
     deadline = time.monotonic() + 60
