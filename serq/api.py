@@ -130,6 +130,7 @@ class Result:
         self.warnings = list(warnings)  # the instance's warnings (serq.diagnostics.Diagnostic)
         # each `check sometimes` line's verdict (serq.check.sometimes.Sometimes: verdict, result.trace)
         self.sometimes = list(sometimes)
+        self.coverage = None  # with coverage=True: serq.check.coverage.Coverage (counts, witnesses)
 
     verdict = property(lambda self: self.raw.verdict, doc="pass, deadlock, livelock, violation, bound, ...")
     ok = property(lambda self: self.raw.ok, doc="the verdict is pass")
@@ -153,7 +154,12 @@ class Result:
 
         import serq.check.sometimes as sometimes
 
-        return render_text(self.raw, with_timing=timing) + sometimes.render_text(self.sometimes, with_timing=timing)
+        text = render_text(self.raw, with_timing=timing) + sometimes.render_text(self.sometimes, with_timing=timing)
+        if self.coverage is not None:
+            from serq.check.coverage import render_text as coverage_text
+
+            text += coverage_text(self.coverage)
+        return text
 
     def json(self, timing: bool = True) -> dict:
         """What `serq explore --json` prints (format serq-explore, docs/json.md)."""
@@ -164,6 +170,10 @@ class Result:
             from serq.check.sometimes import render_json
 
             d["sometimes"] = render_json(self._model, self.sometimes, with_timing=timing)
+        if self.coverage is not None:
+            from serq.check.coverage import render_json as coverage_json
+
+            d["coverage"] = coverage_json(self.coverage)
         return d
 
     def _model(self):
@@ -195,9 +205,14 @@ class Result:
 
 def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max_depth: int | None = None,
             time_limit: float | None = None, memory=None, ties: str = "all", symmetry: bool = True,
-            workers: int = 1, checks=None, exact: bool = False, graph_limit: int = GRAPH_LIMIT) -> Result:
+            workers: int = 1, checks=None, exact: bool = False, graph_limit: int = GRAPH_LIMIT,
+            coverage: bool = False, witness=()) -> Result:
     """Explore every arrival order, tie and drawn value of a small instance
-    (`serq explore`); the keywords are its flags."""
+    (`serq explore`); the keywords are its flags. `coverage` (`--coverage`)
+    counts the explored transitions of each event kind (`Result.coverage`)
+    and adds W520 to the warnings when a pool that could preempt or evict
+    never did; `witness` (kinds, or "all"; implies `coverage`) keeps a
+    shortest trace for each."""
     from serq.check.explore import explore as search
     from serq.check.model import Checks
     from serq.lang.load import require_sessions
@@ -207,11 +222,18 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
     _limits(max_states=max_states, max_depth=max_depth, time_limit=time_limit, workers=workers,
             graph_limit=graph_limit)
     checks, limit = _checks(checks, sometimes=True), _memory(memory)
+    visitor = _coverage_visitor(coverage, witness, workers)
     loaded, name = _load(source, explorer=True)
     require_sessions(loaded, name, "explore")
     raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,
                  time_limit=time_limit, ties=ties, symmetry=symmetry, workers=workers, checks=checks,
-                 graph_limit=graph_limit, memory_limit=limit, exact=exact)
+                 graph_limit=graph_limit, memory_limit=limit, exact=exact, visitor=visitor)
+    warnings, cov = list(loaded.warnings), None
+    if visitor is not None:
+        from serq.check.coverage import vacuity
+
+        cov = visitor.finish(raw)
+        warnings += vacuity(loaded.program, cov)
     found = []
     if Checks.of_program(loaded.program, checks).sometimes and raw.verdict not in ("interrupted", "failed"):
         from serq.check.sometimes import search_witnesses
@@ -219,8 +241,24 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
         found = search_witnesses(loaded.program, ties=ties, symmetry=symmetry, max_states=max_states,
                                  max_depth=max_depth, time_limit=time_limit, workers=workers, memory_limit=limit,
                                  exact=exact)
-    return Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks},
-                  loaded.warnings, found)
+    r = Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks}, warnings, found)
+    r.coverage = cov
+    return r
+
+
+def _coverage_visitor(coverage: bool, witness, workers: int):
+    """The visitor of `serq explore --coverage [--witness KIND]`, or None."""
+    from serq.check.coverage import KINDS, CoverageVisitor
+
+    kinds = [witness] if isinstance(witness, str) else list(witness or ())
+    wrong = [k for k in kinds if k != "all" and k not in KINDS]
+    if wrong:
+        raise ValueError(f"witness: unknown event kind {wrong[0]!r}; the kinds are {', '.join(KINDS)} and all")
+    if not (coverage or kinds):
+        return None
+    if workers > 1:
+        raise ValueError("coverage counts the transitions of the one-process search: workers=1")
+    return CoverageVisitor(witness=KINDS if "all" in kinds else tuple(dict.fromkeys(kinds)))
 
 
 # ---------------------------------------------------------------- run, check

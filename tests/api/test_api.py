@@ -186,3 +186,20 @@ def test_diff_bad_input():
         serq.diff(a, a, ties="any")
     with pytest.raises(ValueError, match="max_states must be non-negative"):
         serq.diff(a, a, max_states=-1)
+
+
+def test_explore_with_coverage_gives_what_serq_explore_coverage_prints(capsys):
+    inst = str(ROOT / "instances" / "agent_subagents.sq")
+    r = serq.explore(inst, witness="all")
+    code, out = cli(capsys, "explore", inst, "--coverage", "--witness", "all", "-q", "--no-timing")
+    assert r.exit_code == code == 0 and r.text(timing=False) == out
+    assert r.coverage.counts["spawn"] == 4 and r.coverage.witnesses["preemption"] is None
+    assert [w.code for w in r.warnings] == ["W520"]  # a pool that could preempt never did
+    assert main(["explore", inst, "--coverage", "--witness", "all", "--json", "-q", "--no-timing"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert r.json(timing=False)["coverage"] == d["coverage"]
+    assert serq.explore(inst).coverage is None and serq.explore(inst, coverage=True).coverage.witnesses == {}
+    with pytest.raises(ValueError, match="unknown event kind 'preempt'"):
+        serq.explore(inst, witness="preempt")
+    with pytest.raises(ValueError, match="workers=1"):
+        serq.explore(inst, coverage=True, workers=2)
