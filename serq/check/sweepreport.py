@@ -102,7 +102,7 @@ def common_json(sw: Sweep) -> dict:
             "consts": [{"name": a.name, "lo": a.lo, "hi": a.hi} for a in sw.axes],
             "metrics": list(sw.metrics),
             "requirement": None if req is None else {"text": req.words, "clauses": [c.text for c in req.clauses]},
-            "met": sw.met if req is not None else None, "exit_code": exit_code(sw)}
+            "met": sw.met if req is not None else None, "quantifier": sw.quantifier, "exit_code": exit_code(sw)}
 
 
 def cell_json(r: Row) -> dict:

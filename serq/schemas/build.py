@@ -231,7 +231,7 @@ def sweep() -> dict:
     at = {"type": "object", "additionalProperties": INT}
     pair = {"type": "array", "items": at, "minItems": 2, "maxItems": 2}
     keys = {**head(formats.SWEEP), "consts": arr(obj({"name": STR, "lo": INT, "hi": INT})), "metrics": arr(STR),
-            "requirement": opt(obj({"text": STR, "clauses": arr(STR)})), "met": opt(BOOL), "exit_code": INT,
+            "requirement": opt(obj({"text": STR, "clauses": arr(STR)})), "met": opt(INT), "quantifier": {"enum": ["every", "some"]}, "exit_code": INT,
             "mode": {"enum": ["all", "bisect"]}, "interrupted": opt(STR), "failed": opt(STR)}
     one = {"const": STR, "lo": INT, "hi": INT, "rows": arr(obj({"value": INT, **cell}, more)),
            "monotone": opt(BOOL), "last_fail": opt(INT), "first_pass": opt(INT), "note": STR,

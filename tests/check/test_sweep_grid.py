@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from serq.check import sweep as sweep_mod
@@ -120,6 +121,13 @@ def test_exit_codes_of_a_requirement(kv_bs, capsys):
     d = json.loads(capsys.readouterr().out)
     assert d["met"] == 0 and d["exit_code"] == 12 and (d["format"], d["version"]) == ("serq-sweep", 1)
     assert d["consts"] == [{"name": "KV", "lo": 5, "hi": 6}] and [r["outcome"] for r in d["rows"]] == ["fail", "fail"]
+    schema = json.loads((Path(__file__).resolve().parents[2] / "serq" / "schemas" / "serq-sweep.json").read_text())
+    jsonschema.validate(d, schema)  # `met` a count, `quantifier` the exit code's question
+    assert d["quantifier"] == "every"
+    assert main(args + ["--require", "ttft<=4", "--any", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    jsonschema.validate(d, schema)
+    assert (d["quantifier"], d["exit_code"]) == ("some", 0) and d["met"] >= 1
     # every exploration cut at 5 states: no verdict, so undecided rather than failed
     assert main(args + ["--require", "verdict=pass", "--max-states", "5"]) == 13
     out = capsys.readouterr().out
