@@ -119,12 +119,21 @@ def test_the_initial_state_is_packed_while_building(many, capsys, monkeypatch):
 def test_a_small_workload_is_never_looked_at_while_building(tmp_path, capsys, monkeypatch):
     """Fewer than 4,096 sessions: no look at the limits while building
     (the search's own looks decide, as they did)."""
+    import serq.semantics.model as model
+
     looks = []
     monkeypatch.setattr(engine, "tick", lambda: looks.append(1))
+    monkeypatch.setattr(model, "tick", lambda: looks.append(1))
+    # a look every 64 sessions rather than 4,096: the same rule, on a workload that expands quickly
+    monkeypatch.setattr(engine, "TICK", 63)
+    monkeypatch.setattr(model, "TICK", 63)
     inst = tmp_path / "few.sq"
-    inst.write_text(MANY.replace(f"{SESSIONS} x s", "4000 x s"))
+    inst.write_text(MANY.replace(f"{SESSIONS} x s", "63 x s"))
     assert main(["explore", str(inst), "--max-states", "3", "--no-timing"]) == 13
     assert not looks
+    inst.write_text(MANY.replace(f"{SESSIONS} x s", "64 x s"))  # one more: looked at, once it is past the 64th
+    assert main(["explore", str(inst), "--max-states", "3", "--no-timing"]) == 13
+    assert looks
 
 
 @pytest.mark.parametrize("cmd", ["run", "check"])
