@@ -115,8 +115,8 @@ def test_coalesced_blocks_are_expanded_to_the_uncoalesced_schedule():
 @pytest.mark.parametrize("path", INSTANCES, ids=lambda p: p.stem)
 def test_every_instance_same_schedule_with_and_without_coalescing(path):
     prog = load_path(path).program
-    _, on, _ = schedule(prog, True, max_steps=20_000)
-    _, off, _ = schedule(prog, False, max_steps=20_000)
+    _, on, _ = schedule(prog, True, max_steps=5_000)
+    _, off, _ = schedule(prog, False, max_steps=5_000)
     assert on == off
 
 
