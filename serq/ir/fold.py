@@ -176,6 +176,11 @@ def fold(e: ir.Expr | None):
                 return fail(x, str(err))
             except (ArithmeticError, ValueError, TypeError) as err:
                 return fail(x, f"cannot evaluate: {err}")
+        if isinstance(x, (ir.Quant, ir.Of)):  # read at @check only: never a constant
+            from serq.ir.text import expr_text
+
+            leaves.append((x.at, f"`{expr_text(x)}`"))
+            return _NC
         leaves.append((x.at, f"`{getattr(x, 'name', None) or getattr(x, 'fn', 'expression')}`"))
         return _NC
 

@@ -27,7 +27,7 @@ _WORDS = {
 }
 
 # Readable groups: when these terminals are all expected, say one word.
-_EXPR_START = {"NAME", "NUMBER", "DURATION", "LPAR", "MINUS", "TRUE", "FALSE", "NOT", "IF"}
+_EXPR_START = {"NAME", "NUMBER", "DURATION", "LPAR", "MINUS", "TRUE", "FALSE", "NOT", "IF", "FORALL", "EXISTS"}
 _STMT_START = {"LET", "SET", "DRAW", "IF", "REPEAT", "WHILE", "CHOOSE", "TURN", "HOLD",
                "PREFILL", "DECODE", "SPAWN", "JOIN", "DROP", "END", "ASSERT"}
 _ITEM_START = {"CONST", "POOL", "STAGE", "SESSION", "WORKLOAD", "CHECK"}
@@ -109,7 +109,7 @@ def parse_tree(text: str, file: str = "<input>") -> lark.Tree:
 
 
 EXPR_RULES = frozenset({"number", "duration", "true", "false", "name", "call", "binop", "cmp",
-                        "and_", "or_", "not_", "neg", "cond"})
+                        "and_", "or_", "not_", "neg", "cond", "forall", "exists", "count", "of"})
 
 
 def check_depth(tree: lark.Tree, text: str, file: str) -> None:
