@@ -223,3 +223,107 @@ def test_an_admission_moment_refuses_them_too(tmp_path, capsys):
     assert main(["explore", str(p), "-q"]) == 2
     err = capsys.readouterr().err
     assert "error[E304]" in err and "@admit(kv)" in err, err
+
+
+# ---------------------------------------------------------------- the plain-Python kernel
+
+_PLAIN = """
+import json, sys
+from serq.check.explore import explore
+from serq.check.sometimes import search_witnesses
+from serq.lang.load import load_text
+out = []
+for text in json.loads(sys.argv[1]):
+    prog = load_text(text, "<t>", explorer=True).program
+    r = explore(prog, graph_limit=0)
+    out.append([r.verdict, r.message, r.stats.distinct, len(r.trace)])
+    out.append([[w.verdict, w.message] for w in search_witnesses(prog)])
+print(json.dumps(out))
+"""
+
+
+def test_the_same_under_numba_disable_jit():
+    """The kernel's quantifier ops run as plain Python (NUMBA_DISABLE_JIT=1)
+    to the same verdicts, messages (the session named), counts and trace
+    lengths as compiled."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    texts = [(INST / "quantifiers.sq").read_text(),
+             bare(INST / "decode_preempt.sq") + "check invariant forall chat c: c.g <= 1;\n"
+             "check sometimes count(chat c where c.decoding and c.held(kv) >= 4) == 2;\n",
+             bare(INST / "agent_subagents.sq") + "check invariant count(sub s where s.held(slots) > 0) <= 1;\n"
+             "check sometimes exists sub s: s.waiting and (forall agent a: a.joining);\n"]
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    p = subprocess.run([sys.executable, "-c", _PLAIN, json.dumps(texts)], capture_output=True, text=True,
+                       env=env, cwd=ROOT, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    plain = json.loads(p.stdout)
+    jit = []
+    for text in texts:
+        prog = program(text)
+        r = explore(prog, graph_limit=0)
+        jit.append([r.verdict, r.message, r.stats.distinct, len(r.trace)])
+        jit.append([[w.verdict, w.message] for w in search_witnesses(prog)])
+    assert plain == jit
+    assert [x[0] for x in jit[::2]] == ["pass", "violation", "violation"]
+    assert "violated by chat#" in jit[2][1]
+    assert [w[0] for x in jit[1::2] for w in x] == ["witness"] * 3 and "met by sub#" in jit[5][0][1]
+
+
+# ---------------------------------------------------------------- the counterexample and the witness
+
+def test_a_forall_violation_names_the_session_in_text_json_page_and_replay(tmp_path, capsys):
+    import json
+
+    from serq.cli import main
+
+    p = tmp_path / "v.sq"
+    p.write_text(bare(INST / "decode_preempt.sq") + "check invariant forall chat c: c.g <= 1;\n")
+    n = p.read_text().count("\n")
+    head = f"violation (invariant): invariant at line {n} is violated by chat#1"
+    assert main(["explore", str(p), "--no-timing", "-q"]) == 12
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == head
+    path = next(x for x in out.splitlines() if x.startswith("replay: ")).split()[1]
+    assert len(path.split("/")) - 1 == 4  # the brute force's shortest (test_brute_force_agrees)
+    assert main(["explore", str(p), "--json", "--no-timing", "-q"]) == 12
+    d = json.loads(capsys.readouterr().out)
+    assert d["kind"] == "invariant" and d["message"].endswith("violated by chat#1") and d["replay_path"] == path
+    assert main(["explore", str(p), "--replay", path, "--no-timing"]) == 12
+    assert capsys.readouterr().out.splitlines()[0] == head
+    page = tmp_path / "v.html"
+    assert main(["explore", str(p), "--html", str(page), "-q"]) == 12
+    assert "violated by chat#1" in page.read_text()
+
+
+def test_the_example_instance_witness_names_the_chat(capsys):
+    from serq.cli import main
+
+    assert main(["explore", str(INST / "quantifiers.sq"), "--no-timing", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "pass: no violation in 31 distinct states"
+    assert ("witness (sometimes at line 37: exists chat c: c.preempted and c.g > 0): a shortest witness, "
+            "5 steps, met by chat#2") in out
+    assert main(["explore", str(INST / "quantifiers.sq"), "--replay", "0/0/0/0/0/0", "--no-timing"]) == 0
+    assert "its last state meets `sometimes` at line 37" in capsys.readouterr().out
+
+
+def test_preempted_keeps_positions_only_where_read(tmp_path):
+    """`x.preempted` makes the states keep the preemption positions; a
+    list of properties that does not read it keeps none (its count is
+    unchanged)."""
+    base = bare(INST / "decode_preempt.sq") + "check deadlock;\n"
+    plain = explore(program(base + "check invariant count(chat c where c.waiting) <= 2;\n"), graph_limit=0)
+    kept = explore(program(base + "check invariant count(chat c where c.preempted) <= 1;\n"), graph_limit=0)
+    assert plain.verdict == kept.verdict == "pass"
+    assert plain.stats.distinct == explore(program(base), graph_limit=0).stats.distinct
+    assert kept.stats.distinct >= plain.stats.distinct
+    from serq.check.model import SerqModel
+
+    assert not SerqModel(program(base + "check invariant count(chat c where c.waiting) <= 2;\n")).checks.positions
+    assert SerqModel(program(base + "check invariant count(chat c where c.preempted) <= 1;\n")).checks.positions
+    witness = WitnessModel(program(base + "check sometimes exists chat c: c.preempted;\n"), index=0)
+    assert witness.checks.positions and witness.rows.keep_pos == 1
