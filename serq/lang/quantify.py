@@ -60,6 +60,10 @@ def check_quantifiers(v, e: ir.Expr | None, m: Moment) -> dict[int, str | None]:
                            "quantifiers are read at @check only: in `check invariant` and `check sometimes`",
                            span=len(x.q))
                 continue
+            if (x.e is None) != (x.var is None) or (x.e is None and x.q != "count"):  # an edited IR
+                sink.error(at, "E407", f"malformed quantifier: `{x.q}` needs a variable and a body "
+                           "(only `count(P)` has neither)", span=len(x.q))
+                continue
             prog = v.sessions.get(x.program)
             if prog is None:
                 hint = similar(x.program, list(v.sessions))

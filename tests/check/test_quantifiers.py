@@ -327,3 +327,28 @@ def test_preempted_keeps_positions_only_where_read(tmp_path):
     assert SerqModel(program(base + "check invariant count(chat c where c.preempted) <= 1;\n")).checks.positions
     witness = WitnessModel(program(base + "check sometimes exists chat c: c.preempted;\n"), index=0)
     assert witness.checks.positions and witness.rows.keep_pos == 1
+
+
+def test_an_edited_ir_is_validated_too(tmp_path, capsys):
+    """A `.ir.json` whose quantifier lost its body, or names an unknown
+    program, is refused with the error located in the source it names."""
+    import json
+
+    from serq.cli import main
+
+    src = tmp_path / "q.sq"
+    src.write_text((INST / "quantifiers.sq").read_text())
+    out = tmp_path / "q.ir.json"
+    assert main(["compile", str(src), "-o", str(out)]) == 0
+    d = json.loads(out.read_text())
+    inv = next(c for c in d["checks"] if c["kind"] == "invariant")
+    assert inv["e"]["k"] == "quant" and inv["e"]["q"] == "forall"
+    inv["e"]["e"] = None
+    out.write_text(json.dumps(d))
+    assert main(["explore", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "error[E407]" in err and "malformed quantifier" in err and "q.sq:35:" in err, err
+    inv["e"]["e"], inv["e"]["program"] = {"k": "bool", "v": True}, "caht"
+    out.write_text(json.dumps(d))
+    assert main(["explore", str(out), "-q"]) == 2
+    assert "error[E103]" in capsys.readouterr().err
