@@ -170,6 +170,9 @@ def slip_hints(e: UnexpectedInput, text: str, line: int, col: int) -> tuple[str,
         if tok == "=" and "CMP" in (e.accepts or e.expected or ()):
             out.append("to compare, write `==`; a single `=` gives a value (`let`, `set`, `const`, arguments)")
         before = here[: col - 1]
+        q = re.search(r"\bcount\s*\(\s*([A-Za-z_]\w*)\s+where\s*$", before)
+        if q and "WHERE" in (e.accepts or e.expected or ()):
+            out.append(f"a quantifier names its session: `count({q.group(1)} x where x.{tok} ...)`")
         m = _EXPONENT.match(rest)
         if m and tok[:1] in "eE" and before[-1:].isdigit():
             num, exp = re.search(r"[\d.]+$", before).group(), m.group()

@@ -182,6 +182,7 @@ def test_every_case_is_exercised_both_ways():
     ("check invariant counts(chat c where c.waiting) <= 1;", "E104", "`count` only", 17),
     ("check invariant forall chat c: c.g <= 1 and;", "E001", "expected an expression", 44),
     ("check sometimes exists chat c c.g > 1;", "E001", "`:`", 31),
+    ("check invariant count(chat where preempted) <= 2;", "E001", "`count(chat x where x.preempted ...)`", 34),
     ("check ttft <= count(chat);", "E401", "`count(chat)` is not a constant", 15),
     ("check invariant " + "".join(f"forall chat a{i}: " for i in range(9)) + "true;", "E004", "nested more than 8",
      17 + 16 * 8),
