@@ -45,10 +45,11 @@ class Moment:
     ctx: frozenset = frozenset()
     poolfns: frozenset = frozenset()
     scheduler: bool = True  # a scheduler moment (hidden attributes forbidden)
+    sessions: bool = False  # quantifiers over sessions (`forall P x: ...`) readable: @check only
 
 
-def M(label, attrs, ctx=(), poolfns=(), scheduler=True):
-    return Moment(label, attrs, frozenset(ctx), frozenset(poolfns), scheduler)
+def M(label, attrs, ctx=(), poolfns=(), scheduler=True, sessions=False):
+    return Moment(label, attrs, frozenset(ctx), frozenset(poolfns), scheduler, sessions)
 
 
 # The moment table. `now` is the simulator's clock; the explorer rejects it.
@@ -65,7 +66,7 @@ def moment(kind: str, where: str = "") -> Moment:
         "chunk": M(f"@step({where}) chunk", None, ("nreq", "ndec", "kvb", "budget_left", "now"), POOL_FUNCS),
         "cost": M(f"@step({where}) cost", None, ("ntok", "ndec", "nreq", "kvb", "now")),
         "serve": M(f"@step({where}) serve key", "visible", ("arrived", "admitted", "now")),
-        "check": M("@check", None, (), POOL_FUNCS),
+        "check": M("@check", None, (), POOL_FUNCS, sessions=True),
         "const": M("a constant position", None),
     }[kind]
 

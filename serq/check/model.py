@@ -14,7 +14,7 @@ from __future__ import annotations
 from serq.check.admission import grower_text, refusals, stuck_why
 from serq.words import stuck_text
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from serq import ir
 from serq.semantics.model import ITERATE, TURN, Model
@@ -26,6 +26,7 @@ from serq.semantics.rows import Rows, explorer_flags
 from serq.semantics.state import prefix_owner
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 from serq.defaults import ALL_CHECKS
+from serq.lang.quantify import reads_preempted
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,9 @@ class Checks:
     sometimes: bool = False
     # `check eventually GOAL` (serq/check/liveness.py): liveness under fairness, found on the whole graph
     eventually: tuple = ()
+    # a `check invariant` or `check sometimes` reads a session's `x.preempted` (serq/lang/quantify.py),
+    # which is its previous preemption position: the states keep it
+    preempted: bool = False
 
     @classmethod
     def of_program(cls, prog: ir.Program, override: list[str] | None = None) -> "Checks":
@@ -80,8 +84,9 @@ class Checks:
     @property
     def positions(self) -> bool:
         """The states keep each session's previous preemption position
-        (the stuck check reads it): when stuck is checked or watched."""
-        return self.stuck or self.watch_stuck
+        (the stuck check reads it, and `x.preempted`): when stuck is
+        checked or watched, or a check reads `x.preempted`."""
+        return self.stuck or self.watch_stuck or self.preempted
 
     def names(self) -> list[str]:
         return ([n for n in ALL_CHECKS if getattr(self, n)] + (["watch-stuck"] if self.watch_stuck else [])
@@ -103,6 +108,8 @@ class SerqModel:
         self.notes = [] if notes is None else notes
         self.m = Model(program, ties=ties)
         self.checks = checks or Checks.of_program(program)
+        if not self.checks.positions and any(reads_preempted(c.e) for c in program.checks):
+            self.checks = replace(self.checks, preempted=True)
         self.symmetry = symmetry and not self.checks.eventually  # `check eventually` follows sessions by id
         # states are packed rows; the kernel gives successors, fingerprints
         # and flags in one call per state, and the canonical form (`exact_key`)

@@ -58,7 +58,7 @@ class WitnessModel(SerqModel):
         hit, fault = self.m.engine.sometimes(rs, self.index)  # the row loaded as it is (no tuple)
         if fault is not None:
             return [(EVAL_ERROR, f"{self.where} cannot be evaluated: {fault}")]
-        return [(HIT, f"{self.where} holds")] if hit else []
+        return [(HIT, f"{self.where} holds{self.m.engine.met_by(rs, self.index)}")] if hit else []
 
 
 @dataclass
@@ -119,7 +119,9 @@ def judge(c: ir.Check, r: Result) -> Sometimes:
     line, text = c.at[0] if c.at else 0, expr_text(c.e)
     if r.verdict == "violation" and r.kind == HIT:
         n = len(r.trace) - 1
-        return Sometimes(line, text, WITNESS, f"a shortest witness, {n} step{'s' * (n != 1)}", r)
+        who = r.message.partition(" holds by ")[2]  # an `exists`: the session meeting it
+        return Sometimes(line, text, WITNESS, f"a shortest witness, {n} step{'s' * (n != 1)}"
+                         + (f", met by {who}" if who else ""), r)
     if r.verdict == "pass":
         return Sometimes(line, text, NEVER, f"no reachable state meets it ({r.stats.distinct} distinct states, "
                          "every reachable state explored)", r)

@@ -104,8 +104,34 @@ class PoolRef(Node):
     at: Pos = None
 
 
+class Quant(Node):
+    """A quantifier over the sessions of `program` present in the state
+    (arrived and not ended; docs/language.md, "Quantifiers over
+    sessions"), at @check only: `forall P x: e`, `exists P x: e`,
+    `count(P x where e)`; `count(P)` has no variable and no `e`."""
+
+    k: Literal["quant"] = "quant"
+    q: Literal["forall", "exists", "count"]
+    program: str
+    var: str | None = None
+    e: Expr | None = None
+    at: Pos = None
+
+
+class Of(Node):
+    """`var.name`: an attribute of the session bound to `var` by an
+    enclosing `Quant`, or one of its facts (`waiting`, `thinking`,
+    `prefilling`, `decoding`, `preempted`; `held(pool)` with `pool`)."""
+
+    k: Literal["of"] = "of"
+    var: str
+    name: str
+    pool: str | None = None
+    at: Pos = None
+
+
 Expr = Annotated[
-    Union[Num, BoolLit, Name, Ctx, Bin, Un, Cond, Call, PoolRef], Field(discriminator="k")
+    Union[Num, BoolLit, Name, Ctx, Bin, Un, Cond, Call, PoolRef, Quant, Of], Field(discriminator="k")
 ]
 
 # ---------------------------------------------------------------- orders

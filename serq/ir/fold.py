@@ -176,6 +176,11 @@ def fold(e: ir.Expr | None):
                 return fail(x, str(err))
             except (ArithmeticError, ValueError, TypeError) as err:
                 return fail(x, f"cannot evaluate: {err}")
+        if isinstance(x, (ir.Quant, ir.Of)):  # read at @check only: never a constant
+            what = (f"{x.var}.{x.name}" if isinstance(x, ir.Of) else
+                    f"count({x.program})" if x.e is None else f"{x.q} {x.program}")
+            leaves.append((x.at, f"`{what}`"))
+            return _NC
         leaves.append((x.at, f"`{getattr(x, 'name', None) or getattr(x, 'fn', 'expression')}`"))
         return _NC
 

@@ -62,7 +62,7 @@ def shape_problems(prog: ir.Program) -> list[Problem]:
                         bad(p + ("v",), "E408", "a number must be finite")
                 elif not -MAX_INT < x.v < MAX_INT:
                     bad(p + ("v",), "E408", f"the integer {_short(x.v)} is out of range (at most 2^62)")
-            fields = {ir.Bin: ("l", "r"), ir.Un: ("e",), ir.Cond: ("c", "t", "f")}.get(type(x))
+            fields = {ir.Bin: ("l", "r"), ir.Un: ("e",), ir.Cond: ("c", "t", "f"), ir.Quant: ("e",)}.get(type(x))
             if fields:
                 stack.extend((c, p + (f,), depth + 1) for f, c in zip(fields, children(x)))
             elif isinstance(x, ir.Call):
@@ -285,7 +285,7 @@ def _edges(s: ir.SessionProgram, path: tuple, mal) -> None:
                                          "its exit state)")
 
 
-_INNER = (ir.Bin, ir.Un, ir.Cond, ir.Call)
+_INNER = (ir.Bin, ir.Un, ir.Cond, ir.Call, ir.Quant)
 
 
 def _expr_ok(e) -> bool:

@@ -23,7 +23,7 @@ def level(shape: tuple) -> int:
         return BIN_LEVEL[shape[1]]
     if kind == "un":
         return NOT if shape[1] == "not" else NEG
-    if kind == "cond":
+    if kind in ("cond", "quant"):  # `forall P x: E` extends as far right as `if` does
         return COND
     return ATOM
 
@@ -58,6 +58,12 @@ def _text(shape: tuple, view) -> str:
     if kind == "cond":
         c, t, f = shape[1:]
         return f"if {text(c, view, OR)} then {text(t, view, OR)} else {text(f, view, COND)}"
+    if kind == "quant":
+        q, prog, var, e = shape[1:]
+        return f"{q} {prog} {var}: {text(e, view, COND)}"
+    if kind == "count":
+        prog, var, e = shape[1:]
+        return f"count({prog})" if e is None else f"count({prog} {var} where {text(e, view, COND)})"
     raise AssertionError(kind)
 
 
@@ -81,6 +87,12 @@ def ir_view(e: ir.Expr) -> tuple:
         return ("un", e.op, e.e)
     if isinstance(e, ir.Cond):
         return ("cond", e.c, e.t, e.f)
+    if isinstance(e, ir.Quant):
+        if e.q == "count":
+            return ("count", e.program, e.var, e.e)
+        return ("quant", e.q, e.program, e.var, e.e)
+    if isinstance(e, ir.Of):
+        return ("leaf", f"{e.var}.{e.name}" + (f"({e.pool})" if e.pool is not None else ""))
     raise TypeError(e)
 
 
@@ -105,6 +117,12 @@ def tree_view(t: Tree) -> tuple:
         return ("un", "-", c[0])
     if d == "cond":
         return ("cond", c[0], c[1], c[2])
+    if d in ("forall", "exists"):
+        return ("quant", d, str(c[0]), str(c[1]), c[2])
+    if d == "count":
+        return ("count", str(c[1]), str(c[2]), c[4])
+    if d == "of":
+        return ("leaf", f"{c[0]}.{c[1]}" + (f"({c[2]})" if c[2] is not None else ""))
     raise AssertionError(f"unknown expression node {d}")
 
 

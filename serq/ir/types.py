@@ -7,8 +7,19 @@ from __future__ import annotations
 from serq import ir
 
 
-def infer_type(e: ir.Expr | None, types: dict[str, str], report=None) -> str:
-    """'int' | 'real' | 'bool' | '?' (unknown, already reported)."""
+# the facts `x.NAME` reads of a session bound by a quantifier, with their types
+# (docs/language.md, "Quantifiers over sessions"); `held` takes a pool
+SESSION_FACTS = {"waiting": "bool", "thinking": "bool", "joining": "bool", "prefilling": "bool",
+                 "decoding": "bool", "preempted": "bool", "held": "int"}
+
+
+def infer_type(e: ir.Expr | None, types: dict[str, str], report=None,
+               programs: dict[str, dict[str, str]] | None = None, bound: dict | None = None) -> str:
+    """'int' | 'real' | 'bool' | '?' (unknown, already reported).
+    `programs`: each session program's attribute types, for the
+    attributes a quantifier's variable reads (`x.NAME`); `bound`: the
+    variables of the quantifiers around `e`, with their programs'."""
+    bound = dict(bound or {})  # a quantifier's variable -> its program's attribute types
 
     def bad(at, msg):
         if report:
@@ -65,6 +76,25 @@ def infer_type(e: ir.Expr | None, types: dict[str, str], report=None) -> str:
             if x.op == "/":
                 return "real"
             return "int" if (l, r) == ("int", "int") else "real"
+        if isinstance(x, ir.Quant):
+            if x.e is not None:
+                outer = bound.get(x.var)
+                bound[x.var] = (programs or {}).get(x.program, {})
+                body = t(x.e)
+                if outer is None:
+                    del bound[x.var]
+                else:
+                    bound[x.var] = outer
+                if body not in ("bool", "?"):
+                    what = "the condition of `count(... where ...)`" if x.q == "count" else f"the body of `{x.q}`"
+                    bad(x.e.at or x.at, f"{what} must be a condition, got {article(body)}")
+            return "int" if x.q == "count" else "bool"
+        if isinstance(x, ir.Of):
+            if x.var not in bound:
+                return "?"
+            if x.name in SESSION_FACTS:
+                return SESSION_FACTS[x.name]
+            return bound[x.var].get(x.name, "?")
         if isinstance(x, ir.Call):
             args = [t(a) for a in x.args]
             if any(a == "bool" for a in args):

@@ -146,6 +146,8 @@ def children(e) -> tuple:
         return (e.c, e.t, e.f)
     if isinstance(e, ir.Call):
         return e.args
+    if isinstance(e, ir.Quant) and e.e is not None:
+        return (e.e,)
     return ()
 
 

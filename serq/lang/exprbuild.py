@@ -108,7 +108,30 @@ class ExprBuilder(Transformer_NonRecursive):
                 self.sink.error(at, "E107", f"`{fn}` takes one pool name, as in `{fn}(kv)`")
                 return ir.Num(v=0, at=at)
             return ir.PoolRef(fn=fn, pool=self._spelled[id(args[0])][1], at=at)
+        if fn == "count" and len(args) == 1 and isinstance(args[0], ir.Name) \
+                and self._spelled.get(id(args[0]), (None,))[0] is args[0]:
+            return ir.Quant(q="count", program=args[0].name, at=at)  # `count(P)`: every session of P
         return ir.Call(fn=fn, args=tuple(args), at=at)
+
+    # quantifiers over sessions (serq.lang.quantify checks them)
+    def forall(self, t):
+        prog, var, e = t.children
+        return ir.Quant(q="forall", program=str(prog), var=str(var), e=e, at=pos(t))
+
+    def exists(self, t):
+        prog, var, e = t.children
+        return ir.Quant(q="exists", program=str(prog), var=str(var), e=e, at=pos(t))
+
+    def count(self, t):
+        fn, prog, var, _where, e = t.children
+        if str(fn) != "count":
+            self.sink.error(pos(fn), "E104", f"unknown function `{fn}`: `P x where E` is the argument of `count` only",
+                            span=len(str(fn)))
+        return ir.Quant(q="count", program=str(prog), var=str(var), e=e, at=pos(t))
+
+    def of(self, t):
+        var, name, pool = t.children
+        return ir.Of(var=str(var), name=str(name), pool=None if pool is None else str(pool), at=pos(t))
 
     def binop(self, t):
         l, op, r = t.children

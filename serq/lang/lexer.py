@@ -35,16 +35,17 @@ def keywords() -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def builtins() -> tuple[str, ...]:
-    """Functions, pool functions, context variables, distributions and the
-    order's tie events."""
-    return tuple(sorted(set(FUNCS) | set(POOL_FUNCS) | set(CTX_NAMES) | set(DIST_NAMES) | set(SEQ_EVENTS)))
+    """Functions, pool functions, `count` (of sessions), context
+    variables, distributions and the order's tie events."""
+    return tuple(sorted(set(FUNCS) | set(POOL_FUNCS) | {"count"} | set(CTX_NAMES) | set(DIST_NAMES)
+                        | set(SEQ_EVENTS)))
 
 
 # the token patterns, shared with tools/editors.py's TextMate grammar
 DURATION = r"\d+(?:\.\d+)?(?:ns|us|ms|s)(?![A-Za-z0-9_])"
 NUMBER = r"\d+(?:\.\d+)?"
 OPERATORS = r"==|!=|<=|>=|\.\.|[<>+\-*/%=~]"
-PUNCTUATION = r"[{}();,]"
+PUNCTUATION = r"[{}();,.:]"  # `.` of `c.g`, `:` of `forall P x:`
 COUNT_X = r"\bx(?=\s+[A-Za-z0-9_(])"
 
 

@@ -27,7 +27,7 @@ _WORDS = {
 }
 
 # Readable groups: when these terminals are all expected, say one word.
-_EXPR_START = {"NAME", "NUMBER", "DURATION", "LPAR", "MINUS", "TRUE", "FALSE", "NOT", "IF"}
+_EXPR_START = {"NAME", "NUMBER", "DURATION", "LPAR", "MINUS", "TRUE", "FALSE", "NOT", "IF", "FORALL", "EXISTS"}
 _STMT_START = {"LET", "SET", "DRAW", "IF", "REPEAT", "WHILE", "CHOOSE", "TURN", "HOLD",
                "PREFILL", "DECODE", "SPAWN", "JOIN", "DROP", "END", "ASSERT"}
 _ITEM_START = {"CONST", "POOL", "STAGE", "SESSION", "WORKLOAD", "CHECK"}
@@ -109,7 +109,7 @@ def parse_tree(text: str, file: str = "<input>") -> lark.Tree:
 
 
 EXPR_RULES = frozenset({"number", "duration", "true", "false", "name", "call", "binop", "cmp",
-                        "and_", "or_", "not_", "neg", "cond"})
+                        "and_", "or_", "not_", "neg", "cond", "forall", "exists", "count", "of"})
 
 
 def check_depth(tree: lark.Tree, text: str, file: str) -> None:
@@ -170,6 +170,9 @@ def slip_hints(e: UnexpectedInput, text: str, line: int, col: int) -> tuple[str,
         if tok == "=" and "CMP" in (e.accepts or e.expected or ()):
             out.append("to compare, write `==`; a single `=` gives a value (`let`, `set`, `const`, arguments)")
         before = here[: col - 1]
+        q = re.search(r"\bcount\s*\(\s*([A-Za-z_]\w*)\s+where\s*$", before)
+        if q and "WHERE" in (e.accepts or e.expected or ()):
+            out.append(f"a quantifier names its session: `count({q.group(1)} x where x.{tok} ...)`")
         m = _EXPONENT.match(rest)
         if m and tok[:1] in "eE" and before[-1:].isdigit():
             num, exp = re.search(r"[\d.]+$", before).group(), m.group()

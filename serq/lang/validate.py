@@ -14,6 +14,7 @@ from serq.ir.shape import shape_problems
 from serq.ir.util import enclosing_pools, expr_names, walk_expr
 from serq.lang.lint import lint
 from serq.lang.liveness import eventually
+from serq.lang.quantify import check_quantifiers
 from serq.vocab import SLO_METRICS, EXPLORER_BANNED, EXPLORER_MAX_DOMAIN, MAX_INT, MAX_SESSIONS, MOMENT_TABLE_ROWS, Moment, moment
 
 
@@ -29,7 +30,7 @@ class Validator:
         self.sessions = {s.name: s for s in prog.sessions}
         # Computed once for the whole program: validation stays linear in its size.
         self.attr_names = {a.name for s in prog.sessions for a in s.attrs}
-        self._types_of: dict[str, dict[str, str]] = {}
+        self.prog_types = {s.name: {a.name: a.type for a in s.attrs} for s in prog.sessions}  # for quantifiers
         # Pools a preemption can take back: finite, grown by some run, with a
         # victim order. A preempted session re-enters its hold and runs the
         # body again: a spawn, draw, choose or turn in it happens again.
@@ -40,7 +41,7 @@ class Validator:
     # ---------------------------------------------------------- expressions
     def expr(self, e: ir.Expr | None, m: Moment, session: ir.SessionProgram | None = None,
              want: str | None = None, what: str = "this expression", programs=None) -> str:
-        """Check names and the moment; return the type."""
+        """Check names, moment and type; return the type."""
         if e is None:
             return "?"
         if isinstance(e, (ir.Num, ir.BoolLit)):  # a literal: no name, no fault
@@ -49,14 +50,20 @@ class Validator:
         fault = const_fault(e)
         if fault is not None:  # would crash the run or the search: an error now
             self.sink.error(fault[0] or e.at, "E401", f"cannot evaluate this constant expression: {fault[1]}")
+        bound = check_quantifiers(self, e, m)  # serq.lang.quantify: quantifiers over sessions
         for x in walk_expr(e):
             at = x.at or e.at
             if isinstance(x, ir.Name):
                 if m.attrs is None:
+                    if id(x) in bound and bound[id(x)] is None:  # a quantifier's variable, read bare
+                        continue
+                    hint = [f"a quantifier's session is read through its variable: `{bound[id(x)]}.{x.name}`"
+                            ] if id(x) in bound else []
                     if not progs and x.name not in self.attr_names:
-                        self.sink.error(at, "E100", f"unknown name `{x.name}`")
+                        self.sink.error(at, "E100", f"unknown name `{x.name}`", *hint)
                     else:
-                        self.sink.error(at, "E302", f"`{x.name}` is a session attribute; {m.label} reads no session attribute")
+                        self.sink.error(at, "E302", f"`{x.name}` is a session attribute; {m.label} reads no session attribute",
+                                        *hint)
                     continue
                 for s in progs:
                     attr = next((a for a in s.attrs if a.name == x.name), None)
@@ -101,7 +108,8 @@ class Validator:
         types_by_prog = [self._types(s) for s in progs] or [{}]
         ty = "?"
         for i, types in enumerate(types_by_prog):
-            ty = infer_type(e, types, (lambda at, msg: self.sink.error(at, "E200", msg)) if i == 0 else None)
+            ty = infer_type(e, types, (lambda at, msg: self.sink.error(at, "E200", msg)) if i == 0 else None,
+                            programs=self.prog_types)
         return self._want(e, ty, want, what)
 
     def _want(self, e: ir.Expr, ty: str, want: str | None, what: str) -> str:
@@ -113,14 +121,9 @@ class Validator:
 
     def _types(self, s: ir.SessionProgram) -> dict[str, str]:
         """A session program's attribute types, built once."""
-        t = self._types_of.get(s.name)
-        if t is None:
-            t = self._types_of[s.name] = {a.name: a.type for a in s.attrs}
-        return t
+        return self.prog_types.get(s.name) or {a.name: a.type for a in s.attrs}
 
-    @staticmethod
-    def _similar(name: str, options: list[str]) -> str | None:
-        return similar(name, options)
+    _similar = staticmethod(similar)
 
     # ---------------------------------------------------------- top level
     def run(self, shape_checked: bool = False) -> list[Diagnostic]:

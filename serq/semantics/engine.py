@@ -427,8 +427,22 @@ class Engine:
             if fault is not None:
                 out.append(("invariant", f"invariant at line {line} cannot be evaluated: {fault}"))
             elif not v:
-                out.append(("invariant", f"invariant at line {line} is violated"))
+                out.append(("invariant", f"invariant at line {line} is violated{self._breaker(state, i)}"))
         return out
+
+    def _breaker(self, state, i: int, some: bool = False) -> str:
+        """For a `forall` invariant, the session that breaks it (the first
+        present, by the kernel's evaluator): ` by chat#2`; for an `exists`
+        (the i-th `sometimes` when `some`), the one that meets it; empty
+        otherwise."""
+        code = (self.low.some_find if some else self.low.inv_find)[i]
+        if code < 0 or (not some and self.low.invariants[i].e.q != "forall"):
+            return ""
+        self.load(state)
+        sid = int(_kernel().eval_at(self.K, self.w, code, 0, -1, 0))
+        if sid < 0 or self.w[R_HALT] == HALT_FAULT:
+            return ""
+        return f" by {self.program.sessions[self._prog_of(sid)].name}#{sid + 1}"
 
     def sometimes(self, state, i: int) -> tuple[bool, str | None]:
         """Whether the i-th `check sometimes` condition holds in `state`
@@ -437,6 +451,12 @@ class Engine:
         an invariant."""
         v, fault = self._check_expr(state, len(self.low.invariants) + i)
         return bool(v) and fault is None, fault
+
+    def met_by(self, state, i: int) -> str:
+        """The session that meets the i-th `sometimes` condition when it is
+        an `exists` (` by chat#2`), else empty."""
+        c = self.low.sometimes[i].e
+        return self._breaker(state, i, some=True) if isinstance(c, ir.Quant) and c.q == "exists" else ""
 
     def _check_expr(self, state, slot: int):
         """(value, fault words or None) of the `check` condition at `slot`

@@ -41,7 +41,10 @@ from serq.semantics.kernel.abi import (
     S_QPOS, S_QSTATE, S_QVALS, S_RES, S_SCRIPT, S_SERVED, S_SKIP, S_STACK, S_STOPNEW,
     S_TMP, S_TRIAL, S_ULOG, S_ULOGN, S_VALS, S_SSUM, S_FRAMES, S_NFRAMES, S_GIVEN, FRAMES,
     H_NSEG, H_SEGT, S_PSNAP, S_PSNAPON, S_SEGCUR,
+    OP_QATTR, OP_QFACT, OP_QNEXT, OP_QSTEP, QF_NAMES,
 )
+from serq.ir.types import SESSION_FACTS
+from serq.semantics.quant import emit_quant
 
 _TYPES = {"int": T_INT, "real": T_REAL, "bool": T_BOOL}
 _IBIN = {"+": OP_IADD, "-": OP_ISUB, "*": OP_IMUL, "//": OP_IFDIV, "%": OP_IMOD}
@@ -93,9 +96,11 @@ class Lowered:
         self.NA = max([len(s.attrs) for s in program.sessions] + [1])
         self.types = [[_TYPES[a.type] for a in sp.attrs] for sp in program.sessions]
         self.type_names = [{a.name: a.type for a in sp.attrs} for sp in program.sessions]
+        self.prog_types = {sp.name: self.type_names[i] for i, sp in enumerate(program.sessions)}
         self.slots = [{a.name: i for i, a in enumerate(sp.attrs)} for sp in program.sessions]
         self.HMAX = max([sum(len(sc.pools) for sc in sp.scopes) for sp in program.sessions] + [1])
         self.expr_at: dict[int, tuple | None] = {}  # code offset -> (line, col) of the expression
+        self._bound: dict[str, tuple[int, int]] = {}  # a quantifier's variable -> (its stack slot, its program)
         self.code: list[int] = [0] * HEADER
         self._build()
 
@@ -103,8 +108,10 @@ class Lowered:
     def etype(self, e, types: dict[str, str]) -> int:
         """The type of `e` (T_INT, T_REAL or T_BOOL), by the front end's one
         type inference (`serq.ir.types.infer_type`) over the attribute types
-        `types`; a name not there is read by no program (Unlowerable)."""
-        t = infer_type(e, types)
+        `types` (and those of the programs of the quantifiers around it); a
+        name not there is read by no program (Unlowerable)."""
+        bound = {v: self.type_names[pi] for v, (_h, pi) in self._bound.items()} if self._bound else None
+        t = infer_type(e, types, programs=self.prog_types, bound=bound)
         if t == "?":
             raise Unlowerable(e)
         return _TYPES[t]
@@ -112,9 +119,10 @@ class Lowered:
     def _types(self, prog: int | None) -> dict[str, str]:
         return {} if prog is None else self.type_names[prog]
 
-    def expr(self, e, prog: int | None, want_real: bool = False) -> int:
+    def expr(self, e, prog: int | None, want_real: bool = False, find: bool = False) -> int:
         """Emit `e` (for session program `prog`, or None for no session);
-        returns its offset in K, or -1 for no expression."""
+        returns its offset in K, or -1 for no expression. `find`: see
+        `find_code`."""
         if e is None:
             return -1
         types = self._types(prog)
@@ -124,14 +132,17 @@ class Lowered:
         def num(t):  # a number on the stack: bools are 0/1 ints
             return T_REAL if t == T_REAL else T_INT
 
-        def g(e, want: int) -> None:
-            """Emit e leaving a value of type `want` (T_INT or T_REAL)."""
+        def g(e, want: int, h: int) -> None:
+            """Emit e leaving a value of type `want` (T_INT or T_REAL) on
+            the stack at height h (values below it)."""
             t = num(self.etype(e, types))
-            emit(e)
+            emit(e, h)
             if want == T_REAL and t == T_INT:
                 out.append(OP_I2F)
 
-        def emit(e) -> None:
+        def emit(e, h: int) -> None:
+            if h >= STACK:  # the front end's limits keep every expression within the stack
+                raise OverflowError("an expression too deep for the evaluator's stack")
             if isinstance(e, ir.Num):
                 if isinstance(e.v, float):
                     out.extend((OP_FCONST, f2bits(e.v)))
@@ -149,31 +160,39 @@ class Lowered:
                 out.extend((OP_CTX, CTX_NAMES.index(e.name)))
             elif isinstance(e, ir.PoolRef):
                 out.extend((OP_POOL, POOL_FNS.index(e.fn), self.pool_ix[e.pool]))
+            elif isinstance(e, ir.Quant):
+                emit_quant(self, e, h, out, g)
+            elif isinstance(e, ir.Of):
+                ih, pi = self._bound[e.var]
+                if e.name in SESSION_FACTS:
+                    out.extend((OP_QFACT, ih, QF_NAMES.index(e.name), -1 if e.pool is None else self.pool_ix[e.pool]))
+                else:
+                    out.extend((OP_QATTR, ih, self.slots[pi][e.name]))
             elif isinstance(e, ir.Un):
                 if e.op == "not":
-                    g(e.e, T_INT)
+                    g(e.e, T_INT, h)
                     out.append(OP_NOT)
                 else:
                     t = num(self.etype(e.e, types))
-                    g(e.e, t)
+                    g(e.e, t, h)
                     out.append(OP_FNEG if t == T_REAL else OP_INEG)
             elif isinstance(e, ir.Cond):
                 t = num(self.etype(e, types))
-                g(e.c, T_INT)
+                g(e.c, T_INT, h)
                 out.extend((OP_JF, -1))
                 j1 = len(out) - 1
-                g(e.t, t)
+                g(e.t, t, h)
                 out.extend((OP_JMP, -1))
                 j2 = len(out) - 1
                 out[j1] = len(out)
-                g(e.f, t)
+                g(e.f, t, h)
                 out[j2] = len(out)
             elif isinstance(e, ir.Bin):
                 if e.op in ("and", "or"):
-                    g(e.l, T_INT)
+                    g(e.l, T_INT, h)
                     out.extend((OP_JF if e.op == "and" else OP_JT, -1))
                     j1 = len(out) - 1
-                    g(e.r, T_INT)
+                    g(e.r, T_INT, h)
                     out.append(OP_BOOL)
                     out.extend((OP_JMP, -1))
                     j2 = len(out) - 1
@@ -184,8 +203,8 @@ class Lowered:
                 lt, rt = num(self.etype(e.l, types)), num(self.etype(e.r, types))
                 real = e.op == "/" or T_REAL in (lt, rt)
                 w = T_REAL if real else T_INT
-                g(e.l, w)
-                g(e.r, w)
+                g(e.l, w, h)
+                g(e.r, w, h + 1)
                 if e.op in _ICMP:
                     out.append((_FCMP if real else _ICMP)[e.op])
                 else:
@@ -194,28 +213,31 @@ class Lowered:
                 ts = [num(self.etype(a, types)) for a in e.args]
                 if e.fn in ("floor", "ceil"):
                     if ts[0] == T_REAL:
-                        g(e.args[0], T_REAL)
+                        g(e.args[0], T_REAL, h)
                         out.append(OP_FLOOR if e.fn == "floor" else OP_CEIL)
                     else:
-                        g(e.args[0], T_INT)  # floor of an int is the int
+                        g(e.args[0], T_INT, h)  # floor of an int is the int
                 elif e.fn in ("min", "max"):
                     w = T_REAL if T_REAL in ts else T_INT
-                    g(e.args[0], w)
+                    g(e.args[0], w, h)
                     for a in e.args[1:]:
-                        g(a, w)
+                        g(a, w, h + 1)
                         if e.fn == "min":
                             out.append(OP_FMIN if w == T_REAL else OP_IMIN)
                         else:
                             out.append(OP_FMAX if w == T_REAL else OP_IMAX)
                 elif e.fn == "abs":
-                    g(e.args[0], ts[0])
+                    g(e.args[0], ts[0], h)
                     out.append(OP_FABS if ts[0] == T_REAL else OP_IABS)
                 else:
                     raise TypeError(f"unknown function {e.fn}")
             else:
                 raise TypeError(e)
 
-        g(e, T_REAL if want_real else num(self.etype(e, types)))
+        if find:
+            emit_quant(self, e, 0, out, g, find=True)
+        else:
+            g(e, T_REAL if want_real else num(self.etype(e, types)), 0)
         out.append(OP_END)
         base = len(self.code)
         i = 0
@@ -223,10 +245,21 @@ class Lowered:
             op = out[i]
             if op in (OP_JF, OP_JT, OP_JMP):
                 out[i + 1] += base
+            elif op in (OP_QNEXT, OP_QSTEP):
+                out[i + 2] += base
             i += 1 + OP_ARGS.get(op, 0)
         self.code.extend(out)
         self.expr_at[base] = e.at
         return base
+
+    def find_code(self, e) -> int:
+        """For a `forall` (an invariant), code whose value is the id of the
+        first session present that breaks it, or -1: the session a
+        counterexample names; for an `exists` (a `sometimes`), the first
+        that meets it. -1 for any other expression."""
+        if not isinstance(e, ir.Quant) or e.q == "count":
+            return -1
+        return self.expr(e, None, find=True)
 
     def is_real(self, e, prog: int | None) -> int:
         if e is None:
@@ -309,6 +342,9 @@ class Lowered:
         code.extend(invs + somes)
         self.invariants = [c for c in program.checks if c.kind == "invariant"]
         self.sometimes = [c for c in program.checks if c.kind == "sometimes"]
+        # who breaks a `forall` invariant, who meets an `exists` witness (-1: no such code)
+        self.inv_find = [self.find_code(c.e) for c in self.invariants]
+        self.some_find = [self.find_code(c.e) for c in self.sometimes]
 
         prog_rows = []
         self.state_rows: list[list[list[int]]] = []

@@ -23,7 +23,7 @@ into the compiled kernel, so a change here needs a fresh numba cache
  S_GIVEN) = range(63)
 HEADER = 64
 FRAMES = 2 * 200 + 64  # the advance driver's frames (spawn nesting is at most SPAWN_DEPTH)
-STACK = 64  # expression stack slots
+STACK = 80  # expression stack slots: an expression nests at most 64 deep, and 8 quantifiers take 2 more each
 
 # ---------------------------------------------------------------- row
 # row header
@@ -110,11 +110,23 @@ T_INT, T_REAL, T_BOOL = 0, 1, 2
  OP_IEQ, OP_INE, OP_ILT, OP_ILE, OP_IGT, OP_IGE,
  OP_FEQ, OP_FNE, OP_FLT, OP_FLE, OP_FGT, OP_FGE,
  OP_INEG, OP_FNEG, OP_NOT, OP_BOOL, OP_IMIN, OP_IMAX, OP_FMIN, OP_FMAX, OP_IABS, OP_FABS,
- OP_FLOOR, OP_CEIL, OP_JF, OP_JT, OP_JMP) = range(46)
-OPND1, OPND2 = 1, 2  # an op's operands follow it: K[pc + OPND1]
+ OP_FLOOR, OP_CEIL, OP_JF, OP_JT, OP_JMP,
+ # quantifiers over sessions (ops from OP_QNEXT on): QNEXT prog exit moves the iterator on the stack's
+ # top to the next session of prog present (arrived, not ended), or pops it and jumps to exit; QATTR h
+ # slot pushes an attribute of the session whose id is at stack slot h; QFACT h fact pool pushes one of
+ # its facts (QF_*); QSTEP kind exit folds the body's value into the accumulator under the iterator
+ OP_QNEXT, OP_QATTR, OP_QFACT, OP_QSTEP) = range(50)
+OPND1, OPND2, OPND3 = 1, 2, 3  # an op's operands follow it: K[pc + OPND1]
 # operands per op (ops not listed take none)
 OP_ARGS = {OP_ICONST: 1, OP_FCONST: 1, OP_IATTR: 1, OP_FATTR: 1, OP_CTX: 1, OP_POOL: 2,
-           OP_JF: 1, OP_JT: 1, OP_JMP: 1}
+           OP_JF: 1, OP_JT: 1, OP_JMP: 1, OP_QNEXT: 2, OP_QATTR: 2, OP_QFACT: 3, OP_QSTEP: 2}
+# QSTEP kinds: forall (stops at the first false: 0), exists (at the first true: 1), count (adds each
+# true), find (the first session for which the body is false, -1 when none: who breaks a `forall`)
+Q_FORALL, Q_EXISTS, Q_COUNT, Q_FIND = range(4)
+# QFACT facts (serq.ir.types.SESSION_FACTS): at an acquire, a turn, a join, a prefill run, a decode
+# run; preempted in its current hold (a previous preemption position kept); units of a pool held
+QF_WAITING, QF_THINKING, QF_JOINING, QF_PREFILLING, QF_DECODING, QF_PREEMPTED, QF_HELD = range(7)
+QF_NAMES = ("waiting", "thinking", "joining", "prefilling", "decoding", "preempted", "held")
 
 # context variables
 CTX_NAMES = ("budget_left", "ntok", "ndec", "nreq", "kvb", "age", "size", "last", "now", "arrived",

@@ -13,11 +13,54 @@ from serq.semantics.kernel.abi import (
     OP_FMIN, OP_FMOD, OP_FMUL, OP_FNE, OP_FNEG, OP_FSUB, OP_I2F, OP_IABS, OP_IADD, OP_IATTR, OP_ICONST, OP_IEQ,
     OP_IFDIV, OP_IGE, OP_IGT, OP_ILE, OP_ILT, OP_IMAX, OP_IMIN, OP_IMOD, OP_IMUL, OP_INE, OP_INEG, OP_ISUB, OP_JF,
     OP_JMP, OP_JT, OP_NOT, OP_POOL, S_CTX, S_CTXOK, S_STACK, INT_MIN,
+    F_LP0, F_NH, F_PC, F_PROG, HS_OWN, HS_POOL, HW, K_ACQUIRE, K_ARRIVE, K_END, K_JOIN, K_RUN, K_TURN, OP_QATTR,
+    OP_QFACT, OP_QNEXT, Q_COUNT, Q_EXISTS, Q_FIND, Q_FORALL, QF_DECODING, QF_HELD, QF_JOINING, QF_PREEMPTED,
+    QF_PREFILLING, QF_THINKING, QF_WAITING, R_NSESS,
 )
 from serq.semantics.kernel.abi import (  # the tables' field offsets
-    OPND1, OPND2,
+    OPND1, OPND2, OPND3, RUN_DECODE, ST_KIND,
 )
-from serq.semantics.kernel.core import add_over, fault, mul_over, pool_query, real_fits, sbase, sub_over
+from serq.semantics.kernel.core import (
+    add_over, fault, hbase, mul_over, pool_query, real_fits, sbase, st_row, sub_over,
+)
+
+
+# ---------------------------------------------------------------- sessions, for quantifiers
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def present(K, w, sid):
+    """Whether session sid is in the system: arrived and not ended (a
+    quantifier's range; docs/language.md, "Quantifiers over sessions")."""
+    sb = sbase(K, sid)
+    k = K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + ST_KIND]
+    return k != K_ARRIVE and k != K_END
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def session_fact(K, w, sid, fact, p):
+    """A fact of session sid (QF_*): 0/1, or the units of pool p it holds."""
+    sb = sbase(K, sid)
+    r = st_row(K, w[sb + F_PROG], w[sb + F_PC])
+    k = K[r + ST_KIND]
+    if fact == QF_WAITING:
+        return 1 if k == K_ACQUIRE else 0
+    if fact == QF_THINKING:
+        return 1 if k == K_TURN else 0
+    if fact == QF_JOINING:
+        return 1 if k == K_JOIN else 0
+    if fact == QF_PREFILLING:
+        return 1 if k == K_RUN and K[r + RUN_DECODE] == 0 else 0
+    if fact == QF_DECODING:
+        return 1 if k == K_RUN and K[r + RUN_DECODE] != 0 else 0
+    if fact == QF_PREEMPTED:
+        return 1 if w[sb + F_LP0] != -1 else 0
+    units = 0
+    hb = hbase(K, sid)
+    for j in range(w[sb + F_NH]):
+        if w[hb + HW * j + HS_POOL] == p:
+            units += w[hb + HW * j + HS_OWN]
+    return units
 
 
 # ---------------------------------------------------------------- expressions
@@ -64,6 +107,38 @@ def ev(K, pc, w, ab, sid):
             pc = K[pc + OPND1] if w[sp] != 0 else pc + 2
         elif op == OP_JMP:
             pc = K[pc + OPND1]
+        elif op >= OP_QNEXT:  # quantifiers over sessions (abi.py, OP_QNEXT)
+            if op == OP_QNEXT:
+                prog = K[pc + OPND1]
+                sid = w[sp - 1] + 1
+                while sid < w[R_NSESS] and not (w[sbase(K, sid) + F_PROG] == prog and present(K, w, sid)):
+                    sid += 1
+                if sid < w[R_NSESS]:
+                    w[sp - 1] = sid
+                    pc += 3
+                else:
+                    sp -= 1
+                    pc = K[pc + OPND2]
+            elif op == OP_QATTR:
+                w[sp] = w[sbase(K, w[K[S_STACK] + K[pc + OPND1]]) + F_ATTR + K[pc + OPND2]]
+                sp += 1
+                pc += 3
+            elif op == OP_QFACT:
+                w[sp] = session_fact(K, w, w[K[S_STACK] + K[pc + OPND1]], K[pc + OPND2], K[pc + OPND3])
+                sp += 1
+                pc += 4
+            else:  # OP_QSTEP: the stack holds the accumulator, the iterator, the body's value
+                kind = K[pc + OPND1]
+                sp -= 1
+                v = w[sp]
+                if (kind == Q_FORALL or kind == Q_FIND) and v == 0 or kind == Q_EXISTS and v != 0:
+                    w[sp - 2] = w[sp - 1] if kind == Q_FIND else (1 if kind == Q_EXISTS else 0)
+                    sp -= 1
+                    pc = K[pc + OPND2]
+                else:
+                    if kind == Q_COUNT and v != 0:
+                        w[sp - 2] += 1
+                    pc += 3
         elif op == OP_I2F:
             wf[sp - 1] = np.float64(w[sp - 1])
             pc += 1
