@@ -60,7 +60,8 @@ from explorer.graph.walk import WalkEnd, walk
 from explorer.visitor import PRUNE, STOP, Visitor
 
 __all__ = ["find_livelock", "check", "start", "build", "BUILDING", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
-           "WorkerLost", "NoReturn", "completable", "no_return", "point_of_no_return", "forward_no_return", "highest", "longest",
+           "WorkerLost", "NoReturn", "completable", "no_return", "point_of_no_return", "forward_no_return",
+           "highest", "longest",
            "sccs", "build_graph", "StateGraph", "follow", "walk", "WalkEnd", "Visitor", "PRUNE", "STOP"]
 
 Engine = Callable[[Any, ModelFactory, Settings], Result]

@@ -4,7 +4,8 @@ then the point of no return of a counterexample."""
 
 from __future__ import annotations
 
-from explorer.check import NoReturn, build, build_graph, check, completable, forward_no_return, point_of_no_return, start
+from explorer.check import (NoReturn, build, build_graph, check, completable, forward_no_return, point_of_no_return,
+                            start)
 from explorer.model import ModelFactory
 from explorer.result import Result
 from explorer.settings import Settings
