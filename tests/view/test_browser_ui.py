@@ -198,3 +198,36 @@ def test_the_last_steps_change_is_highlighted(page):  # noqa: F811
                 cell = r.locator(f'td[data-cell="{key}"]')
                 assert ("changed" in cell.get_attribute("class")) == (cell.inner_text() != was[k])
         shot(page, "ui_change")
+
+
+def test_actions_to_states_seen_in_this_tab_are_marked(page):  # noqa: F811
+    """A successor this tab has shown, by any path, is marked `seen` and
+    links to where it was seen; one on the path is `visited` instead."""
+    inst = INST / "multiturn_chat.sq"
+    with serq_ui(inst) as (_proc, url, _port):
+        # two different paths to one state: the first seen by the person, then reached from the other side
+        fps: dict[str, str] = {}
+        pair = None
+        for first in api(page, url, "0")["actions"]:
+            for a in api(page, url, f"0/{first['index']}")["actions"]:
+                path = f"0/{first['index']}/{a['index']}"
+                if a["fingerprint"] in fps and pair is None:
+                    pair = (fps[a["fingerprint"]], path)
+                fps.setdefault(a["fingerprint"], path)
+        assert pair is not None, "no state reached by two paths"
+        seen_path, other = pair
+        page.goto(url + "state/0")
+        assert page.locator(".mark.seen").count() == 0
+        page.goto(f"{url}state/{seen_path}")
+        parent, last = other.rsplit("/", 1)
+        page.goto(f"{url}state/{parent}")
+        mark = page.locator(f'#actions li[data-index="{last}"] .mark.seen')
+        assert mark.inner_text() == "\u25e6 seen" and mark.get_attribute("href") == f"/state/{seen_path}"
+        # only the actions whose successor was shown are marked
+        shown = {seen_path, "0", parent}
+        for li in page.locator("#actions li[data-index]").all():
+            target = f"{parent}/{li.get_attribute('data-index')}"
+            want = fps.get(li.get_attribute("data-fp")) in shown or target in shown
+            assert li.locator(".mark.seen").count() == int(want and li.locator(".mark.visited").count() == 0)
+        mark.click()
+        assert page.inner_text("#path") == seen_path

@@ -275,3 +275,15 @@ def test_the_start_button_and_the_status_endpoint_ask_its_own_page():
     assert c.post("/start", data={"token": ex.token, "back": "x"}).headers["Location"] == "/"
     finished(ex)
     assert ex.status()["done"]
+
+
+def test_graph_limit_zero_skips_the_marks_and_a_bad_one_is_refused(capsys):
+    from serq.cli import main
+
+    ex, c = ui_client(str(INST / "self_preempt.sq"), graph_limit=0)
+    st = finished(ex)
+    assert st["marks"]["status"] == "off" and st["marks"]["message"] == "not computed (--graph-limit 0)"
+    assert c.get("/api/state/0/0").get_json()["doom"] == "unknown"
+    assert {p["key"]: p["status"] for p in st["properties"]} == {"livelock": "fails", "invariant": "holds"}
+    assert main(["ui", str(INST / "self_preempt.sq"), "--graph-limit", "-1", "--port", "0"]) == 2
+    assert "--graph-limit must be non-negative (states), got -1" in capsys.readouterr().err
