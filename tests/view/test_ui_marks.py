@@ -287,3 +287,25 @@ def test_graph_limit_zero_skips_the_marks_and_a_bad_one_is_refused(capsys):
     assert {p["key"]: p["status"] for p in st["properties"]} == {"livelock": "fails", "invariant": "holds"}
     assert main(["ui", str(INST / "self_preempt.sq"), "--graph-limit", "-1", "--port", "0"]) == 2
     assert "--graph-limit must be non-negative (states), got -1" in capsys.readouterr().err
+
+
+def test_every_search_that_ends_abnormally_is_failed_and_the_work_goes_on(monkeypatch):
+    """Supervision of the background thread: each of its steps that ends
+    by any exception (SystemExit too) is `failed`, with its words; the
+    steps after it still run, and the work ends."""
+    import serq.check.explore as ce
+
+    def explore(*a, **k):
+        raise SystemExit(3)
+
+    monkeypatch.setattr(ce, "explore", explore)
+    ex, c = ui_client(str(INST / "self_preempt.sq"))
+    st = finished(ex)
+    assert st["search"] == {"status": "failed", "message": "the search failed: SystemExit: 3"}
+    assert [(p["status"], p["message"]) for p in st["properties"]] == [
+        ("failed", "the search for livelock failed: SystemExit: 3"),
+        ("failed", "the search for asserts and run-time errors failed: SystemExit: 3")]
+    assert st["marks"]["status"] == "complete" and st["done"] and st["job"] is None
+    html = c.get("/state/0").get_data(as_text=True)
+    assert 'class="pst pst-failed" title="the search for livelock failed: SystemExit: 3"' in html
+    assert c.get("/violation").status_code == 500
