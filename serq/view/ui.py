@@ -5,8 +5,12 @@ A page is a replay path (`/state/0/2/1`): the server replays it through
 the same model and the same `explorer.trace.replay` as
 `serq explore --replay`, so a state reached by clicking is the state that
 replaying its path prints. Nothing is stored between requests but the
-result of the violation search, which runs once, in the background, when
-the explorer's own page asks for it.
+results of the background work (serq/view/uiwork.py: the first
+violation, each property's status and counterexample, the marks of the
+states from which no run completes), which runs once, when the
+explorer's own page asks for it or with `--search`; what a state page
+adds to the state (each action's successor, its marks, the last step's
+change) is serq/view/uistate.py.
 
 Flask serves it (werkzeug's threaded server on 127.0.0.1 only). What a
 request may cost and who may make one is serq.view.uilimits: only this
