@@ -27,7 +27,8 @@ several workers or with the strategies "partitioned" and "swarm".
 
 The side analyses are visitors over this one search, reached through this
 module too, so that a caller imports no engine module: the stored graph
-(`build_graph`, for the point of no return and the worst paths), the
+(`build_graph`, for the point of no return and the worst paths; its
+`completable` states, those from which some run completes), the
 forward searches of the point of no return (`forward_no_return`) and the
 walk of a successor function (`walk`, the theorem's solo runs).
 
@@ -40,7 +41,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
-from explorer.graph.analysis import NoReturn, highest, longest, point_of_no_return, sccs
+from explorer.graph.analysis import NoReturn, completable, highest, longest, no_return, point_of_no_return, sccs
 from explorer.errors import CheckpointError, PartitionError, RayUnavailable, WorkerLost
 from explorer.graph.cycles import find_livelock
 from explorer.graph.forward import forward_no_return
@@ -59,7 +60,8 @@ from explorer.graph.walk import WalkEnd, walk
 from explorer.visitor import PRUNE, STOP, Visitor
 
 __all__ = ["find_livelock", "check", "start", "build", "BUILDING", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
-           "WorkerLost", "NoReturn", "point_of_no_return", "forward_no_return", "highest", "longest",
+           "WorkerLost", "NoReturn", "completable", "no_return", "point_of_no_return", "forward_no_return",
+           "highest", "longest",
            "sccs", "build_graph", "StateGraph", "follow", "walk", "WalkEnd", "Visitor", "PRUNE", "STOP"]
 
 Engine = Callable[[Any, ModelFactory, Settings], Result]

@@ -4,7 +4,8 @@ then the point of no return of a counterexample."""
 
 from __future__ import annotations
 
-from explorer.check import NoReturn, build, check, forward_no_return, point_of_no_return, start
+from explorer.check import (NoReturn, build, build_graph, check, completable, forward_no_return, point_of_no_return,
+                            start)
 from explorer.model import ModelFactory
 from explorer.result import Result
 from explorer.settings import Settings
@@ -126,6 +127,18 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
             result.no_return = fwd
     except KeyboardInterrupt:  # the counterexample is found: keep it, without its point of no return
         result.no_return = None
+
+
+def completion_graph(model, *, max_states: int | None = None, time_limit: float | None = None,
+                     memory_limit: int | None = None):
+    """(graph, good): the stored graph of `model` as the point of no return
+    reads it (`Completion`), and per node whether some run from it
+    completes -- the analysis behind `point_of_no_return`, for every
+    state (the marks of `serq ui`). A graph cut by a bound says so in
+    `graph.complete`: a state it finds completable is completable, one it
+    does not may not be doomed."""
+    g = build_graph(Completion(model), max_states=max_states, time_limit=time_limit, memory_limit=memory_limit)
+    return g, completable(g)
 
 
 CUT_FLAGS = ("max_states", "time_limit", "memory")  # a graph cut by these (not by a signal) goes on forward

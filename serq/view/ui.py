@@ -5,8 +5,12 @@ A page is a replay path (`/state/0/2/1`): the server replays it through
 the same model and the same `explorer.trace.replay` as
 `serq explore --replay`, so a state reached by clicking is the state that
 replaying its path prints. Nothing is stored between requests but the
-result of the violation search, which runs once, in the background, when
-the explorer's own page asks for it.
+results of the background work (serq/view/uiwork.py: the first
+violation, each property's status and counterexample, the marks of the
+states from which no run completes), which runs once, when the
+explorer's own page asks for it or with `--search`; what a state page
+adds to the state (each action's successor, its marks, the last step's
+change) is serq/view/uistate.py.
 
 Flask serves it (werkzeug's threaded server on 127.0.0.1 only). What a
 request may cost and who may make one is serq.view.uilimits: only this
@@ -24,14 +28,15 @@ import re
 import secrets
 import socket
 import sys
-import threading
-import time
 from contextlib import contextmanager
 
 from explorer.fingerprint import format_fp
 from explorer.trace import NondeterministicModel, ReplayError, format_path, parse_path, replay
 from serq.diagnostics import Diagnostic, SerqError
 from serq.check.model import Checks, pool_levels, pool_text, session_phase, session_text
+from serq.defaults import GRAPH_LIMIT
+from serq.view.uistate import DOOM_WORDS, actions_view, last_change, path_marks
+from serq.view.uiwork import Background
 from serq.view.uilimits import (MAX_PAGE, MAX_STEPS, MODELS, REQUEST_SECONDS, Budget, BudgetedModel, ModelPool,
                                 Refused, check_request, check_search, check_steps, render)
 
@@ -48,7 +53,7 @@ class Explorer:
                  checks: list[str] | None = None, max_states: int | None = None,
                  time_limit: float | None = None, memory_limit: int | None = None,
                  max_steps: int = MAX_STEPS, request_seconds: float = REQUEST_SECONDS,
-                 max_page: int = MAX_PAGE, models: int = MODELS):
+                 max_page: int = MAX_PAGE, models: int = MODELS, graph_limit: int = GRAPH_LIMIT):
         self.program = program
         self.instance = instance
         self.ties, self.symmetry, self.check_names = ties, symmetry, checks
@@ -58,12 +63,9 @@ class Explorer:
         checked = Checks.of_program(program, checks)
         self.models = ModelPool(lambda: BudgetedModel(program, ties=ties, symmetry=symmetry, checks=checked),
                                 models)
-        self.token = secrets.token_urlsafe(24)  # the violation search's: only the explorer's pages carry it
-        self._search_lock = threading.Lock()
-        self._search: threading.Thread | None = None
-        self._search_started = 0.0
-        self._violation = None
-        self._search_error: str | None = None
+        self.token = secrets.token_urlsafe(24)  # the background work's: only the explorer's pages carry it
+        self.work = Background(program, ties=ties, symmetry=symmetry, check_names=checks, max_states=max_states,
+                               time_limit=time_limit, memory_limit=memory_limit, graph_limit=graph_limit)
         self.start = "0"  # where / leads: the initial state, or the run given with --replay
 
     def budget(self) -> Budget:
@@ -84,11 +86,10 @@ class Explorer:
             return trace
 
     def state_view(self, path: str, budget: Budget | None = None) -> dict:
+        marks = self.work.marks  # None until the point-of-no-return analysis has run
         with self.replayed(path, budget) as (m, trace):
             state = trace[-1].state
-            acts = m.actions(state)
-            actions = [{"index": i, "text": m.format_action(state, a), "choices": list(a[2])}
-                       for i, a in enumerate(acts)]
+            actions = actions_view(m, trace, marks)
             problems = [{"kind": k, "message": msg} for k, msg in m.invariants(state)]
             judged = path_verdict(m, trace)
             done = m.is_done(state)
@@ -101,15 +102,23 @@ class Explorer:
                 pools.append({"name": pool.name, "cap": m.m.caps[p], "allocated": alloc, "cached": cached,
                               "free": free, "queue": [m.label(state, q) for q in state.pools[p].queue],
                               "text": pool_text(m, state, p)})
+            change = last_change(m, trace, sessions, pools)
+        dooms, no_return = path_marks(trace, marks)
         # step k's path is the first k + 1 indices of `path`: given once, the page stays linear in the path
-        steps = [{"n": s.index, "action": s.action_text or "initial state"} for s in trace]
+        steps = [{"n": s.index, "action": s.action_text or "initial state", "doom": d}
+                 for s, d in zip(trace, dooms)]
         return {
             "instance": self.instance,
             "path": path,
             "parent": path.rsplit("/", 1)[0] if len(trace) > 1 else None,
             "depth": len(trace) - 1,
             "fingerprint": format_fp(trace[-1].fingerprint),
+            "doom": dooms[-1],
+            "doom_words": DOOM_WORDS[dooms[-1]],
+            "no_return_step": no_return,
+            "marks": self.work.marks_status,
             "steps": steps,
+            "change": change,
             "sessions": sessions,
             "pools": pools,
             "actions": actions,
@@ -119,46 +128,25 @@ class Explorer:
             "verdict": judged,
         }
 
-    # the violation search: once, in the background, started by the explorer's own page
+    # the background work (serq/view/uiwork.py): once, started by the explorer's own page or --search
 
     def start_search(self) -> None:
-        with self._search_lock:
-            if self._search is None:
-                self._search_started = time.monotonic()
-                self._search = threading.Thread(target=self._run_search, name="serq ui search", daemon=True)
-                self._search.start()
-
-    def _run_search(self) -> None:
-        from serq.check.explore import explore
-
-        try:
-            self._violation = explore(self.program, ties=self.ties, symmetry=self.symmetry,
-                                      checks=self.check_names, max_states=self.max_states,
-                                      time_limit=self.time_limit, memory_limit=self.memory_limit)
-        except SerqError as e:
-            self._search_error = "; ".join(d.message for d in e.diagnostics)
-        except BaseException as e:  # said on the page, never a stack trace (nor a thread ended silently)
-            self._search_error = f"the search failed: {type(e).__name__}: {e}"
+        self.work.start()
 
     def search(self) -> tuple[str, object]:
-        """("idle", None), ("running", seconds so far), ("done", Result) or
-        ("failed", message)."""
-        if self._search is None:
-            return "idle", None
-        if self._search.is_alive():
-            return "running", time.monotonic() - self._search_started
-        if self._search_error is not None:
-            return "failed", self._search_error
-        if self._violation is None:  # the thread ended without a verdict: never shown as a search done
-            return "failed", "the search ended without a verdict"
-        return "done", self._violation
+        """The first search: ("idle", None), ("running", seconds so far),
+        ("done", Result) or ("failed", message)."""
+        return self.work.search()
+
+    def status(self) -> dict:
+        return self.work.status()
 
     def violation(self, timeout: float | None = None):
         """The explorer's verdict for the instance (BFS: the shortest path
         to the first violation), computed once; None while it runs."""
         self.start_search()
-        self._search.join(timeout)
-        return self._violation
+        self.work.main_done.wait(timeout)
+        return self.work.violation
 
     def timeline(self, path: str, budget: Budget | None = None) -> str:
         from serq.check.explore import judged
@@ -247,7 +235,7 @@ def make_app(ex: Explorer, port: int):
             view = ex.state_view(path, budget)
         except ReplayError as e:
             return bad_path(path, e, 404)
-        return page("ui_state.html.j2", budget=budget, v=view, crumbs=view["steps"][-CRUMBS:])
+        return page("ui_state.html.j2", budget=budget, v=view, crumbs=view["steps"][-CRUMBS:], panel=ex.status())
 
     def relative(path, args):
         """The links of a state page, relative to its path (given once, so
@@ -298,6 +286,19 @@ def make_app(ex: Explorer, port: int):
         check_search(flask.request.form, flask.request.headers, ex.token, port)
         ex.start_search()
         return flask.redirect("/violation", code=303)
+
+    @app.post("/start")
+    def start_work():
+        """The status panel's button: the background work starts, and the
+        page it was pressed on shows again."""
+        check_search(flask.request.form, flask.request.headers, ex.token, port)
+        ex.start_search()
+        back = flask.request.form.get("back", "0")
+        return flask.redirect(f"/state/{back}" if re.fullmatch(r"[0-9]+(/[0-9]+)*", back) else "/", code=303)
+
+    @app.get("/api/status")
+    def api_status():
+        return flask.Response(json.dumps(ex.status(), indent=1), mimetype="application/json")
 
     @app.get("/violation")
     def violation():
@@ -379,9 +380,10 @@ def cmd_ui(args) -> int:
                                     file="serq ui")])
     from serq.cli.flags import check_limits, memory_limit
 
-    check_limits(args, "--max-states", "--time-limit")
+    check_limits(args, "--max-states", "--time-limit", "--graph-limit")
     ex = Explorer(loaded.program, args.instance, ties=args.ties, symmetry=not args.no_symmetry,
-                  max_states=args.max_states, time_limit=args.time_limit, memory_limit=memory_limit(args))
+                  max_states=args.max_states, time_limit=args.time_limit, memory_limit=memory_limit(args),
+                  graph_limit=args.graph_limit)
     if args.replay:
         path = args.replay.strip().strip("/")
         try:
@@ -390,4 +392,6 @@ def cmd_ui(args) -> int:
             raise SerqError([Diagnostic(0, 0, "E013", f"bad replay path `{args.replay}`: {e}",
                                         file="serq ui")]) from None
         ex.start = path
+    if args.search:
+        ex.start_search()
     return serve(ex, args.port)
