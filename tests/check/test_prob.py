@@ -2,7 +2,9 @@
 against a brute force (tests/prob_brute.py: every path, every draw with
 the simulator's weights, min and max by exhaustive search) on small
 instances with preemption, `turn`, spawn/join and a cached prefix;
-against a closed form on a graph with cycles (value iteration); and
+against closed forms and a livelock instance by hand on graphs with
+cycles (interval iteration; tests/check/test_interval.py checks it against
+exact rationals on random processes); and
 against many seeded runs of the simulator (`serq run`'s draws)."""
 
 from __future__ import annotations
@@ -152,15 +154,35 @@ def test_a_choose_is_the_schedulers():
     assert [d.attr for d in result(program("choose"), ()).draws] == ["q"]
 
 
-def test_a_cycle_is_solved_by_value_iteration():
-    # loops L ~ geometric(1/2) on 1, 2, ...: E[L] = 2, one iteration a loop
-    r = result(program("loop"), ("deadlock",), "iterations")
-    assert r.complete and not r.acyclic and not r.exact and r.method == "value-iteration"
-    it = r.answers[1]
-    assert abs(it.best - 2) < 1e-9 and abs(it.worst - 2) < 1e-9
+def test_a_cycle_is_solved_by_interval_iteration():
+    # loops L ~ geometric(1/2) on 1, 2, ...: E[L] = 2, one iteration a loop; P(L >= 3) = 1/4
+    r = result(program("loop"), ("deadlock", "iterations>=3"), "iterations")
+    assert r.complete and not r.acyclic and not r.exact and r.method == "interval-iteration"
+    dead, three, it = r.answers
+    for a, want in ((it, 2), (three, 0.25)):
+        for lo, hi in (a.best_bounds, a.worst_bounds):
+            assert lo <= want <= hi and hi - lo < 1e-8, (a, lo, hi)
+    assert dead.best_bounds == dead.worst_bounds == (0.0, 0.0)  # found on the graph: no path to a deadlock
     assert it.worst_case_unbounded  # every number of loops has a positive probability
-    assert r.answers[0].worst == 0
-    assert "value iteration" in render_text(r) and "not a proven bound" in render_text(r)
+    text = render_text(r)
+    assert "interval iteration" in text and "proven to lie in the interval" in text and " ± " in text
+    data = render_json(r)
+    assert data["arithmetic"]["proven"] and data["arithmetic"]["epsilon"] == 1e-9
+    assert data["events"][1]["worst_lower"] <= 0.25 <= data["events"][1]["worst_upper"]
+
+
+def test_a_loop_the_scheduler_may_take_again():
+    # `choose c` then a draw: the loop goes round again when c = 1 and d = 1 (1/3): the best scheduler
+    # stops at once, the worst keeps c = 1: E = 3/2 loops, P(>= 3 loops) = 1/9
+    prog = load_text(LOOP.replace("draw d in {0, 1} ~ weights(1, 1);\n    set more = d;",
+                                  "choose c in {0, 1};\n    draw d in {0, 1} ~ weights(2, 1);\n    set more = c * d;"),
+                     "l.sq", explorer=True).program
+    r = result(prog, ("iterations>=3",), "iterations")
+    three, it = r.answers
+    assert three.best_bounds == (0.0, 0.0)
+    lo, hi = three.worst_bounds
+    assert lo <= 1 / 9 <= hi and hi - lo < 1e-9
+    assert it.best_bounds[0] <= 1 <= it.best_bounds[1] and it.worst_bounds[0] <= 1.5 <= it.worst_bounds[1]
 
 
 def test_truncation_is_reported():
@@ -279,12 +301,35 @@ def test_two_chats_bracket_the_simulator():
     assert 0 < seen and float(pre.best) <= seen <= float(pre.worst) + 4 * math.sqrt(seen * (1 - seen) / 600)
 
 
-def test_a_cycle_the_worst_scheduler_keeps_does_not_converge():
-    # the loop goes round again by the scheduler's `choose`: the worst scheduler never stops
+def test_a_cycle_the_worst_scheduler_keeps_is_infinite():
+    # the loop goes round again by the scheduler's `choose`: the worst scheduler never stops (an end
+    # component that adds an iteration each round), the best stops after one
     prog = load_text(LOOP.replace("draw d in {0, 1} ~ weights(1, 1);", "choose d in {0, 1};"), "c.sq",
                      explorer=True).program
-    r = result(prog, ("deadlock",), "iterations")
-    it = r.answers[1]
-    assert it.best == 1 and it.worst is None and it.worst_case_unbounded
-    assert "did not converge: no value settled in 100,000 sweeps" in render_text(r)
-    assert render_json(r)["expected"]["worst"]["total"] is None
+    r = result(prog, ("deadlock", "iterations>=3"), "iterations")
+    dead, three, it = r.answers
+    assert it.best_bounds[0] <= 1 <= it.best_bounds[1] and it.worst == math.inf and it.worst_case_unbounded
+    assert three.best_bounds == (0.0, 0.0) and three.worst_bounds == (1.0, 1.0)  # Prob1E: loop for ever
+    text = render_text(r)
+    assert "worst scheduler infinite" in text and "infinite (proven on the graph)" in text
+    data = render_json(r)
+    assert data["expected"]["worst"]["total"] is None and data["expected"]["worst"]["infinite"]
+
+
+def test_a_livelock_instance_by_hand():
+    # instances/starved_large.sq: no draw, so every probability is 0 or 1. Its chats loop for ever
+    # (`while true`), so the graph has cycles; the worst scheduler starves `big` for ever (--worst ttft
+    # is unbounded: some request waits any number of iterations), the best one serves it; every run
+    # has infinitely many requests, each taking an iteration: the expected sums are infinite
+    from pathlib import Path
+
+    from serq.check.worst import find_worst
+    from serq.lang.load import load_path
+
+    prog = load_path(Path(__file__).resolve().parents[2] / "instances" / "starved_large.sq", explorer=True).program
+    r = result(prog, ("stuck", "ttft>=6"), "iterations")
+    stuck, ttft, it = r.answers
+    assert not r.acyclic and find_worst(prog, "ttft").value is None
+    assert stuck.best_bounds == stuck.worst_bounds == (0.0, 0.0)
+    assert ttft.best_bounds == (0.0, 0.0) and ttft.worst_bounds == (1.0, 1.0)
+    assert it.best == it.worst == math.inf
