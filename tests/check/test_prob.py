@@ -123,6 +123,58 @@ def test_expected_equals_brute_force(name, metric):
             assert math.isclose(float(n), count, abs_tol=1e-9)
 
 
+SLO_CASES = [
+    ("preempt", "check ttft <= 2;"),
+    ("preempt", "check completes, latency <= 4, recomputed <= q;"),
+    ("preempt", "check preemptions <= 0;"),
+    ("turns", "check ttft <= 1, latency <= 3;"),
+    ("turns", "check recomputed <= 0;"),
+    ("agent", "check latency <= 6;"),
+    ("agent", "check stuck, latency <= 8;"),
+]
+
+
+def slo_program(name, line):
+    return load_text(TEXTS[name] + line + "\n", f"{name}.sq", explorer=True).program
+
+
+@pytest.mark.parametrize("name,line", SLO_CASES)
+def test_violation_holds_the_per_request_slos(name, line):
+    # `violation` includes the per-request SLO checks: the probability that one is broken equals the
+    # brute force's (each request's counts by tests/slo_brute.py, on every path)
+    from serq.check.model import Checks
+
+    prog = slo_program(name, line)
+    bounds = {s.metric: s.attr or s.bound for s in Checks.of_program(prog).slo}
+    r = result(prog, ("violation", "violation|deadlock"))
+    m = Model(prog)
+    brute = ("violation|stuck", "violation|stuck|deadlock") if "stuck" in line else ("violation", "violation|deadlock")
+    for a, ev in zip(r.answers, brute):
+        assert isinstance(a.best, (int, Fraction)) and isinstance(a.worst, (int, Fraction))
+        assert math.isclose(float(a.best), probability(m, ev, False, bounds=bounds), abs_tol=1e-9), (ev, a.best)
+        assert math.isclose(float(a.worst), probability(m, ev, True, bounds=bounds), abs_tol=1e-9), (ev, a.worst)
+
+
+def test_the_slo_cases_are_not_trivial():
+    got = [result(slo_program(n, line), ("violation",)).answers[0] for n, line in SLO_CASES]
+    assert sum(0 < a.worst < 1 for a in got) >= 4 and any(0 < a.best < 1 for a in got)
+    assert any(a.worst == 1 for a in got)
+
+
+def test_violation_counts_slos_only_when_asked():
+    # the SLO counters are carried only for `violation`: another event's graph is the one it had
+    prog = slo_program("preempt", "check ttft <= 2;")
+    plain = result(program("preempt"), ("stuck",))
+    assert result(prog, ("stuck",)).states == plain.states
+    viol = result(prog, ("violation", "ttft>=3"))
+    assert viol.states > plain.states
+    # ttft <= 2 fails exactly when some request waits 3 iterations: one event, two words
+    assert viol.answers[0].best == viol.answers[1].best == 0
+    assert viol.answers[0].worst == viol.answers[1].worst == Fraction(3, 49)
+    # no SLO check: a violation is a fault, a failed assert or invariant (none here)
+    assert result(program("preempt"), ("violation",)).answers[0].worst == 0
+
+
 def test_a_poisson_draw_is_solved_in_floating_point():
     # e^-λ is not rational: one recursion in floats, against the brute force's float weights
     prog = load_text(PREEMPT.replace("geometric(0.5)", "poisson(2)"), "p.sq", explorer=True).program
@@ -169,6 +221,14 @@ def test_a_cycle_is_solved_by_interval_iteration():
     data = render_json(r)
     assert data["arithmetic"]["proven"] and data["arithmetic"]["epsilon"] == 1e-9
     assert data["events"][1]["worst_lower"] <= 0.25 <= data["events"][1]["worst_upper"]
+
+
+def test_an_slo_on_a_cycle():
+    # the loop's one request ends after L ~ geometric(1/2) iterations: `latency <= 2` fails when L >= 3
+    prog = load_text(LOOP + "check latency <= 2;\n", "l.sq", explorer=True).program
+    a = result(prog, ("violation",)).answers[0]
+    for lo, hi in (a.best_bounds, a.worst_bounds):
+        assert lo <= 0.25 <= hi and hi - lo < 1e-9
 
 
 def test_a_loop_the_scheduler_may_take_again():
