@@ -51,6 +51,7 @@ bound holds for the exact value, not only for the floats' answer.
 from __future__ import annotations
 
 import math
+from operator import add, mul
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,8 +80,8 @@ def _components(n, edges_of):
 @dataclass
 class Mdp:
     """States 0..nodes-1 are the graph's nodes, the rest inner states of
-    their steps. `acts[s]`: the actions of s, each a list of branches
-    (probability, target, amount, subjects)."""
+    their steps. `acts[s]`: the actions of s, each made by `act` from its
+    branches (probability, target, amount, subjects)."""
 
     nodes: int
     acts: list
@@ -90,15 +91,23 @@ class Mdp:
         return len(self.acts)
 
     def succ(self, s):
-        return {t for a in self.acts[s] for _p, t, _r, _d in a}
+        return {t for a in self.acts[s] for t in a[1]}
 
     def preds(self):
         out = [[] for _ in self.acts]
         for s, acts in enumerate(self.acts):
             for i, a in enumerate(acts):
-                for _p, t, _r, _d in a:
+                for t in a[1]:
                     out[t].append((s, i))
         return out
+
+
+def act(branches) -> tuple:
+    """An action: (probabilities, targets, amounts, subjects, the factor
+    that rounds its sum down, the one that rounds it up)."""
+    ps, ts, rs, ds = (tuple(x) for x in zip(*branches)) if branches else ((), (), (), ())
+    k = 2 * len(ps) + 1  # a product and an addition per branch, its amount's addition
+    return (ps, ts, rs, ds, 1.0 - _slack(k) - 4 * ULP, 1.0 + _slack(k) + 4 * ULP)
 
 
 def flatten(g, tr, rewards=None) -> Mdp:
@@ -114,14 +123,14 @@ def flatten(g, tr, rewards=None) -> Mdp:
 
     def actions(u, c) -> list:
         if type(c) is int:
-            return [[leaf(u, c, 1.0)]]
+            return [act([leaf(u, c, 1.0)])]
         if c[0] == "n":
             return [a for k in c[1] for a in actions(u, k)]
         branches = []
         for p, k in c[1]:
             if p > 0:
                 branches.append(leaf(u, k, p) if type(k) is int else (p, inner(u, k), 0, 0))
-        return [branches]
+        return [act(branches)]
 
     def inner(u, c) -> int:
         i = len(acts)
@@ -154,15 +163,22 @@ def up(x: float, k: int) -> float:
     return math.nextafter(x * (1.0 + _slack(k)), math.inf)
 
 
+TINY = 1e-290  # below, a product may lose relative precision (subnormal): bounded absolutely
+
+
 def _value(a, V, reward: bool) -> float:
-    s = 0.0
+    """The action's sum in floats (left to right, as the error bound counts)."""
     if reward:
-        for p, t, r, _d in a:
-            s += p * (r + V[t])
-    else:
-        for p, t, _r, _d in a:
-            s += p * V[t]
-    return s
+        return sum(map(mul, a[0], map(add, a[2], map(V.__getitem__, a[1]))))
+    return sum(map(mul, a[0], map(V.__getitem__, a[1])))
+
+
+def _lo(x: float, a) -> float:
+    return x * a[4] if x > TINY else 0.0
+
+
+def _hi(x: float, a) -> float:
+    return x * a[5] if x > TINY or x <= 0 or x == math.inf else 2 * TINY
 
 
 # ---------------------------------------------------------------- graph-theoretic sets
@@ -208,7 +224,7 @@ def prob1_max(m: Mdp, target, zero, preds) -> list[bool]:
     probability 1 (`zero`: where the maximum is 0)."""
     keep = [not z for z in zero]
     while True:
-        ok = [[all(keep[t] for _p, t, _r, _d in a) for a in acts] for acts in m.acts]
+        ok = [[all(keep[t] for t in a[1]) for a in acts] for acts in m.acts]
         got = [bool(target[s]) and keep[s] for s in range(len(m))]
         stack = [s for s, x in enumerate(got) if x]
         while stack:
@@ -227,15 +243,15 @@ def mecs(m: Mdp, allowed, action_ok=None) -> list[tuple[list[int], dict]]:
     `action_ok(s, i)` allows): (states, {state: its actions inside})."""
     alive = list(allowed)
     keep = {s: [i for i, a in enumerate(m.acts[s]) if (action_ok is None or action_ok(s, i))
-                and all(alive[t] for _p, t, _r, _d in a)] for s in range(len(m)) if alive[s]}
+                and all(alive[t] for t in a[1])] for s in range(len(m)) if alive[s]}
     while True:
         for s in [s for s, ks in keep.items() if not ks]:
             del keep[s]
             alive[s] = False
-        comp, _comps = _components(len(m), lambda s: [t for i in keep.get(s, ()) for _p, t, _r, _d in m.acts[s][i]])
+        comp, _comps = _components(len(m), lambda s: [t for i in keep.get(s, ()) for t in m.acts[s][i][1]])
         changed = False
         for s in list(keep):
-            ks = [i for i in keep[s] if all(alive[t] and comp[t] == comp[s] for _p, t, _r, _d in m.acts[s][i])]
+            ks = [i for i in keep[s] if all(alive[t] and comp[t] == comp[s] for t in m.acts[s][i][1])]
             if len(ks) != len(keep[s]):
                 keep[s], changed = ks, True
         if not changed and all(keep.values()):
@@ -260,8 +276,14 @@ class Bounds:
 
 
 def components_of(m: Mdp):
-    """Components of the flattened process in reverse topological order."""
-    return _components(len(m), m.succ)
+    """Components of the flattened process in reverse topological order,
+    each in the order its sweeps take: the nodes found last first (the
+    graph numbers them breadth-first from the initial state, so a
+    successor mostly comes before its predecessor), a node's inner states
+    just before it."""
+    comp, comps = _components(len(m), m.succ)
+    owner = m.owner
+    return comp, [sorted(c, key=lambda s: (-owner[s], -s)) if len(c) > 1 else c for c in comps]
 
 
 def reach(m: Mdp, target, maximize: bool, order=None, preds=None) -> Bounds:
@@ -288,7 +310,6 @@ def reach(m: Mdp, target, maximize: bool, order=None, preds=None) -> Bounds:
             for s in states:
                 group[s] = states
                 exits[s] = [a for i, a in enumerate(m.acts[s]) if i not in inside[s]]
-    best = max if maximize else min
     sweeps, within = 0, True
     for members in comps:
         todo = [s for s in members if maybe[s]]
@@ -297,30 +318,33 @@ def reach(m: Mdp, target, maximize: bool, order=None, preds=None) -> Bounds:
         cyclic = len(members) > 1 or members[0] in m.succ(members[0])
         outside = [t for s in todo for t in m.succ(s) if comp[t] != comp[s]]
         w_in = max((U[t] - L[t] for t in outside), default=0.0)
+        plain = [(s, m.acts[s], s in group) for s in todo]
+        glist = list({id(group[s]): group[s] for s in todo if s in group}.values())
+        gexits = [(states, [a for x in states for a in exits[x]]) for states in glist]
         k = 0
         while True:
             k += 1
             changed = False
-            for s in todo:
-                acts = m.acts[s]
-                lo = down(best(_value(a, L, False) for a in acts), max(map(len, acts)))
+            for s, acts, grouped in plain:
+                if maximize:
+                    lo = max([_lo(_value(a, L, False), a) for a in acts])
+                else:
+                    lo = min([_lo(_value(a, L, False), a) for a in acts])
                 if lo > L[s]:
                     L[s], changed = min(lo, 1.0), True
-                if s in group:
+                if grouped:
                     continue
-                hi = min(1.0, up(best(_value(a, U, False) for a in acts), max(map(len, acts))))
+                if maximize:
+                    hi = max([_hi(_value(a, U, False), a) for a in acts])
+                else:
+                    hi = min([_hi(_value(a, U, False), a) for a in acts])
                 if hi < U[s]:
                     U[s], changed = hi, True
-            done_groups = set()
-            for s in todo:
-                if s in group and id(group[s]) not in done_groups:
-                    done_groups.add(id(group[s]))
-                    states = group[s]
-                    hi = max((min(1.0, up(_value(a, U, False), len(a))) for x in states for a in exits[x]),
-                             default=0.0)
-                    for x in states:
-                        if hi < U[x]:
-                            U[x], changed = hi, True
+            for states, outs in gexits:
+                hi = min(1.0, max([_hi(_value(a, U, False), a) for a in outs], default=0.0))
+                for x in states:
+                    if hi < U[x]:
+                        U[x], changed = hi, True
             width = max(U[s] - L[s] for s in todo)
             if not cyclic or width <= EPSILON + w_in or not changed:
                 break
@@ -338,7 +362,7 @@ def reach(m: Mdp, target, maximize: bool, order=None, preds=None) -> Bounds:
 
 
 def _adds(a) -> bool:
-    return any(r > 0 for _p, _t, r, _d in a)
+    return any(r > 0 for r in a[2])
 
 
 def _infinite(m: Mdp, maximize: bool, preds) -> tuple[list[bool], list[bool], list]:
@@ -365,30 +389,38 @@ def _infinite(m: Mdp, maximize: bool, preds) -> tuple[list[bool], list[bool], li
     return [not f for f in fin], quiet, []
 
 
-def _sweep_lower(m, members, V, D, live, maximize, reward=True):
-    """One Gauss-Seidel sweep from below over `members` (the sum, and the
-    subjects under the action chosen); the largest change."""
+def _sweep_lower(m, members, V, D, live, maximize):
+    """One Gauss-Seidel sweep from below over `members` (the sum rounded
+    down, and the subjects under the action chosen: D, or None); the
+    largest relative change."""
     change = 0.0
+    get = V.__getitem__
     for s in members:
         if not live[s]:
             continue
-        best = None
-        for a in m.acts[s]:
-            x = _value(a, V, reward)
-            if best is None or (x > best[0] if maximize else x < best[0]):
-                best = (x, a)
-        x = down(best[0], len(best[1]))
+        acts = m.acts[s]
+        if len(acts) == 1:
+            a = acts[0]
+            x = sum(map(mul, a[0], map(add, a[2], map(get, a[1]))))
+            x = x * a[4] if x > TINY else 0.0
+        else:
+            xs = [sum(map(mul, a[0], map(add, a[2], map(get, a[1])))) for a in acts]
+            xs = [x * a[4] if x > TINY else 0.0 for x, a in zip(xs, acts)]
+            x = max(xs) if maximize else min(xs)
+            a = acts[xs.index(x)]
         if x > V[s]:
             change = max(change, (x - V[s]) / max(x, 1.0))
             V[s] = x
         if D is not None:
-            D[s] = sum(p * (d + D[t]) for p, t, _r, d in best[1])
+            D[s] = sum(map(mul, a[0], map(add, a[3], map(D.__getitem__, a[1]))))
     return change
 
 
-def expect(m: Mdp, maximize: bool, order=None, preds=None) -> Bounds:
+def expect(m: Mdp, maximize: bool, order=None, preds=None, subjects: bool = True) -> Bounds:
     """[lower, upper] of the best (minimum) or worst (maximum) scheduler's
-    expected sum from node 0; infinite when proven so."""
+    expected sum from node 0; infinite when proven so. `subjects`: also
+    the expected subjects under the scheduler the lower iteration settles
+    on (an estimate)."""
     preds = preds or m.preds()
     comp, comps = order or components_of(m)
     n = len(m)
@@ -397,7 +429,7 @@ def expect(m: Mdp, maximize: bool, order=None, preds=None) -> Bounds:
         return Bounds(math.inf, math.inf, 0, True, math.inf, True)
     live = [not (inf[s] or quiet[s]) and bool(m.acts[s]) for s in range(n)]
     V = [math.inf if inf[s] else 0.0 for s in range(n)]
-    D = [0.0] * n
+    D = [0.0] * n if subjects else None
     sweeps, within = 0, True
     for members in comps:
         if not any(live[s] for s in members):
@@ -407,7 +439,7 @@ def expect(m: Mdp, maximize: bool, order=None, preds=None) -> Bounds:
         while True:
             k += 1
             ch = _sweep_lower(m, members, V, D, live, maximize)
-            if not cyclic or ch <= 1e-15:
+            if not cyclic or ch <= 1e-13:
                 break
             if k >= MAX_SWEEPS:
                 within = False
@@ -415,7 +447,7 @@ def expect(m: Mdp, maximize: bool, order=None, preds=None) -> Bounds:
         if cyclic:
             sweeps = max(sweeps, k)
     upper = _certify(m, V, live, maximize, calm, comps)
-    return Bounds(V[0], upper, sweeps, within and upper is not None, D[0])
+    return Bounds(V[0], upper, sweeps, within and upper is not None, D[0] if subjects else None)
 
 
 def _certify(m: Mdp, L, live, maximize: bool, calm, comps) -> float | None:
@@ -432,7 +464,7 @@ def _certify(m: Mdp, L, live, maximize: bool, calm, comps) -> float | None:
         choice = {}
         for s in range(n):
             if live[s]:
-                choice[s] = min(m.acts[s], key=lambda a: _value(a, L, True))
+                choice[s] = min(m.acts[s], key=lambda a: _lo(_value(a, L, True), a))
     steps = _steps(m, live, group, exits, choice, comps)
     if steps is None:
         return None
@@ -463,8 +495,8 @@ def _pre_fixpoint(m, U, live, group, exits, choice, reward: bool) -> bool:
         else:
             acts = m.acts[s]
         for a in acts:
-            x = _value(a, U, reward) if reward else 1.0 + _value(a, U, False)
-            if up(x, len(a) + 1) > U[s]:
+            x = _value(a, U, True) if reward else 1.0 + _value(a, U, False)
+            if _hi(x, a) > U[s]:
                 return False
     return True
 
@@ -496,13 +528,13 @@ def _steps(m, live, group, exits, choice, comps) -> list[float] | None:
                 elif x > T[s]:
                     change = max(change, (x - T[s]) / x)
                     T[s] = x
-            if change <= 1e-12:
+            if change <= 1e-6:
                 break
             if max(T[s] for s in todo) > 1e15:
                 return None
         else:
             return None
-    for grow in (1e-6, 1e-4, 1e-2):
+    for grow in (1e-4, 1e-2, 0.5):
         cand = [up(t * (1 + grow) + grow, 1) for t in T]
         if _pre_fixpoint(m, cand, live, group, exits, choice, False):
             return cand

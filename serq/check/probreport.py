@@ -136,7 +136,7 @@ def _cyclic(pm, g, tr, answers, res: ProbResult) -> None:
             if a.event is not None:
                 b = interval.reach(m, targets(g, a.event), mx, order, preds)
             else:
-                b = interval.expect(m, mx, order, preds)
+                b = interval.expect(m, mx, order, preds, subjects=a.per != "run")
             res.sweeps = max(res.sweeps, b.sweeps)
             a.within = a.within and b.within
             sides.append(b)

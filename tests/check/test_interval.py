@@ -19,7 +19,8 @@ from tests.mdp_exact import optimum, random_mdp
 
 def as_mdp(acts):
     n = len(acts)
-    return iv.Mdp(n, [[[(float(p), t, r, 0) for p, t, r in a] for a in acts[s]] for s in range(n)], list(range(n)))
+    return iv.Mdp(n, [[iv.act([(float(p), t, r, 0) for p, t, r in a]) for a in acts[s]] for s in range(n)],
+                  list(range(n)))
 
 
 @pytest.mark.parametrize("seed", range(0, 160, 8))
