@@ -155,6 +155,17 @@ def test_violation_holds_the_per_request_slos(name, line):
         assert math.isclose(float(a.worst), probability(m, ev, True, bounds=bounds), abs_tol=1e-9), (ev, a.worst)
 
 
+@pytest.mark.parametrize("name,line", SLO_CASES)
+def test_violation_is_possible_where_the_search_finds_one(name, line):
+    # every drawn value here has a positive weight: the worst scheduler's probability is positive exactly
+    # when `serq explore` (the SLO product, serq/check/slo.py's search) finds the violation
+    from serq.check.explore import explore
+
+    prog = slo_program(name, line)
+    a = result(prog, ("violation",)).answers[0]
+    assert (a.worst > 0) == (explore(prog, graph_limit=0).verdict == "violation")
+
+
 def test_the_slo_cases_are_not_trivial():
     got = [result(slo_program(n, line), ("violation",)).answers[0] for n, line in SLO_CASES]
     assert sum(0 < a.worst < 1 for a in got) >= 4 and any(0 < a.best < 1 for a in got)
