@@ -119,24 +119,26 @@ def flatten(g, tr, rewards=None) -> Mdp:
 
     def leaf(u, k, p):
         r, d = rewards[u][k] if rewards is not None and rewards[u] is not None else (0, 0)
-        return (p, g.succ[u][k][1], r, d)
+        _ai, v = g.succ[u][k]
+        return (p, v, r, d)
 
-    def actions(u, c) -> list:
-        if type(c) is int:
-            return [act([leaf(u, c, 1.0)])]
-        if c[0] == "n":
-            return [a for k in c[1] for a in actions(u, k)]
+    def actions(u, tree) -> list:
+        if type(tree) is int:
+            return [act([leaf(u, tree, 1.0)])]
+        kind, kids = tree
+        if kind == "n":
+            return [a for k in kids for a in actions(u, k)]
         branches = []
-        for p, k in c[1]:
+        for p, k in kids:
             if p > 0:
                 branches.append(leaf(u, k, p) if type(k) is int else (p, inner(u, k), 0, 0))
         return [act(branches)]
 
-    def inner(u, c) -> int:
+    def inner(u, tree) -> int:
         i = len(acts)
         acts.append(None)
         owner.append(u)
-        acts[i] = actions(u, c)
+        acts[i] = actions(u, tree)
         return i
 
     for u in range(n):
