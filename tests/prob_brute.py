@@ -13,7 +13,9 @@ path: no state is merged with another.
 What is counted along a path, as docs/explorer.md says it:
 * `A|B`: A or B; `stuck`: a state with a stuck session; `deadlock`: a state with no step
   that is not done (a fault is an end, not a deadlock);
-  `preemptions>=N`: some session preempted N times;
+  `preemptions>=N`: some session preempted N times; `violation`: a fault, or a
+  request's count passing the bound of a per-request SLO check (`bounds`:
+  metric -> bound or attribute, counted by tests/slo_brute.py's rules);
 * `ttft`: each iteration adds 1 for every request still waiting for its
   first token when it starts (arrival, `turn` reply or spawn starts one; a
   decode token or a prefill's end gives it); the mean divides by the
@@ -27,6 +29,7 @@ What is counted along a path, as docs/explorer.md says it:
 from __future__ import annotations
 
 from serq.semantics.model import Model
+from tests import slo_brute
 
 
 class _Asked(Exception):
@@ -115,20 +118,28 @@ def _done(m, state) -> bool:
     return state.fault is not None or m.is_done(state)
 
 
-def probability(m: Model, event: str, maximize: bool, state=None, path=None) -> float:
-    """The best or worst scheduler's probability that `event` happens."""
+def probability(m: Model, event: str, maximize: bool, state=None, path=None, bounds=None,
+                slo=({}, {}, False)) -> float:
+    """The best or worst scheduler's probability that `event` happens;
+    `bounds`: the per-request SLO checks (`violation`), `slo` what they
+    counted so far (requests, recomputation, failed)."""
     state = m.initial_state() if state is None else state
     path = path or Path()
     parts = event.split("|")  # `A|B`: A or B
     if "stuck" in parts and any(s.stuck for s in state.sessions):
+        return 1.0
+    if "violation" in parts and (state.fault is not None or slo[2]):
         return 1.0
     for p in parts:
         if p.startswith("preemptions>=") and any(v >= int(p.split(">=")[1]) for v in path.pre.values()):
             return 1.0
     opts = []
     for base in m.base_actions(state):
-        v = _tree_value(m, step_tree(m, state, base), maximize,
-                        lambda nxt, evs: probability(m, event, maximize, nxt, path.step(base[0], evs, "")))
+        def after(nxt, evs, base=base):
+            req, redo, bad = slo_brute.step(m, bounds or {}, slo[0], slo[1], base, evs, nxt)
+            return probability(m, event, maximize, nxt, path.step(base[0], evs, ""), bounds, (req, redo, bad))
+
+        v = _tree_value(m, step_tree(m, state, base), maximize, after)
         if v is not None:
             opts.append(v)
     if not opts:

@@ -17,7 +17,9 @@ A command is `serq ...` (run in this process) or `python tools/X.py ...`,
 from the repository's root; a figure that no cheap command prints (a
 benchmark's) is dated in the docs as measured, not marked. `theorem_kv.sq`
 is `instances/theorem.sq` with its capacity a constant, as
-docs/explorer.md ("Sweeps") says.
+docs/explorer.md ("Sweeps") says; `prob_loop.sq` is
+`instances/prob_chat.sq` with one looping chat ("Probabilities of the
+declared draws").
 
 Also here: the exit codes the docs' verdict tables give, against
 `serq.cli.exits.EXIT_CODES`; every repository path the docs quote
@@ -46,6 +48,10 @@ DERIVED = {  # inputs a figure's command names, made as the docs say
     "theorem_kv.sq": lambda: (ROOT / "instances" / "theorem.sq").read_text().replace(
         "pool kv { cap 8;", "const KV = 8;\npool kv { cap KV;"),
     "theorem_b2.sq": lambda: (ROOT / "instances" / "theorem.sq").read_text().replace("budget 4;", "budget 2;"),
+    "prob_loop.sq": lambda: (ROOT / "instances" / "prob_chat.sq").read_text().replace(
+        "repeat 2 {", "let more = 1;\n  while more == 1 {").replace(
+        "    }\n  }\n  end;", "    }\n    draw d in {0, 1} ~ weights(1, 1);\n    set more = d;\n  }\n  end;").replace(
+        "2 x chat", "1 x chat"),
 }
 
 

@@ -40,7 +40,8 @@ from serq.semantics.events import first_token as is_first_token
 EVENT_WORDS = {
     "stuck": "a session is stuck (waits for an admission that can never come)",
     "deadlock": "the instance deadlocks (no step is possible and some session has not ended)",
-    "violation": "a violation (a fault, a failed assert or invariant, a stuck session when checked)",
+    "violation": "a violation (a fault, a failed assert or invariant, a failed SLO check, a stuck session when "
+                 "checked)",
 }
 
 
@@ -252,6 +253,10 @@ class ProbState(NamedTuple):
     state: Any
     phases: Any  # the counter's (serq/check/worst.py)
     counts: Any  # per subject, the event's metric so far, capped (a `METRIC>=N` event), or ()
+    slo: Any = ()  # the per-request SLO counters (serq/check/slo.py, `Counts`), OVER once one failed, or ()
+
+
+OVER = "over"  # a per-request SLO check has failed on the way: the counters are dropped, the state stays a violation
 
 
 class ProbModel(OverSerq):
@@ -260,8 +265,10 @@ class ProbModel(OverSerq):
 
     capabilities = frozenset({"canonical_bytes", "format_state"})  # declared: explorer/model.py
 
-    def __init__(self, sm, counter: Counter | None, cap_counter: Counter | None = None, cap: int = 0):
+    def __init__(self, sm, counter: Counter | None, cap_counter: Counter | None = None, cap: int = 0,
+                 slo=None):
         self.sm, self.counter, self.cap_counter, self.cap = sm, counter, cap_counter, cap
+        self.slo = slo  # the per-request SLO counters (`Counts`) when `violation` is asked, or None
         self.tagger = Tagger(sm.m)
 
     def _phases(self, counter, state):
@@ -270,7 +277,8 @@ class ProbModel(OverSerq):
     def initial_states(self):
         out = []
         for s in self.sm.initial_states():
-            out.append(ProbState(s, (self._phases(self.counter, s), self._phases(self.cap_counter, s)), ()))
+            slo = self.slo.initial(len(s.sessions)) if self.slo is not None else ()
+            out.append(ProbState(s, (self._phases(self.counter, s), self._phases(self.cap_counter, s)), (), slo))
         return out
 
     def step(self, state, action):
@@ -283,7 +291,11 @@ class ProbModel(OverSerq):
             ws = self.cap_counter.weights((state.state, cph), action, nxt, events)
             counts = self._count(counts, ws)
             cph = self.cap_counter.advance(cph, action, nxt, events)
-        return ProbState(nxt, (nph, cph), counts)
+        slo = state.slo
+        if self.slo is not None and slo != OVER:  # serq check's counters, by serq/check/slo.py's rules
+            slo, over = self.slo.advance(slo, nxt, events)
+            slo = OVER if over is not None else slo
+        return ProbState(nxt, (nph, cph), counts, slo)
 
     def _count(self, counts, weights) -> tuple:
         """Each subject's count, capped at the event's N; a restart (a new
@@ -312,9 +324,15 @@ class ProbModel(OverSerq):
             and self.cap_counter.metric.kind == "state" else 0
         return stuck, reached, value
 
+    def invariants(self, state):
+        out = self.sm.invariants(state.state)
+        if not out and state.slo == OVER:
+            return [("slo", "a per-request SLO check failed")]
+        return out
+
     def canonical_bytes(self, state) -> bytes:
         key = self.sm.exact_key(state.state)
-        return len(key).to_bytes(8, "little") + key + repr((state.phases, state.counts)).encode()
+        return len(key).to_bytes(8, "little") + key + repr((state.phases, state.counts, state.slo)).encode()
 
 
 # ---------------------------------------------------------------- the question
@@ -354,13 +372,17 @@ def build(program: ir.Program, question: Question, *, ties: str = "all", max_sta
     from explorer.runtime.limits import Limits, limits_on
     from explorer.runtime.memory import MemoryGuard
     from serq.check.model import Checks, SerqModel
+    from serq.check.slo import Counts, needs_product
 
     checks = Checks.of_program(program)
     if not checks.positions:  # the stuck flag needs the positions
         checks = replace(checks, watch_stuck=True)
     sm = SerqModel(program, ties=ties, symmetry=False, checks=checks)
     exp, cap_counter, cap = question.counters(sm.m)
-    pm = ProbModel(sm, exp, cap_counter, cap)
+    slo = None
+    if needs_product(checks) and any(e.kind == "violation" for e in flat(question.events)):
+        slo = Counts(checks.slo, sm.m.progs)
+    pm = ProbModel(sm, exp, cap_counter, cap, slo)
     with limits_on(sm, Limits(time_limit, MemoryGuard(memory_limit))):
         g = build_graph(pm, max_states=max_states, time_limit=time_limit, memory_limit=memory_limit,
                         expand_bad=True, edge_info=pm.edge_info, node_info=pm.node_info)

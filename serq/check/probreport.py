@@ -4,6 +4,7 @@ JSON (format serq-prob, docs/json.md)."""
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -11,7 +12,8 @@ from typing import Any
 
 from serq import ir
 from serq.check.prob import Draw, Event, Question, build, targets
-from serq.check.probsolve import MAX_SWEEPS, TOLERANCE, acyclic, positive_graph, solve, trees
+from serq.check.interval import EPSILON, MAX_SWEEPS
+from serq.check.probsolve import acyclic, positive_graph, solve, trees
 from serq.check.worst import Metric, n_sessions
 
 
@@ -21,7 +23,10 @@ EXACT_LIMIT = 5_000  # states: above, floats (a rational's digits grow with the 
 @dataclass
 class Answer:
     """One event's probability, or the expected metric, under the best and
-    the worst scheduler (None: the value iteration did not converge)."""
+    the worst scheduler. On a graph with cycles each also has its proven
+    interval (`best_bounds`: (lower, upper), upper None when none is
+    proven) and the value is the interval's midpoint; math.inf: proven
+    infinite."""
 
     event: Event | None
     metric: Metric | None
@@ -31,6 +36,9 @@ class Answer:
     worst_starts: Any = None
     worst_case: int | None = None  # the largest value of the metric with positive probability
     worst_case_unbounded: bool = False
+    best_bounds: tuple | None = None
+    worst_bounds: tuple | None = None
+    within: bool = True  # each interval is within EPSILON (graphs with cycles)
 
     @property
     def per(self) -> str:
@@ -58,7 +66,7 @@ class ProbResult:
     def method(self) -> str:
         if self.exact:
             return "exact"
-        return "recursion" if self.acyclic else "value-iteration"
+        return "recursion" if self.acyclic else "interval-iteration"
 
     @property
     def exit_code(self) -> int:
@@ -89,23 +97,64 @@ def analyse(program: ir.Program, question: Question, *, ties: str = "all", max_s
     res.acyclic = acyclic(scc[1], g)
     res.exact = pm.tagger.rational and res.acyclic and len(g) <= EXACT_LIMIT
     tr = trees(g, res.exact)
-    for a in answers:
+    if not res.acyclic:
+        _cyclic(pm, g, tr, answers, res)
+    for a in answers if res.acyclic else ():
         if a.event is not None:
             tgt = targets(g, a.event)
             lo, hi = (solve(g, tr, scc, None, tgt, mx, res.exact) for mx in (False, True))
         else:
-            rewards = [[(sum(w[1] for w in e.weights), e.starts) for e in inf] for inf in g.info]
-            lo, hi = (solve(g, tr, scc, rewards, None, mx, res.exact) for mx in (False, True))
+            lo, hi = (solve(g, tr, scc, _rewards(g), None, mx, res.exact) for mx in (False, True))
             base = n_sessions(pm.sm.initial_states()[0]) if a.per == "session" else 0
             a.best_starts = None if lo.starts is None else lo.starts + base
             a.worst_starts = None if hi.starts is None else hi.starts + base
+        a.best, a.worst = lo.value, hi.value
+    for a in answers:
+        if a.event is None:
             w = longest(positive_graph(g))
             a.worst_case, a.worst_case_unbounded = w.value, w.value is None
-        a.best, a.worst = lo.value, hi.value
-        res.sweeps = max(res.sweeps, lo.sweeps, hi.sweeps)
     res.seconds = time.perf_counter() - t0
     res.explore_seconds = t1 - t0
     return res
+
+
+def _rewards(g):
+    return [[(sum(w[1] for w in e.weights), e.starts) for e in inf] for inf in g.info]
+
+
+def _cyclic(pm, g, tr, answers, res: ProbResult) -> None:
+    """Each answer's proven interval on a graph with cycles
+    (serq/check/interval.py); its value the interval's midpoint."""
+    from serq.check import interval
+
+    expected = any(a.event is None for a in answers)
+    m = interval.flatten(g, tr, _rewards(g) if expected else None)
+    order, preds = interval.components_of(m), m.preds()
+    for a in answers:
+        sides = []
+        for mx in (False, True):
+            if a.event is not None:
+                b = interval.reach(m, targets(g, a.event), mx, order, preds)
+            else:
+                b = interval.expect(m, mx, order, preds, subjects=a.per != "run")
+            res.sweeps = max(res.sweeps, b.sweeps)
+            a.within = a.within and b.within
+            sides.append(b)
+        lo, hi = sides
+        a.best_bounds, a.worst_bounds = (lo.lower, lo.upper), (hi.lower, hi.upper)
+        a.best, a.worst = midpoint(lo), midpoint(hi)
+        if a.event is None:
+            base = n_sessions(pm.sm.initial_states()[0]) if a.per == "session" else 0
+            a.best_starts = None if lo.subjects is None else lo.subjects + base
+            a.worst_starts = None if hi.subjects is None else hi.subjects + base
+
+
+def midpoint(b) -> float | None:
+    if b.infinite:
+        return math.inf
+    if b.upper is None:
+        return None
+    return (b.lower + b.upper) / 2
 
 
 # ---------------------------------------------------------------- words
@@ -115,7 +164,9 @@ def num(x) -> str:
     """3/16 = 0.1875; a float to 6 significant digits; a rational too long
     to read as its decimal, with its size."""
     if x is None:
-        return "did not converge"
+        return "not proven"
+    if x == math.inf:
+        return "infinitely many"
     if isinstance(x, Fraction):
         if x.denominator == 1:
             return str(x.numerator)
@@ -156,30 +207,83 @@ def method_text(r: ProbResult) -> str:
         why = f"more than {EXACT_LIMIT:,} states" if r.rational else "a probability is not a rational"
         return (f"floating point, one recursion over the graph (it has no cycle; {why}): rounding errors only, "
                 f"relative at most about {rounding_bound(r):.1g} (4 roundings of 2^-53 per edge)")
-    return (f"floating point, value iteration from below (the graph has cycles): stopped when no value changed "
-            f"by more than {TOLERANCE:g} in a sweep ({r.sweeps} sweep{'s' if r.sweeps != 1 else ''}, at most "
-            f"{MAX_SWEEPS}); the tolerance of the last sweep, not a proven bound of the error")
+    sweeps = f"{r.sweeps} sweep{'s' if r.sweeps != 1 else ''} in the slowest component" if r.sweeps \
+        else "no sweep needed"
+    out = (f"floating point, interval iteration (the graph has cycles): each value is proven to lie in the interval "
+           f"printed (value ± half-width), every sum rounded outwards so that it bounds the exact value; the states of "
+           f"probability 0 and 1 found on the graph, the end components of the worst scheduler collapsed, lower and "
+           f"upper bounds iterated until within {EPSILON:g} ({sweeps}, at most {MAX_SWEEPS:,})")
+    if any(a.event is None for a in r.answers):
+        out += ("; an expected sum: infinite when proven so on the graph (an end component that adds to it), its lower "
+                "bound value iteration from below, its upper bound a sum checked to be inductive (F(U) <= U)")
+        if any(a.per != "run" for a in r.answers if a.event is None):
+            out += ("; a mean per request or session divides these bounds by the expected subjects under the "
+                    "scheduler the lower iteration settles on (an estimate, not proven)")
+    if not all(a.within for a in r.answers):
+        out += f"; an interval wider than {EPSILON:g} is still proven"
+    return out
 
 
 def rounding_bound(r: ProbResult) -> float:
     return 4 * max(r.edges, 1) * 2.0 ** -53
 
 
+def _up2(h: float) -> str:
+    """h to 2 significant digits, rounded up."""
+    v = float(f"{h:.1e}")
+    while v < h:
+        v = float(f"{v * 1.05:.1e}")
+    return f"{v:.1e}"
+
+
+def bounded(b, n=None) -> str:
+    """A proven interval (lower, upper) as value ± half-width (divided by
+    n, an estimate, for a mean); `infinite`; or a lower bound alone."""
+    lo, hi = b
+    if lo == math.inf:
+        return "infinite"
+    if n is not None:
+        if not n:
+            return "none counted"
+        lo, hi = lo / n, None if hi is None else hi / n
+    if hi is None:
+        return f"at least {lo:.6g} (no upper bound proven)"
+    if lo == hi:
+        return f"{lo:.12g}"
+    text = f"{(lo + hi) / 2:.10g}"
+    c = float(text)
+    return f"{text} ± {_up2(max(hi - c, c - lo))}"
+
+
 def answer_lines(a: Answer) -> list[str]:
+    iv = a.best_bounds is not None
     if a.event is not None:
+        if iv:
+            return [f"P({a.event.text}: {a.event.what}): best scheduler {bounded(a.best_bounds)}, worst scheduler "
+                    f"{bounded(a.worst_bounds)}"]
         return [f"P({a.event.text}: {a.event.what}): best scheduler {num(a.best)}, worst scheduler {num(a.worst)}"]
     m = a.metric
     out = [f"expected {m.name} ({m.what}), in {m.unit}:"]
-    if a.per != "run":
+    if iv and a.per != "run":
+        out.append(f"  per {a.per}: best scheduler {bounded(a.best_bounds, a.best_starts)}, worst scheduler "
+                   f"{bounded(a.worst_bounds, a.worst_starts)}")
+        out.append(f"  per run (the sum over its {a.per}s): best {bounded(a.best_bounds)} over {num(a.best_starts)} "
+                   f"{a.per}s, worst {bounded(a.worst_bounds)} over {num(a.worst_starts)} {a.per}s")
+    elif iv:
+        out.append(f"  per run: best scheduler {bounded(a.best_bounds)}, worst scheduler {bounded(a.worst_bounds)}")
+    elif a.per != "run":
         bm, wm = mean(a.best, a.best_starts), mean(a.worst, a.worst_starts)
         out.append(f"  per {a.per}: best scheduler {num(bm)}, worst scheduler {num(wm)}")
         out.append(f"  per run (the sum over its {a.per}s): best {num(a.best)} over {num(a.best_starts)} {a.per}s, "
                    f"worst {num(a.worst)} over {num(a.worst_starts)} {a.per}s")
     else:
         out.append(f"  per run: best scheduler {num(a.best)}, worst scheduler {num(a.worst)}")
+    if math.inf in (a.best, a.worst):
+        out.append("  infinite (proven on the graph): the worst scheduler can reach, with positive probability, a cycle "
+                   "that adds to the sum and stay on it for ever; the best cannot reach, with probability 1, the "
+                   "run's end or a cycle that adds nothing")
     if a.best is None or a.worst is None:
-        out.append(f"  did not converge: no value settled in {MAX_SWEEPS:,} sweeps of value iteration (a cycle that "
-                   f"adds to the sum and that the scheduler can keep taking makes it unbounded)")
+        out.append("  no upper bound proven: no inductive bound was found (the lower bound holds)")
     if a.worst_case_unbounded:
         out.append(f"  worst case: unbounded (a cycle adds to it; serq explore --worst {m.name})")
     else:
@@ -215,7 +319,11 @@ def render_text(r: ProbResult) -> str:
 
 
 def jnum(x):
-    return None if x is None else float(x)
+    return None if x is None or x == math.inf else float(x)
+
+
+def jbounds(b, i):
+    return None if b is None or b[i] is None or b[i] == math.inf else float(b[i])
 
 
 def jexact(x):
@@ -230,14 +338,18 @@ def render_json(r: ProbResult, warnings=()) -> dict:
     for a in r.answers:
         if a.event is not None:
             events.append({"event": a.event.text, "what": a.event.what, "best": jnum(a.best), "worst": jnum(a.worst),
-                           "best_exact": jexact(a.best), "worst_exact": jexact(a.worst)})
+                           "best_exact": jexact(a.best), "worst_exact": jexact(a.worst),
+                           "best_lower": jbounds(a.best_bounds, 0), "best_upper": jbounds(a.best_bounds, 1),
+                           "worst_lower": jbounds(a.worst_bounds, 0), "worst_upper": jbounds(a.worst_bounds, 1)})
             continue
         side = {}
-        for name, total, n in (("best", a.best, a.best_starts), ("worst", a.worst, a.worst_starts)):
+        for name, total, n, b in (("best", a.best, a.best_starts, a.best_bounds),
+                                  ("worst", a.worst, a.worst_starts, a.worst_bounds)):
             mv = mean(total, n) if a.per != "run" else total
             side[name] = {"total": jnum(total), "total_exact": jexact(total),
                           "subjects": jnum(n) if a.per != "run" else None,
-                          "mean": jnum(mv), "mean_exact": jexact(mv)}
+                          "mean": jnum(mv), "mean_exact": jexact(mv),
+                          "total_lower": jbounds(b, 0), "total_upper": jbounds(b, 1), "infinite": total == math.inf}
         expected = {"metric": a.metric.name, "unit": a.metric.unit, "what": a.metric.what, "per": a.per, **side,
                     "worst_case": a.worst_case, "worst_case_unbounded": a.worst_case_unbounded}
     draws = [{"program": d.program, "line": d.line, "attr": d.attr, "distribution": d.dist, "values": list(d.values),
@@ -248,7 +360,8 @@ def render_json(r: ProbResult, warnings=()) -> dict:
              for d in r.draws]
     return stamp(PROB, {
         "events": events, "expected": expected, "draws": draws,
-        "arithmetic": {"method": r.method, "tolerance": None if r.acyclic else TOLERANCE,
+        "arithmetic": {"method": r.method, "epsilon": None if r.acyclic else EPSILON,
+                       "proven": r.method == "exact" or (not r.acyclic and all(a.within for a in r.answers)),
                        "rounding": rounding_bound(r) if r.method == "recursion" else None, "sweeps": r.sweeps,
                        "text": method_text(r)},
         "states": r.states, "edges": r.edges, "complete": r.complete, "bound_reason": r.bound_reason,

@@ -11,13 +11,11 @@ pair (the sum asked, the subjects started), so that a per-request mean is
 the expected sum over the expected number of requests under the one
 scheduler that optimizes the sum.
 
-Components of the graph are solved in reverse topological order
-(`explorer.check.sccs`, the compiled search of the engines' livelock pass): a node on no cycle
-once, exactly (rationals when every probability is one); a component with
-a cycle by value iteration from below (Gauss-Seidel sweeps over its nodes)
-until no value changes by more than `TOLERANCE` in a sweep, at most
-`MAX_SWEEPS` sweeps -- a sum that still grows then is reported as not
-converging (a cycle the scheduler can keep taking that adds to it).
+On a graph without cycles the nodes are solved once each, in reverse
+topological order (`explorer.check.sccs`, the compiled search of the
+engines' livelock pass), exactly (rationals when every probability is
+one) or in floating point. A graph with cycles is solved by interval
+iteration and proven bounds (serq/check/interval.py).
 """
 
 from __future__ import annotations
@@ -25,9 +23,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-TOLERANCE = 1e-12
-MAX_SWEEPS = 100_000
-HUGE = 1e18
 
 
 def trees(g, exact: bool) -> list:
@@ -61,9 +56,9 @@ def acyclic(comps, g) -> bool:
 
 @dataclass
 class Solution:
-    value: Any  # the probability or expected sum at the initial state; None: did not converge
+    value: Any  # the probability or expected sum at the initial state
     starts: Any  # the expected subjects started under the same scheduler
-    sweeps: int  # value-iteration sweeps of the largest cyclic component (0: none)
+    sweeps: int  # 0: one pass
 
 
 def solve(g, tr, scc, rewards, target, maximize: bool, exact: bool) -> Solution:
@@ -105,28 +100,13 @@ def solve(g, tr, scc, rewards, target, maximize: bool, exact: bool) -> Solution:
         t = tr[u]
         return (zero, zero) if t is None else ev(u, t)
 
-    comp, comps = scc
-    sweeps = 0
+    _comp, comps = scc
     for members in comps:
-        if len(members) == 1 and all(v != members[0] for _a, v in succ[members[0]]):
-            u = members[0]
-            V[u] = node(u)
-            continue
-        n = 0
-        while True:
-            n += 1
-            change = 0.0
-            for u in members:
-                x = node(u)
-                change = max(change, abs(x[0] - V[u][0]), abs(x[1] - V[u][1]))
-                V[u] = x
-            if change <= TOLERANCE:
-                break
-            if n >= MAX_SWEEPS or max(abs(V[u][0]) for u in members) > HUGE:
-                sweeps = max(sweeps, n)
-                return Solution(None, None, sweeps)
-        sweeps = max(sweeps, n)
-    return Solution(V[0][0], V[0][1], sweeps)
+        u = members[0]
+        if len(members) > 1 or any(v == u for _a, v in succ[u]):
+            raise ValueError("a graph with cycles is solved by serq/check/interval.py")
+        V[u] = node(u)
+    return Solution(V[0][0], V[0][1], 0)
 
 
 def positive_graph(g):

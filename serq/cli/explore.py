@@ -67,12 +67,13 @@ def register(sub) -> None:
                         "(or every kind: all); repeatable")
     e.add_argument("--probability", action="append", metavar="EVENT",
                    help="the probability of EVENT under the declared draws (`~ geometric(0.3)`...), for the best "
-                        "and the worst scheduler of arrivals, iterations and ties: stuck, deadlock, violation, "
-                        "or METRIC>=N with a metric of --worst (preemptions>=2), or A|B (either); repeatable; "
+                        "and the worst scheduler of arrivals, iterations and ties: stuck, deadlock, violation (a "
+                        "failed check, the per-request SLOs included), or METRIC>=N with a metric of --worst (preemptions>=2), or A|B (either); repeatable; "
                         "docs/explorer.md")
     e.add_argument("--expected", metavar="METRIC",
                    help="the expected value of a path metric of --worst (ttft, latency, preemptions, ...) under "
-                        "the declared draws, for the best and the worst scheduler, with its worst case")
+                        "the declared draws, for the best and the worst scheduler, with its worst case; on a graph "
+                        "with cycles each answer is a proven interval (interval iteration)")
     e.add_argument("--replay", metavar="PATH", help="replay a path such as 0/2/1 and print its trace")
     e.add_argument("--json", action="store_true", help="print the result as JSON")
     e.add_argument("--html", metavar="FILE",

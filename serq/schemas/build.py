@@ -177,17 +177,20 @@ def worst() -> dict:
 def prob() -> dict:
     """serq explore --probability / --expected (serq/check/probreport.py)."""
     side = obj({"total": opt(NUM), "total_exact": opt(STR), "subjects": opt(NUM), "mean": opt(NUM),
-                "mean_exact": opt(STR)}, desc="under one scheduler: the expected sum over a run, the expected "
-                "subjects it divides by, their quotient (null: did not converge); exact: a rational as text")
+                "mean_exact": opt(STR), "total_lower": opt(NUM), "total_upper": opt(NUM), "infinite": BOOL},
+               desc="under one scheduler: the expected sum over a run, the expected subjects it divides by, their "
+               "quotient (null: infinite or no upper bound proven); exact: a rational as text; lower and upper: "
+               "the proven interval on a graph with cycles (else null)")
     event = obj({"event": STR, "what": STR, "best": opt(NUM), "worst": opt(NUM), "best_exact": opt(STR),
-                 "worst_exact": opt(STR)})
+                 "worst_exact": opt(STR), "best_lower": opt(NUM), "best_upper": opt(NUM), "worst_lower": opt(NUM),
+                 "worst_upper": opt(NUM)})
     expected = obj({"metric": STR, "unit": STR, "what": STR, "per": {"enum": ["request", "session", "run"]},
                     "best": side, "worst": side, "worst_case": opt(INT), "worst_case_unbounded": BOOL})
     draw = obj({"program": STR, "line": INT, "attr": STR, "distribution": STR, "values": arr(NUM),
                 "probabilities": arr(NUM), "probabilities_exact": opt(arr(STR)), "kept": opt(NUM),
                 "truncation": {"enum": ["none", "renormalized"]}})
-    arith = obj({"method": {"enum": ["exact", "recursion", "value-iteration"]}, "tolerance": opt(NUM),
-                 "rounding": opt(NUM), "sweeps": INT, "text": STR})
+    arith = obj({"method": {"enum": ["exact", "recursion", "interval-iteration"]}, "epsilon": opt(NUM),
+                 "proven": BOOL, "rounding": opt(NUM), "sweeps": INT, "text": STR})
     return {**obj({**head(formats.PROB), "events": arr(event), "expected": opt(expected), "draws": arr(draw),
                    "arithmetic": arith, "states": INT, "edges": INT, "complete": BOOL, "bound_reason": opt(STR),
                    "exit_code": INT, "text": STR, "warnings": arr(ref("warning"))}),

@@ -2,7 +2,9 @@
 against a brute force (tests/prob_brute.py: every path, every draw with
 the simulator's weights, min and max by exhaustive search) on small
 instances with preemption, `turn`, spawn/join and a cached prefix;
-against a closed form on a graph with cycles (value iteration); and
+against closed forms and a livelock instance by hand on graphs with
+cycles (interval iteration; tests/check/test_interval.py checks it against
+exact rationals on random processes); and
 against many seeded runs of the simulator (`serq run`'s draws)."""
 
 from __future__ import annotations
@@ -121,6 +123,69 @@ def test_expected_equals_brute_force(name, metric):
             assert math.isclose(float(n), count, abs_tol=1e-9)
 
 
+SLO_CASES = [
+    ("preempt", "check ttft <= 2;"),
+    ("preempt", "check completes, latency <= 4, recomputed <= q;"),
+    ("preempt", "check preemptions <= 0;"),
+    ("turns", "check ttft <= 1, latency <= 3;"),
+    ("turns", "check recomputed <= 0;"),
+    ("agent", "check latency <= 6;"),
+    ("agent", "check stuck, latency <= 8;"),
+]
+
+
+def slo_program(name, line):
+    return load_text(TEXTS[name] + line + "\n", f"{name}.sq", explorer=True).program
+
+
+@pytest.mark.parametrize("name,line", SLO_CASES)
+def test_violation_holds_the_per_request_slos(name, line):
+    # `violation` includes the per-request SLO checks: the probability that one is broken equals the
+    # brute force's (each request's counts by tests/slo_brute.py, on every path)
+    from serq.check.model import Checks
+
+    prog = slo_program(name, line)
+    bounds = {s.metric: s.attr or s.bound for s in Checks.of_program(prog).slo}
+    r = result(prog, ("violation", "violation|deadlock"))
+    m = Model(prog)
+    brute = ("violation|stuck", "violation|stuck|deadlock") if "stuck" in line else ("violation", "violation|deadlock")
+    for a, ev in zip(r.answers, brute):
+        assert isinstance(a.best, (int, Fraction)) and isinstance(a.worst, (int, Fraction))
+        assert math.isclose(float(a.best), probability(m, ev, False, bounds=bounds), abs_tol=1e-9), (ev, a.best)
+        assert math.isclose(float(a.worst), probability(m, ev, True, bounds=bounds), abs_tol=1e-9), (ev, a.worst)
+
+
+@pytest.mark.parametrize("name,line", SLO_CASES)
+def test_violation_is_possible_where_the_search_finds_one(name, line):
+    # every drawn value here has a positive weight: the worst scheduler's probability is positive exactly
+    # when `serq explore` (the SLO product, serq/check/slo.py's search) finds the violation
+    from serq.check.explore import explore
+
+    prog = slo_program(name, line)
+    a = result(prog, ("violation",)).answers[0]
+    assert (a.worst > 0) == (explore(prog, graph_limit=0).verdict == "violation")
+
+
+def test_the_slo_cases_are_not_trivial():
+    got = [result(slo_program(n, line), ("violation",)).answers[0] for n, line in SLO_CASES]
+    assert sum(0 < a.worst < 1 for a in got) >= 4 and any(0 < a.best < 1 for a in got)
+    assert any(a.worst == 1 for a in got)
+
+
+def test_violation_counts_slos_only_when_asked():
+    # the SLO counters are carried only for `violation`: another event's graph is the one it had
+    prog = slo_program("preempt", "check ttft <= 2;")
+    plain = result(program("preempt"), ("stuck",))
+    assert result(prog, ("stuck",)).states == plain.states
+    viol = result(prog, ("violation", "ttft>=3"))
+    assert viol.states > plain.states
+    # ttft <= 2 fails exactly when some request waits 3 iterations: one event, two words
+    assert viol.answers[0].best == viol.answers[1].best == 0
+    assert viol.answers[0].worst == viol.answers[1].worst == Fraction(3, 49)
+    # no SLO check: a violation is a fault, a failed assert or invariant (none here)
+    assert result(program("preempt"), ("violation",)).answers[0].worst == 0
+
+
 def test_a_poisson_draw_is_solved_in_floating_point():
     # e^-λ is not rational: one recursion in floats, against the brute force's float weights
     prog = load_text(PREEMPT.replace("geometric(0.5)", "poisson(2)"), "p.sq", explorer=True).program
@@ -152,15 +217,43 @@ def test_a_choose_is_the_schedulers():
     assert [d.attr for d in result(program("choose"), ()).draws] == ["q"]
 
 
-def test_a_cycle_is_solved_by_value_iteration():
-    # loops L ~ geometric(1/2) on 1, 2, ...: E[L] = 2, one iteration a loop
-    r = result(program("loop"), ("deadlock",), "iterations")
-    assert r.complete and not r.acyclic and not r.exact and r.method == "value-iteration"
-    it = r.answers[1]
-    assert abs(it.best - 2) < 1e-9 and abs(it.worst - 2) < 1e-9
+def test_a_cycle_is_solved_by_interval_iteration():
+    # loops L ~ geometric(1/2) on 1, 2, ...: E[L] = 2, one iteration a loop; P(L >= 3) = 1/4
+    r = result(program("loop"), ("deadlock", "iterations>=3"), "iterations")
+    assert r.complete and not r.acyclic and not r.exact and r.method == "interval-iteration"
+    dead, three, it = r.answers
+    for a, want in ((it, 2), (three, 0.25)):
+        for lo, hi in (a.best_bounds, a.worst_bounds):
+            assert lo <= want <= hi and hi - lo < 1e-8, (a, lo, hi)
+    assert dead.best_bounds == dead.worst_bounds == (0.0, 0.0)  # found on the graph: no path to a deadlock
     assert it.worst_case_unbounded  # every number of loops has a positive probability
-    assert r.answers[0].worst == 0
-    assert "value iteration" in render_text(r) and "not a proven bound" in render_text(r)
+    text = render_text(r)
+    assert "interval iteration" in text and "proven to lie in the interval" in text and " ± " in text
+    data = render_json(r)
+    assert data["arithmetic"]["proven"] and data["arithmetic"]["epsilon"] == 1e-9
+    assert data["events"][1]["worst_lower"] <= 0.25 <= data["events"][1]["worst_upper"]
+
+
+def test_an_slo_on_a_cycle():
+    # the loop's one request ends after L ~ geometric(1/2) iterations: `latency <= 2` fails when L >= 3
+    prog = load_text(LOOP + "check latency <= 2;\n", "l.sq", explorer=True).program
+    a = result(prog, ("violation",)).answers[0]
+    for lo, hi in (a.best_bounds, a.worst_bounds):
+        assert lo <= 0.25 <= hi and hi - lo < 1e-9
+
+
+def test_a_loop_the_scheduler_may_take_again():
+    # `choose c` then a draw: the loop goes round again when c = 1 and d = 1 (1/3): the best scheduler
+    # stops at once, the worst keeps c = 1: E = 3/2 loops, P(>= 3 loops) = 1/9
+    prog = load_text(LOOP.replace("draw d in {0, 1} ~ weights(1, 1);\n    set more = d;",
+                                  "choose c in {0, 1};\n    draw d in {0, 1} ~ weights(2, 1);\n    set more = c * d;"),
+                     "l.sq", explorer=True).program
+    r = result(prog, ("iterations>=3",), "iterations")
+    three, it = r.answers
+    assert three.best_bounds == (0.0, 0.0)
+    lo, hi = three.worst_bounds
+    assert lo <= 1 / 9 <= hi and hi - lo < 1e-9
+    assert it.best_bounds[0] <= 1 <= it.best_bounds[1] and it.worst_bounds[0] <= 1.5 <= it.worst_bounds[1]
 
 
 def test_truncation_is_reported():
@@ -279,12 +372,35 @@ def test_two_chats_bracket_the_simulator():
     assert 0 < seen and float(pre.best) <= seen <= float(pre.worst) + 4 * math.sqrt(seen * (1 - seen) / 600)
 
 
-def test_a_cycle_the_worst_scheduler_keeps_does_not_converge():
-    # the loop goes round again by the scheduler's `choose`: the worst scheduler never stops
+def test_a_cycle_the_worst_scheduler_keeps_is_infinite():
+    # the loop goes round again by the scheduler's `choose`: the worst scheduler never stops (an end
+    # component that adds an iteration each round), the best stops after one
     prog = load_text(LOOP.replace("draw d in {0, 1} ~ weights(1, 1);", "choose d in {0, 1};"), "c.sq",
                      explorer=True).program
-    r = result(prog, ("deadlock",), "iterations")
-    it = r.answers[1]
-    assert it.best == 1 and it.worst is None and it.worst_case_unbounded
-    assert "did not converge: no value settled in 100,000 sweeps" in render_text(r)
-    assert render_json(r)["expected"]["worst"]["total"] is None
+    r = result(prog, ("deadlock", "iterations>=3"), "iterations")
+    dead, three, it = r.answers
+    assert it.best_bounds[0] <= 1 <= it.best_bounds[1] and it.worst == math.inf and it.worst_case_unbounded
+    assert three.best_bounds == (0.0, 0.0) and three.worst_bounds == (1.0, 1.0)  # Prob1E: loop for ever
+    text = render_text(r)
+    assert "worst scheduler infinite" in text and "infinite (proven on the graph)" in text
+    data = render_json(r)
+    assert data["expected"]["worst"]["total"] is None and data["expected"]["worst"]["infinite"]
+
+
+def test_a_livelock_instance_by_hand():
+    # instances/starved_large.sq: no draw, so every probability is 0 or 1. Its chats loop for ever
+    # (`while true`), so the graph has cycles; the worst scheduler starves `big` for ever (--worst ttft
+    # is unbounded: some request waits any number of iterations), the best one serves it; every run
+    # has infinitely many requests, each taking an iteration: the expected sums are infinite
+    from pathlib import Path
+
+    from serq.check.worst import find_worst
+    from serq.lang.load import load_path
+
+    prog = load_path(Path(__file__).resolve().parents[2] / "instances" / "starved_large.sq", explorer=True).program
+    r = result(prog, ("stuck", "ttft>=6"), "iterations")
+    stuck, ttft, it = r.answers
+    assert not r.acyclic and find_worst(prog, "ttft").value is None
+    assert stuck.best_bounds == stuck.worst_bounds == (0.0, 0.0)
+    assert ttft.best_bounds == (0.0, 0.0) and ttft.worst_bounds == (1.0, 1.0)
+    assert it.best == it.worst == math.inf
