@@ -76,27 +76,35 @@ import sys
 sys.path[:0] = ["tests/explorer", "tests", "."]
 from explorer import ModelFactory, check, interrupts
 from test_objects_on_processes import _Hangs
+
+class Hangs(_Hangs):  # says when it starts to hang (a file), for the test to send SIGINT then
+    def actions(self, state):
+        if state == 3:
+            open(sys.argv[1], "w").close()
+        return super().actions(state)
+
 print("start", flush=True)
 with interrupts():
-    r = check(ModelFactory(_Hangs), workers=2)
+    r = check(ModelFactory(Hangs), workers=2)
 print(r.verdict)
 print(r.message)
 """
 
 
-def test_sigint_while_a_worker_hangs_names_it():
-    p = subprocess.Popen([sys.executable, "-c", HUNG], cwd=ROOT, stdout=subprocess.PIPE,
+def test_sigint_while_a_worker_hangs_names_it(tmp_path):
+    hung = tmp_path / "hung"
+    p = subprocess.Popen([sys.executable, "-c", HUNG, str(hung)], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline() == "start\n"
-        deadline = time.monotonic() + 60
-        while len(children(p.pid)) < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 120
+        while (len(children(p.pid)) < 2 or not hung.exists()) and time.monotonic() < deadline:
             time.sleep(0.1)
         kids = children(p.pid)
-        assert len(kids) == 2
-        time.sleep(2.5)  # the workers are at state 3 by now, one of them for good
+        assert len(kids) == 2 and hung.exists()
+        time.sleep(1.5)  # a worker is in state 3's expansion for good: past the 1 s after which it is named
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
+        out, err = p.communicate(timeout=120)
     finally:
         if p.poll() is None:
             p.kill()
