@@ -182,11 +182,3 @@ def test_cli_reduces_and_replays_with_the_flag(capsys):
     assert main(["explore", inst, "--no-symmetry", "--no-timing", "--reduce", "ranks", "--replay", path]) == 10
     assert capsys.readouterr().out.startswith("deadlock")
 
-
-@pytest.mark.parametrize("mode", [["--worst", "ttft"], ["--theorem"], ["--probability", "stuck"]])
-def test_cli_modes_that_cannot_reduce_refuse(capsys, mode):
-    from serq.cli import main
-
-    assert main(["explore", str(ROOT / "instances" / "theorem.sq"), *mode, "--reduce", "ranks"]) == 2
-    err = capsys.readouterr().err
-    assert "E012" in err and "--reduce" in err
