@@ -172,7 +172,7 @@ class Result:
 
         a = self._model_args
         return make_model(self.program, ties=a["ties"], symmetry=a["symmetry"],
-                          checks=Checks.of_program(self.program, a["checks"]))
+                          checks=Checks.of_program(self.program, a["checks"]), reduce_ranks=a.get("reduce_ranks", False))
 
     def page(self) -> str:
         """The timeline page (`serq explore --html`), as HTML text."""
@@ -195,13 +195,16 @@ class Result:
 
 def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max_depth: int | None = None,
             time_limit: float | None = None, memory=None, ties: str = "all", symmetry: bool = True,
-            workers: int = 1, checks=None, exact: bool = False, graph_limit: int = GRAPH_LIMIT) -> Result:
+            workers: int = 1, checks=None, exact: bool = False, graph_limit: int = GRAPH_LIMIT,
+            reduce: str | None = None) -> Result:
     """Explore every arrival order, tie and drawn value of a small instance
-    (`serq explore`); the keywords are its flags."""
+    (`serq explore`); the keywords are its flags (`reduce="ranks"`: `--reduce ranks`)."""
     from serq.check.explore import explore as search
     from serq.check.model import Checks
     from serq.lang.load import require_sessions
 
+    if reduce not in (None, "ranks"):
+        raise ValueError(f"reduce is None or 'ranks'; got {reduce!r}")
     if strategy not in ("bfs", "dfs") or ties not in ("all", "seq"):
         raise ValueError(f"strategy is bfs or dfs, ties all or seq; got {strategy!r}, {ties!r}")
     _limits(max_states=max_states, max_depth=max_depth, time_limit=time_limit, workers=workers,
@@ -211,7 +214,7 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
     require_sessions(loaded, name, "explore")
     raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,
                  time_limit=time_limit, ties=ties, symmetry=symmetry, workers=workers, checks=checks,
-                 graph_limit=graph_limit, memory_limit=limit, exact=exact)
+                 graph_limit=graph_limit, memory_limit=limit, exact=exact, reduce_ranks=reduce == "ranks")
     found = []
     if Checks.of_program(loaded.program, checks).sometimes and raw.verdict not in ("interrupted", "failed"):
         from serq.check.sometimes import search_witnesses
@@ -219,8 +222,8 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
         found = search_witnesses(loaded.program, ties=ties, symmetry=symmetry, max_states=max_states,
                                  max_depth=max_depth, time_limit=time_limit, workers=workers, memory_limit=limit,
                                  exact=exact)
-    return Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks},
-                  loaded.warnings, found)
+    return Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks,
+                                              "reduce_ranks": reduce == "ranks"}, loaded.warnings, found)
 
 
 # ---------------------------------------------------------------- run, check
