@@ -32,6 +32,14 @@ machine the worker ratio means little under load.
     python bench/bench_chat_family.py                  # N = 3..6
     python bench/bench_chat_family.py --n 3 4 5 6 7 --workers
     python bench/bench_chat_family.py --n 5 --symmetry off --workers --repeat 3
+    python bench/bench_chat_family.py --n 5 6 --symmetry off --reduce ranks --cli
+
+`--reduce ranks` adds a row per case explored with the rank reduction
+(`serq explore --reduce ranks`); `x SPIN` is the states over the
+configurations SPIN's chat.pml stores for the same behaviour (without
+symmetry: ../shared/spin/, `-DNOPROG`). `--cli` adds the CPU seconds of a
+whole `serq explore` command, start-up included (its process's user + system
+time: what to set beside SPIN's `./pan` time).
 """
 
 from __future__ import annotations
@@ -67,11 +75,12 @@ CHILD = textwrap.dedent("""
     from serq.lang.load import load_text
     from serq.check.explore import explore
     text, sym, limit, workers = sys.argv[1], sys.argv[2] == "1", float(sys.argv[3]), int(sys.argv[4])
+    red = sys.argv[2] == "r"  # no symmetry, ranks reduced
     small = load_text(sys.argv[5], "small.sq", explorer=True).program
     for s in (True, False):  # every compiled part of the engine loaded (a whole run of 2 chats)
-        explore(small, symmetry=s, workers=workers)
+        explore(small, symmetry=s, workers=workers, reduce_ranks=red)
     prog = load_text(text, "bench.sq", explorer=True).program
-    explore(prog, symmetry=sym, max_states=50, workers=workers)
+    explore(prog, symmetry=sym, max_states=50, workers=workers, reduce_ranks=red)
     if len(sys.argv) > 6:  # a barrier: the runs of a pair start together, once both are warm
         import os
         open(os.path.join(sys.argv[6], sys.argv[7]), "w").close()
@@ -84,7 +93,7 @@ CHILD = textwrap.dedent("""
     t = time.perf_counter()
     c = time.process_time()
     mc = time.thread_time()
-    r = explore(prog, symmetry=sym, time_limit=limit, workers=workers)
+    r = explore(prog, symmetry=sym, time_limit=limit, workers=workers, reduce_ranks=red)
     dt, cpu, main = time.perf_counter() - t, time.process_time() - c, time.thread_time() - mc
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     print(json.dumps({"verdict": r.verdict, "distinct": r.stats.distinct, "seconds": dt, "cpu": cpu, "main": main,
@@ -92,12 +101,34 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def run(n: int, sym: bool, limit: float, workers: int = 1, barrier: tuple = ()) -> dict:
+# the configurations SPIN's chat.pml stores (-DNOPROG), by N: the same behaviour without symmetry
+SPIN = {3: 5_501, 4: 123_353, 5: 2_892_055, 6: 73_727_593, 7: 188_383_700}
+
+
+def run(n: int, sym, limit: float, workers: int = 1, barrier: tuple = ()) -> dict:
+    """sym: True, False, or "r" (no symmetry, ranks reduced)."""
     text = TEMPLATE.replace("{N}", str(n))
-    out = subprocess.run([sys.executable, "-c", CHILD, text, "1" if sym else "0", str(limit), str(workers),
+    flag = sym if sym == "r" else "1" if sym else "0"
+    out = subprocess.run([sys.executable, "-c", CHILD, text, flag, str(limit), str(workers),
                           TEMPLATE.replace("{N}", "2"), *barrier],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def cli_cpu(n: int, sym, limit: float) -> tuple[str, float]:
+    """(verdict line, CPU seconds) of a whole `serq explore` process."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, f"chat{n}.sq")
+        with open(path, "w") as f:
+            f.write(TEMPLATE.replace("{N}", str(n)))
+        cmd = [sys.executable, "-m", "serq", "explore", path, "--time-limit", str(limit), "--no-timing"]
+        cmd += [] if sym is True else ["--no-symmetry"]
+        cmd += ["--reduce", "ranks"] if sym == "r" else []
+        before = os.times()
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        after = os.times()
+    cpu = (after.children_user - before.children_user) + (after.children_system - before.children_system)
+    return (out.stdout.strip().splitlines() or [""])[0], cpu
 
 
 def ceiling(n: int, sym: bool, limit: float, alone: float) -> float:
@@ -116,6 +147,8 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=120.0)
     ap.add_argument("--workers", action="store_true", help="also time 2 workers against 1")
     ap.add_argument("--symmetry", choices=("both", "on", "off"), default="both")
+    ap.add_argument("--reduce", choices=("ranks",), help="ranks: also each case without symmetry, ranks reduced")
+    ap.add_argument("--cli", action="store_true", help="also the CPU seconds of a whole `serq explore` process")
     ap.add_argument("--repeat", type=int, default=1, metavar="K",
                     help="with --workers: take the 1-worker, 2-worker and ceiling runs K times, print medians")
     args = ap.parse_args()
@@ -123,10 +156,13 @@ def main() -> None:
         ap.error("--repeat needs K >= 1")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores)")
     hdr = (f"{'N':>2} {'symmetry':>8} {'verdict':>8} {'distinct':>10} {'seconds':>8} {'states/s':>9} "
-           f"{'cpu s':>7} {'B/state':>8} {'2 workers':>9} {'ceiling':>7} {'2w cpu/wall':>11} {'serial':>6}")
+           f"{'cpu s':>7} {'B/state':>8} {'2 workers':>9} {'ceiling':>7} {'2w cpu/wall':>11} {'serial':>6}"
+           f" {'x SPIN':>6}" + (f" {'cli cpu s':>9}" if args.cli else ""))
     print(hdr)
     print("-" * len(hdr))
     syms = {"both": (True, False), "on": (True,), "off": (False,)}[args.symmetry]
+    if args.reduce:
+        syms += ("r",)
     for n in args.n:
         for sym in syms:
             reps = args.repeat if args.workers else 1
@@ -159,9 +195,15 @@ def main() -> None:
             secs = statistics.median(o["seconds"] for o in ones)
             cpu = statistics.median(o["cpu"] for o in ones)
             rate = r["distinct"] / secs if secs else 0
-            print(f"{n:>2} {'on' if sym else 'off':>8} {r['verdict']:>8} {mark}{r['distinct']:>9} "
-                  f"{secs:>8.2f} {rate:>9.0f} {cpu:>7.2f} {r['bytes']:>8.0f} {two:>9} {cap:>7} {use:>11} {ser:>6}",
-                  flush=True)
+            spin = f"{r['distinct'] / SPIN[n]:.2f}" if sym is not True and n in SPIN and mark == " " else ""
+            cli = ""
+            if args.cli:
+                line, c = cli_cpu(n, sym, args.time_limit)
+                cli = f"{c:.2f}" if line.startswith(("pass", "PASS")) or r["verdict"] != "bound" else f">{c:.2f}"
+            name = "ranks" if sym == "r" else "on" if sym else "off"
+            print(f"{n:>2} {name:>8} {r['verdict']:>8} {mark}{r['distinct']:>9} "
+                  f"{secs:>8.2f} {rate:>9.0f} {cpu:>7.2f} {r['bytes']:>8.0f} {two:>9} {cap:>7} {use:>11} {ser:>6}"
+                  f" {spin:>6}" + (f" {cli:>9}" if args.cli else ""), flush=True)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -182,7 +182,7 @@ class Result:
 
         a = self._model_args
         return make_model(self.program, ties=a["ties"], symmetry=a["symmetry"],
-                          checks=Checks.of_program(self.program, a["checks"]))
+                          checks=Checks.of_program(self.program, a["checks"]), reduce_ranks=a.get("reduce_ranks", False))
 
     def page(self) -> str:
         """The timeline page (`serq explore --html`), as HTML text."""
@@ -206,17 +206,19 @@ class Result:
 def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max_depth: int | None = None,
             time_limit: float | None = None, memory=None, ties: str = "all", symmetry: bool = True,
             workers: int = 1, checks=None, exact: bool = False, graph_limit: int = GRAPH_LIMIT,
-            coverage: bool = False, witness=()) -> Result:
+            coverage: bool = False, witness=(), reduce: str | None = None) -> Result:
     """Explore every arrival order, tie and drawn value of a small instance
-    (`serq explore`); the keywords are its flags. `coverage` (`--coverage`)
-    counts the explored transitions of each event kind (`Result.coverage`)
-    and adds W520 to the warnings when a pool that could preempt or evict
-    never did; `witness` (kinds, or "all"; implies `coverage`) keeps a
-    shortest trace for each."""
+    (`serq explore`); the keywords are its flags (`reduce="ranks"`: `--reduce
+    ranks`). `coverage` (`--coverage`) counts the explored transitions of
+    each event kind (`Result.coverage`) and adds W520 to the warnings when a
+    pool that could preempt or evict never did; `witness` (kinds, or "all";
+    implies `coverage`) keeps a shortest trace for each."""
     from serq.check.explore import explore as search
     from serq.check.model import Checks
     from serq.lang.load import require_sessions
 
+    if reduce not in (None, "ranks"):
+        raise ValueError(f"reduce is None or 'ranks'; got {reduce!r}")
     if strategy not in ("bfs", "dfs") or ties not in ("all", "seq"):
         raise ValueError(f"strategy is bfs or dfs, ties all or seq; got {strategy!r}, {ties!r}")
     _limits(max_states=max_states, max_depth=max_depth, time_limit=time_limit, workers=workers,
@@ -227,7 +229,8 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
     require_sessions(loaded, name, "explore")
     raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,
                  time_limit=time_limit, ties=ties, symmetry=symmetry, workers=workers, checks=checks,
-                 graph_limit=graph_limit, memory_limit=limit, exact=exact, visitor=visitor)
+                 graph_limit=graph_limit, memory_limit=limit, exact=exact, visitor=visitor,
+                 reduce_ranks=reduce == "ranks")
     warnings, cov = list(loaded.warnings), None
     if visitor is not None:
         from serq.check.coverage import vacuity
@@ -241,7 +244,8 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
         found = search_witnesses(loaded.program, ties=ties, symmetry=symmetry, max_states=max_states,
                                  max_depth=max_depth, time_limit=time_limit, workers=workers, memory_limit=limit,
                                  exact=exact)
-    r = Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks}, warnings, found)
+    r = Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks,
+                                           "reduce_ranks": reduce == "ranks"}, warnings, found)
     r.coverage = cov
     return r
 

@@ -21,7 +21,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
             symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
             graph_limit: int = GRAPH_LIMIT, memory_limit: int | None = None, ray: str | None = None,
             partitions: int | None = None, checkpoint: str | None = None, resume: str | None = None,
-            exact: bool = False, visitor=None):
+            exact: bool = False, visitor=None, reduce_ranks: bool = False):
     """Explore an instance; returns the engine's Result. A counterexample
     gets its point of no return, computed on the whole state graph (at most
     `graph_limit` states; 0 skips it). `memory_limit`: bytes of resident
@@ -34,17 +34,19 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     (no collision can hide a state; one process, the sequential engine).
     `visitor`: an explorer Visitor riding on the search (the sequential
     engine, one process); one with a `bind` method is given the model
-    built, before the search (`--coverage`, serq/check/coverage.py)."""
+    built, before the search (`--coverage`, serq/check/coverage.py).
+    `reduce_ranks`: identify states that differ only in ranks no order can
+    read any more (serq/semantics/ranks.py; `--reduce ranks`)."""
     ch = checks_of(program, checks)
     notes: list = []  # the first stuck session, when `completes` watches them (shared by the search's models)
     factory = ModelFactory(make_model, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
-                                                      "notes": notes})
+                                                      "notes": notes, "reduce_ranks": reduce_ranks})
     partitioned = ray is not None or partitions is not None or checkpoint is not None or resume is not None
     settings = Settings(strategy="partitioned" if partitioned else strategy, max_states=max_states,
                         max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                         check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit,
                         partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume, exact=exact,
-                        identity=model_identity(program, ties, symmetry, ch) if partitioned else None,
+                        identity=model_identity(program, ties, symmetry, ch, reduce_ranks) if partitioned else None,
                         visitor=visitor)
     model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
     built = exact or visitor is not None
@@ -61,7 +63,8 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     if not partitioned:
         result.stats.exact = exact
     note_stuck(result, ch, notes)
-    mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, max_states=max_states,
+    mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, reduce_ranks=reduce_ranks,
+                   max_states=max_states,
                    time_limit=time_limit, memory_limit=memory_limit, graph_limit=graph_limit,
                    model=model if exact else None)  # exact identities are the search's own numbers
     return result
@@ -82,7 +85,7 @@ def note_stuck(result, ch: Checks, notes: list) -> None:
                            "check: --check stuck gives its trace")
 
 
-def model_identity(program: ir.Program, ties: str, symmetry: bool, checks: Checks) -> dict:
+def model_identity(program: ir.Program, ties: str, symmetry: bool, checks: Checks, reduce_ranks: bool = False) -> dict:
     """What makes two explorations the same run (a checkpoint resumes only
     its own): the instance's IR, the ties, the symmetry, the checks and
     the serq version (another version may number states differently)."""
@@ -90,14 +93,17 @@ def model_identity(program: ir.Program, ties: str, symmetry: bool, checks: Check
 
     from serq import __version__
 
-    return {"instance": hashlib.sha256(program.to_json().encode()).hexdigest()[:24], "ties": ties,
-            "symmetry": symmetry, "checks": checks.names(), "serq": __version__}
+    d = {"instance": hashlib.sha256(program.to_json().encode()).hexdigest()[:24], "ties": ties,
+         "symmetry": symmetry, "checks": checks.names(), "serq": __version__}
+    if reduce_ranks:  # (not written otherwise: the checkpoints of unreduced runs keep their identity)
+        d["reduce"] = "ranks"
+    return d
 
 
 def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: bool = True,
                    checks: list[str] | None = None, max_states: int | None = None,
                    time_limit: float | None = None, graph_limit: int = GRAPH_LIMIT, model=None,
-                   memory_limit: int | None = None) -> None:
+                   memory_limit: int | None = None, reduce_ranks: bool = False) -> None:
     """Set `result.no_return` when the result has a trace (and the limit is not 0).
     `model`: the one the search used, when its state identities are its
     own (an `Exact` model). When the whole graph is past its bound, forward
@@ -107,7 +113,8 @@ def mark_no_return(program: ir.Program, result, *, ties: str = "all", symmetry: 
     if not result.trace or graph_limit <= 0 or (result.kind or "").startswith("eventually"):
         return  # (a starved session's lasso: completion is not its question)
     if model is None:
-        model = make_model(program, ties=ties, symmetry=symmetry, checks=checks_of(program, checks))
+        model = make_model(program, ties=ties, symmetry=symmetry, checks=checks_of(program, checks),
+                           reduce_ranks=reduce_ranks)
     model = Completion(model)  # a stuck session may still finish
     limit = graph_limit if max_states is None else min(graph_limit, max_states)
     try:
@@ -161,14 +168,15 @@ class Completion:
 
 
 def replay_verdict(program: ir.Program, path: str, *, ties: str = "all", symmetry: bool = True,
-                   checks: list[str] | None = None):
+                   checks: list[str] | None = None, reduce_ranks: bool = False):
     """(model, Result) of replaying `path` (such as 0/2/1), every state
     judged as the search judges it (`judge_path`): the first that fails
     ends the run, its verdict the run's, its trace cut there. Raises
     ReplayError for a path that does not apply."""
     from explorer.trace import replay
 
-    model = make_model(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks))
+    model = make_model(program, ties=ties, symmetry=symmetry, checks=Checks.of_program(program, checks),
+                       reduce_ranks=reduce_ranks)
     return model, judged(model, replay(model, path), path)
 
 

@@ -101,7 +101,7 @@ class SerqModel:
                               protocol.EXACT_KEY, protocol.FORMAT_STATE, protocol.NOTES})
 
     def __init__(self, program: ir.Program, *, ties: str = "all", symmetry: bool = True,
-                 checks: Checks | None = None, notes: list | None = None):
+                 checks: Checks | None = None, notes: list | None = None, reduce_ranks: bool = False):
         self.program = program
         # the first stuck session seen when stuck is watched, not checked:
         # a list the search's threads (and the caller) share
@@ -113,7 +113,9 @@ class SerqModel:
         self.symmetry = symmetry and not self.checks.eventually  # `check eventually` follows sessions by id
         # states are packed rows; the kernel gives successors, fingerprints
         # and flags in one call per state, and the canonical form (`exact_key`)
-        self.rows = Rows(self.m.engine, self.symmetry, keep_pos=self.checks.positions)
+        # `--reduce ranks`: states that differ only in ranks no order can read are one (serq/semantics/ranks.py)
+        self.reduce_ranks = reduce_ranks
+        self.rows = Rows(self.m.engine, self.symmetry, keep_pos=self.checks.positions, reduce_ranks=reduce_ranks)
         self.rows.warm()  # numba's start-up here, not in the search's time
         self._queue_slos = tuple(s for s in self.checks.slo if not s.per_request)
         self._plain_invariants = not self.m.engine.low.invariants and not self._queue_slos
@@ -189,7 +191,7 @@ class SerqModel:
             e._set_cap(self.rows.e.cap)
         twin = object.__new__(SerqModel)
         twin.__dict__.update(self.__dict__)
-        twin.rows = Rows(e, self.symmetry, keep_pos=self.checks.positions)
+        twin.rows = Rows(e, self.symmetry, keep_pos=self.checks.positions, reduce_ranks=self.reduce_ranks)
         twin.rows.limits = self.rows.limits
         return twin.array_expand
 
@@ -209,7 +211,7 @@ class SerqModel:
         r = self.rows
         rs = r.pack(state)
         r.e.load(rs)
-        m = r.canon.canon(r.e.K, r.e.w, r.tmp, r.sym, r.keep_pos)
+        m = r.canon.canon(r.e.K, r.e.w, r.tmp, r.sym, r.opts)
         return r.tmp[:m].tobytes()
 
     def is_done(self, state) -> bool:

@@ -172,11 +172,12 @@ class SloModel(OverSerq):
 
     capabilities = frozenset({"fingerprint", "canonical_bytes", "format_state", "notes"})  # explorer/model.py
 
-    def __init__(self, program: ir.Program, *, ties: str = "all", checks=None, notes: list | None = None):
+    def __init__(self, program: ir.Program, *, ties: str = "all", checks=None, notes: list | None = None,
+                 reduce_ranks: bool = False):
         from serq.check.model import Checks, SerqModel
 
         checks = checks or Checks.of_program(program)
-        self.sm = SerqModel(program, ties=ties, symmetry=False, checks=checks, notes=notes)
+        self.sm = SerqModel(program, ties=ties, symmetry=False, checks=checks, notes=notes, reduce_ranks=reduce_ranks)
         self.program = program
         self.checks = checks
         self.notes = self.sm.notes
@@ -234,7 +235,7 @@ def needs_product(checks) -> bool:
 
 
 def make_model(program: ir.Program, *, ties: str = "all", symmetry: bool = True, checks=None,
-               notes: list | None = None):
+               notes: list | None = None, reduce_ranks: bool = False):
     """The model a search over these checks explores: serq's, or the
     product with the SLO counters when a per-request SLO is checked."""
     from serq.check.model import Checks, SerqModel
@@ -243,7 +244,7 @@ def make_model(program: ir.Program, *, ties: str = "all", symmetry: bool = True,
     if needs_product(checks):
         if checks.eventually:  # (the command line refuses it first, E012)
             raise ValueError("`check eventually` and a per-request SLO check are explored apart: select one of them")
-        return SloModel(program, ties=ties, checks=checks, notes=notes)
+        return SloModel(program, ties=ties, checks=checks, notes=notes, reduce_ranks=reduce_ranks)
     if checks.eventually:  # a session keeps its id along a path (serq/check/liveness.py)
         symmetry = False
-    return SerqModel(program, ties=ties, symmetry=symmetry, checks=checks, notes=notes)
+    return SerqModel(program, ties=ties, symmetry=symmetry, checks=checks, notes=notes, reduce_ranks=reduce_ranks)

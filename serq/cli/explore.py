@@ -34,6 +34,10 @@ def register(sub) -> None:
                         "seq: break ties by the tie event as the simulator does")
     e.add_argument("--no-symmetry", action="store_true",
                    help="do not identify states that differ by a permutation of like sessions")
+    e.add_argument("--reduce", choices=("ranks",), metavar="ranks",
+                   help="ranks: identify states that differ only in arrival and admission ranks that no order "
+                        "can read any more (an exact reduction; docs/explorer.md, \"Reducing ranks\"); "
+                        "a counterexample is replayed with the same flag")
     e.add_argument("--check", action="append", choices=SEARCH_CHECKS, metavar="PROPERTY",
                    help="check this property instead of the instance's `check` lines "
                         "(deadlock, livelock, stuck, invariant, completes: the first, second and fourth; "

@@ -24,6 +24,7 @@ GIVEN = {
     "--progress": ("progress", bool),
     "--replay": ("replay", lambda v: v is not None),
     "--coverage": ("coverage", bool),
+    "--reduce": ("reduce", lambda v: v is not None),
 }
 
 # mode -> {flag it cannot honour: why, and what to do}
@@ -40,6 +41,7 @@ REFUSED = {
         "--graph-limit": "a worst case has no point of no return; its graph is cut by --max-states; "
                          "drop --graph-limit",
         "--progress": "a worst case shows no progress line; drop --progress",
+        "--reduce": "a worst case reads the sequence numbers of its graph's states as they are; drop --reduce",
     },
     "--probability": {
         "--strategy dfs": "probabilities are computed on the whole state graph built breadth-first; drop --strategy dfs",
@@ -52,11 +54,13 @@ REFUSED = {
         "--graph-limit": "probabilities have no point of no return; their graph is cut by --max-states; "
                          "drop --graph-limit",
         "--progress": "probabilities show no progress line; drop --progress",
+        "--reduce": "probabilities are computed on the unreduced graph; drop --reduce",
     },
     "--theorem": {
         "--coverage": "the theorem's exploration counts no coverage; drop --coverage, or ask for it without --theorem",
         "--check": "the theorem checks its own conclusion (every admitted session completes); drop --check",
         "--replay": "the theorem explores every behaviour; drop --replay, or replay the path without --theorem",
+        "--reduce": "the theorem's exploration is not reduced; drop --reduce",
     },
     "--replay": {
         "--coverage": "a replay follows one path; drop --coverage",

@@ -92,14 +92,14 @@ def cmd_explore(args) -> int:
         if args.swarm is not None:
             result = run_swarm(args, prog)
             mark_no_return(prog, result, ties=args.ties, symmetry=not args.no_symmetry, checks=args.check,
-                           max_states=args.max_states, time_limit=args.time_limit, graph_limit=args.graph_limit,
+                           reduce_ranks=reduce_ranks(args), max_states=args.max_states, time_limit=args.time_limit, graph_limit=args.graph_limit,
                            memory_limit=memory_limit(args))
         else:
             result = explore(prog, strategy=args.strategy, max_states=args.max_states, max_depth=args.max_depth,
                              time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
                              workers=args.workers, checks=args.check, progress=display,
                              graph_limit=args.graph_limit, memory_limit=memory_limit(args), exact=args.exact,
-                             visitor=visitor, **cluster_kwargs(args))
+                             visitor=visitor, reduce_ranks=reduce_ranks(args), **cluster_kwargs(args))
     except WorkerLost as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_WORKER_LOST
@@ -112,13 +112,18 @@ def cmd_explore(args) -> int:
         if display is not None:
             display.close()
     make = lambda: make_model(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
-                              checks=Checks.of_program(prog, args.check))
+                              checks=Checks.of_program(prog, args.check), reduce_ranks=reduce_ranks(args))
     if visitor is not None:
         args.coverage_found = coverage_of(args, loaded, visitor, result)
     if checks.sometimes and result.verdict not in ("interrupted", "failed"):
         return _with_witnesses(args, prog, result, make)
     write_timeline(args, make, result)
     return print_result(result, args, make)
+
+
+def reduce_ranks(args) -> bool:
+    """`--reduce ranks`: the canonical form drops the ranks no order can read (serq/semantics/ranks.py)."""
+    return getattr(args, "reduce", None) == "ranks"
 
 
 def coverage_visitor(args):
@@ -301,7 +306,7 @@ def print_result(result, args, model) -> int:
 def _replay(args, prog) -> int:
     try:
         model, r = replay_verdict(prog, args.replay, ties=args.ties, symmetry=not args.no_symmetry,
-                                  checks=args.check)
+                                  checks=args.check, reduce_ranks=reduce_ranks(args))
     except NondeterministicModel as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_NONDETERMINISTIC
@@ -380,7 +385,8 @@ def run_swarm(args, prog):
     from explorer.settings import Settings
 
     ch = Checks.of_program(prog, args.check)
-    factory = ModelFactory(SerqModel, (prog,), {"ties": args.ties, "symmetry": not args.no_symmetry, "checks": ch})
+    factory = ModelFactory(SerqModel, (prog,), {"ties": args.ties, "symmetry": not args.no_symmetry, "checks": ch,
+                                                "reduce_ranks": reduce_ranks(args)})
     return check(factory, Settings(strategy="swarm", searches=args.swarm, seed=args.seed, max_depth=args.max_depth,
                                    max_states=args.max_states, time_limit=args.time_limit, check_deadlock=ch.deadlock,
                                    check_livelock=ch.livelock, ray=args.ray, memory_limit=memory_limit(args)))

@@ -20,6 +20,7 @@ import numpy as np
 
 from serq import ir
 from serq.ir.util import walk_expr
+from serq.semantics.ranks import rank_flags
 from serq.ir.fold import const_eval
 from serq.ir.types import infer_type
 from serq.semantics.kernel.abi import (
@@ -34,7 +35,7 @@ from serq.semantics.kernel.abi import (
     OP_FLOOR, OP_I2F, OP_IATTR, OP_ICONST, OP_JF, OP_JMP, OP_JT, OP_NOT, OP_POOL, P_Q, POOL_FNS,
     REQ_BACK, REQ_FRONT, REQ_ORDER, RHDR, STACK, T_BOOL, T_INT, T_REAL, TIE_ADMITTED, TIE_ARRIVED, TIE_RELEASED,
     CTX_NAMES, H_CAP, H_EVCAP, H_EVPO, H_HMAX, H_INVO, H_KW, H_MAXQ, H_NA, H_NEVP, H_NINV, H_NP,
-    H_NPROG, H_NSCOPEMAX, H_NST, H_PB, H_POOLT,
+    H_NPROG, H_NSCOPEMAX, H_NST, H_PB, H_POOLT, H_RANKS,
     H_PROGT, H_PW, H_SF, H_STAGET, H_TIESALL, H_ULOGCAP, H_W, H_WS, EVW, S_ADMITS, S_ARITY, S_CTX,
     S_CTXOK, S_DEPTH, S_EV, S_EVN, S_FBITS, S_KEYS, S_NOW, S_NSCRIPT, S_ORDER, S_PERM, S_PLAN,
     S_QKIND, S_QN,
@@ -484,6 +485,7 @@ class Lowered:
         code[H_NINV], code[H_INVO], code[H_MAXQ] = len(invs), invo, MAXQ
         code[H_NSCOPEMAX], code[H_KW] = self.nscopemax, self.maxkeys + 3
         code[H_NSEG], code[H_SEGT] = len(program.prefixes), segt
+        code[H_RANKS] = rank_flags(program)
         self.maxvals = max([len(st.domain.values) for sp in program.sessions for st in sp.states
                             if st.kind in ("draw", "choose")] + [1])
 

@@ -51,13 +51,15 @@ class Rows:
     """The kernel's successors, canonical form and fingerprint for one
     model's engine."""
 
-    def __init__(self, engine: Engine, symmetry: bool, keep_pos: bool):
+    def __init__(self, engine: Engine, symmetry: bool, keep_pos: bool, reduce_ranks: bool = False):
         from serq.semantics.kernel import canon
+        from serq.semantics.kernel.abi import CO_KEEP_POS, CO_RANKS
 
         self.e = engine
         self.canon = canon
         self.sym = 1 if symmetry else 0
-        self.keep_pos = 1 if keep_pos else 0
+        # the canonical form's options: keep preemption positions; reduce ranks (serq/semantics/ranks.py)
+        self.opts = (CO_KEEP_POS if keep_pos else 0) | (CO_RANKS if reduce_ranks else 0)
         # successors a buffer holds at first: 64, fewer for rows of many
         # sessions (a row of a million sessions is about 200 MiB), grown as needed
         self._out = max(1, min(64, FIRST_BUFFERS // (8 * max(engine.W, 1))))
@@ -132,7 +134,7 @@ class Rows:
     def _made(self, t) -> RowState:
         self._fit()
         K, w = self.e.K, self.e.w
-        fp = int(self.canon.fp_of(K, w, self.tmp, self.sym, self.keep_pos))
+        fp = int(self.canon.fp_of(K, w, self.tmp, self.sym, self.opts))
         flags = int(self.canon.row_flags(K, w))
         rs = RowState(self, w[: self.e.W].tobytes(), self.e.cap, fp, flags)
         rs._t = t
@@ -152,7 +154,7 @@ class Rows:
             self.row[:] = np.frombuffer(rs.row, np.int64)
             e._in_w = None  # expand steps in w
             t = time.perf_counter()
-            k = self.canon.expand(e.K, e.w, self.row, self.succ, self.tmp, self.sym, self.keep_pos)
+            k = self.canon.expand(e.K, e.w, self.row, self.succ, self.tmp, self.sym, self.opts)
             if k == -1:
                 if self.limits is not None:
                     self.limits.check()
@@ -189,7 +191,7 @@ class Rows:
         while True:
             e._in_w = None
             t = time.perf_counter()
-            k = self.canon.expand_batch(e.K, e.w, rows, self.succ, self.parent, self.tmp, self.sym, self.keep_pos)
+            k = self.canon.expand_batch(e.K, e.w, rows, self.succ, self.parent, self.tmp, self.sym, self.opts)
             if k == -1:  # grown by halves of what it holds: a chunk's buffers stay near its size
                 if self.limits is not None:
                     self.limits.check()

@@ -21,7 +21,7 @@ VALUES = {"--strategy dfs": ["--strategy", "dfs"],
           "--max-depth": ["--max-depth", "3"], "--memory": ["--memory", "1G"],
           "--check": ["--check", "deadlock"], "--workers": ["--workers", "2"], "--exact": ["--exact"],
           "--graph-limit": ["--graph-limit", "7"], "--progress": ["--progress"],
-          "--replay": ["--replay", "0/0"], "--coverage": ["--coverage"]}
+          "--replay": ["--replay", "0/0"], "--coverage": ["--coverage"], "--reduce": ["--reduce", "ranks"]}
 CASES = [(mode, flag) for mode, flags in REFUSED.items() for flag in flags]
 
 

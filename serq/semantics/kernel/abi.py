@@ -20,8 +20,16 @@ into the compiled kernel, so a change here needs a fresh numba cache
  S_PSNAP, S_PSNAPON, S_SEGCUR,
  # the tokens a victim served earlier in the iteration gives back, and the pool
  # they grew (`cache scheduled`: its release caches the blocks they fill)
- S_GIVEN) = range(63)
+ S_GIVEN,
+ # what the instance's orders can read of the sequence numbers (RK_* bits, serq/semantics/ranks.py)
+ H_RANKS) = range(64)
 HEADER = 64
+# H_RANKS: the rank reduction (`--reduce ranks`) is exact here (no declared order key reads a
+# sequence number); no arrival is ever decisive in an order; a session that holds nothing has a
+# dead admission; no order reads a session's admission
+RK_OK, RK_ARR_DEAD, RK_ADM_FREE, RK_ADM_NONE = 1, 2, 4, 8
+# the canonical form's options (`opts`): keep preemption positions, reduce ranks
+CO_KEEP_POS, CO_RANKS = 1, 2
 FRAMES = 2 * 200 + 64  # the advance driver's frames (spawn nesting is at most SPAWN_DEPTH)
 STACK = 80  # expression stack slots: an expression nests at most 64 deep, and 8 quantifiers take 2 more each
 

@@ -20,12 +20,13 @@ from serq.semantics.kernel.abi import (
     A_ARRIVE, A_ITERATE, CE_OWNER, CE_REL, CE_UNITS, CW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH,
     F_PARENT, F_PC, F_PROG, F_STUCK, H_NP, H_NST, H_SF, HALT_FAULT, HALT_NONE, HS_ADM, HW, K_ARRIVE,
     K_TURN, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2, R_FA3, R_FAULT, R_NSESS, S_ARITY, S_PERM,
-    S_QPOS, S_SCRIPT, S_TMP, H_W,
+    S_QPOS, S_SCRIPT, S_TMP, H_W, H_RANKS, RK_OK, RK_ARR_DEAD, RK_ADM_FREE, RK_ADM_NONE, CO_KEEP_POS, CO_RANKS,
+    TIE_ADMITTED,
 )
 from serq.semantics.kernel.abi import (  # the tables' field offsets
-    ST_KIND,
+    ST_KIND, OR_TIE, PL_VICTIM, HS_POOL,
 )
-from serq.semantics.kernel.core import cbase, hbase, pbase, sbase, st_row
+from serq.semantics.kernel.core import cbase, hbase, pbase, pool_row, sbase, st_row
 from serq.semantics.kernel.entry import is_end, row_flags, run_step  # noqa: F401 (row_flags: API)
 
 
@@ -115,37 +116,10 @@ def rank(w, T, u, x, lo, bits, counts):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def canon(K, w, out, sym, keep_pos):
-    """The canonical form of the row in w[0:W] into `out`; returns its
-    length. w's scratch S_TMP and S_PERM are used."""
-    n = w[R_NSESS]
-    SF = K[H_SF]
-    NP = K[H_NP]
-    RW = SF - 1  # a session's record without its parent
-    T = K[S_TMP]
-    PM = K[S_PERM]
-    NW = PM + n
-    EN = PM + 2 * n  # whether each session has ended
-    # the live sequence numbers, gathered in T
-    nv = 0
-    for sid in range(n):
-        e = is_end(K, w, sid)
-        w[EN + sid] = 1 if e else 0
-        if e:
-            continue
-        sb = sbase(K, sid)
-        w[T + nv] = w[sb + F_ARR]
-        w[T + nv + 1] = w[sb + F_ADM]
-        nv += 2
-        hb = hbase(K, sid)
-        for j in range(w[sb + F_NH]):
-            w[T + nv] = w[hb + HW * j + HS_ADM]
-            nv += 1
-    for p in range(NP):
-        c = cbase(K, p)
-        for k in range(w[pbase(K, p) + P_CN]):
-            w[T + nv] = w[c + CW * k + CE_REL]
-            nv += 1
+def rank_prep(w, T, nv):
+    """What `rank` needs to rank among the values w[T:T+nv]: (u, lo, bits,
+    counts); the values are sorted in place when they are not within 256
+    of each other."""
     lo = BIG
     hi = -BIG
     for i in range(nv):
@@ -192,6 +166,128 @@ def canon(K, w, out, sym, keep_pos):
                 u += 1
     bits = (b0, b1, b2, b3)
     counts = (c1, c2, c3)
+    return u, lo, bits, counts
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def idle(K, w, sb):
+    """A session that holds nothing and waits for its (next) arrival: its
+    arrival is written again before anything reads it."""
+    if w[sb + F_NH] != 0:
+        return False
+    k = K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + ST_KIND]
+    return k == K_ARRIVE or k == K_TURN
+
+
+@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+def hold_adm_read(K, w, h):
+    """Whether a hold's admission can be read: its pool's victim order ties
+    on `admitted` (no declared key reads it when RK_OK)."""
+    oo = K[pool_row(K, w[h + HS_POOL]) + PL_VICTIM]
+    return oo >= 0 and K[oo + OR_TIE] == TIE_ADMITTED
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def ranks_reduced(K, w, out, base, stride):
+    """The arrival and admission ranks of the records at out[base + sid *
+    stride] (`--reduce ranks`): only those some future step can read (an
+    order that may fall back on them, serq/semantics/ranks.py), each kind
+    ranked among its own kind (no order compares two kinds), the others
+    -1. w's S_TMP is used; ended sessions (EN) are left as they are."""
+    n = w[R_NSESS]
+    T = K[S_TMP]
+    EN = K[S_PERM] + 2 * n
+    fl = K[H_RANKS]
+    arr_dead = (fl & RK_ARR_DEAD) != 0
+    adm_none = (fl & RK_ADM_NONE) != 0
+    adm_free = (fl & RK_ADM_FREE) != 0
+    nv = 0
+    for sid in range(n):
+        sb = sbase(K, sid)
+        if not w[EN + sid] and not arr_dead and not idle(K, w, sb):
+            w[T + nv] = w[sb + F_ARR]
+            nv += 1
+    u, lo, bits, counts = rank_prep(w, T, nv)
+    for sid in range(n):
+        sb = sbase(K, sid)
+        if w[EN + sid]:
+            continue
+        o = base + sid * stride
+        if not arr_dead and not idle(K, w, sb):
+            out[fat(o, F_ARR)] = rank(w, T, u, w[sb + F_ARR], lo, bits, counts)
+        else:
+            out[fat(o, F_ARR)] = -1
+    nv = 0
+    for sid in range(n):
+        if w[EN + sid]:
+            continue
+        sb = sbase(K, sid)
+        nh = w[sb + F_NH]
+        if not adm_none and not (adm_free and nh == 0):
+            w[T + nv] = w[sb + F_ADM]
+            nv += 1
+        hb = hbase(K, sid)
+        for j in range(nh):
+            if hold_adm_read(K, w, hb + HW * j):
+                w[T + nv] = w[hb + HW * j + HS_ADM]
+                nv += 1
+    u, lo, bits, counts = rank_prep(w, T, nv)
+    for sid in range(n):
+        if w[EN + sid]:
+            continue
+        sb = sbase(K, sid)
+        o = base + sid * stride
+        nh = w[sb + F_NH]
+        if not adm_none and not (adm_free and nh == 0):
+            out[fat(o, F_ADM)] = rank(w, T, u, w[sb + F_ADM], lo, bits, counts)
+        else:
+            out[fat(o, F_ADM)] = -1
+        hb = hbase(K, sid)
+        hoff = fat(o, F_ATTR) + (hb - (sb + F_ATTR))
+        for j in range(nh):
+            h = hb + HW * j
+            out[hoff + HW * j + HS_ADM] = rank(w, T, u, w[h + HS_ADM], lo, bits, counts) if hold_adm_read(K, w, h) \
+                else -1
+
+
+@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+def canon(K, w, out, sym, opts):
+    """The canonical form of the row in w[0:W] into `out`; returns its
+    length. w's scratch S_TMP and S_PERM are used. opts: CO_KEEP_POS keeps
+    the preemption positions; CO_RANKS reduces ranks (`ranks_reduced`)
+    where the instance allows it (RK_OK)."""
+    keep_pos = opts & CO_KEEP_POS
+    red = (opts & CO_RANKS) != 0 and (K[H_RANKS] & RK_OK) != 0
+    n = w[R_NSESS]
+    SF = K[H_SF]
+    NP = K[H_NP]
+    RW = SF - 1  # a session's record without its parent
+    T = K[S_TMP]
+    PM = K[S_PERM]
+    NW = PM + n
+    EN = PM + 2 * n  # whether each session has ended
+    # the live sequence numbers, gathered in T
+    nv = 0
+    for sid in range(n):
+        e = is_end(K, w, sid)
+        w[EN + sid] = 1 if e else 0
+        if e or red:
+            continue
+        sb = sbase(K, sid)
+        w[T + nv] = w[sb + F_ARR]
+        w[T + nv + 1] = w[sb + F_ADM]
+        nv += 2
+        hb = hbase(K, sid)
+        for j in range(w[sb + F_NH]):
+            w[T + nv] = w[hb + HW * j + HS_ADM]
+            nv += 1
+    if not red:
+        for p in range(NP):
+            c = cbase(K, p)
+            for k in range(w[pbase(K, p) + P_CN]):
+                w[T + nv] = w[c + CW * k + CE_REL]
+                nv += 1
+    u, lo, bits, counts = rank_prep(w, T, nv)
     # records: with symmetry in `out` temporarily, at its end (the form is
     # written at its front and never reaches them, `out` being three rows
     # long); without, sessions keep their order and their records are
@@ -222,15 +318,18 @@ def canon(K, w, out, sym, keep_pos):
             out[fat(o, F_LP0)] = -1
             out[fat(o, F_LP1)] = -1
         else:
-            out[fat(o, F_ARR)] = rank(w, T, u, w[sb + F_ARR], lo, bits, counts)
-            out[fat(o, F_ADM)] = rank(w, T, u, w[sb + F_ADM], lo, bits, counts)
-            hoff = fat(o, F_ATTR) + (hbase(K, sid) - (sb + F_ATTR))
-            for j in range(w[sb + F_NH]):
-                out[hoff + HW * j + HS_ADM] = rank(w, T, u, w[hbase(K, sid) + HW * j + HS_ADM], lo, bits, counts)
+            if not red:
+                out[fat(o, F_ARR)] = rank(w, T, u, w[sb + F_ARR], lo, bits, counts)
+                out[fat(o, F_ADM)] = rank(w, T, u, w[sb + F_ADM], lo, bits, counts)
+                hoff = fat(o, F_ATTR) + (hbase(K, sid) - (sb + F_ATTR))
+                for j in range(w[sb + F_NH]):
+                    out[hoff + HW * j + HS_ADM] = rank(w, T, u, w[hbase(K, sid) + HW * j + HS_ADM], lo, bits, counts)
             if not keep_pos:
                 out[fat(o, F_LP0)] = -1
                 out[fat(o, F_LP1)] = -1
                 out[fat(o, F_STUCK)] = 0
+    if red:
+        ranks_reduced(K, w, out, base, stride)
     # the permutation: sessions sorted by (record, parent's record), stably
     for i in range(n):
         w[PM + i] = i
@@ -268,6 +367,14 @@ def canon(K, w, out, sym, keep_pos):
         pa = w[sbase(K, old) + F_PARENT]
         out[o + RW] = w[NW + pa] if pa >= 0 else -1
         o += RW + 1
+    if red:  # release ranks among the releases alone
+        nv = 0
+        for p in range(NP):
+            c = cbase(K, p)
+            for k in range(w[pbase(K, p) + P_CN]):
+                w[T + nv] = w[c + CW * k + CE_REL]
+                nv += 1
+        u, lo, bits, counts = rank_prep(w, T, nv)
     for p in range(NP):
         b = pbase(K, p)
         out[o] = w[b + P_FREE]
@@ -342,13 +449,13 @@ def fingerprint(out, m):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def fp_of(K, w, out, sym, keep_pos):
-    m = canon(K, w, out, sym, keep_pos)
+def fp_of(K, w, out, sym, opts):
+    m = canon(K, w, out, sym, opts)
     return fingerprint(out, m)
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def expand(K, w, row, succ, tmp, sym, keep_pos):
+def expand(K, w, row, succ, tmp, sym, opts):
     """Every successor of `row`, in the model's action order (arrivals,
     turns, iterations; one per sequence of oracle answers), into the
     arrays of the tuple succ = (outs, acts, choices, fps, flags): rows in
@@ -395,7 +502,7 @@ def expand(K, w, row, succ, tmp, sym, keep_pos):
                     for i in range(nq):
                         choices[nc + i] = w[SC + i]
                     nc += nq
-                    fps[k] = fp_of(K, w, tmp, sym, keep_pos)
+                    fps[k] = fp_of(K, w, tmp, sym, opts)
                     flags[k] = row_flags(K, w)
                     k += 1
                 if w[R_FAULT] == FT_OVERFLOW and w[R_FA0] == 1:
@@ -411,14 +518,14 @@ def expand(K, w, row, succ, tmp, sym, keep_pos):
 
 
 @njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
-def expand_batch(K, w, rows, succ, parent, tmp, sym, keep_pos):
+def expand_batch(K, w, rows, succ, parent, tmp, sym, opts):
     """`expand` over every row of rows, successors concatenated in row
     order into succ (parent[i]: the row a successor comes from). Same
     return codes."""
     outs, acts, choices, fps, flags = succ
     k = 0
     for j in range(rows.shape[0]):
-        c = expand(K, w, rows[j], (outs[k:], acts[k:], choices, fps[k:], flags[k:]), tmp, sym, keep_pos)
+        c = expand(K, w, rows[j], (outs[k:], acts[k:], choices, fps[k:], flags[k:]), tmp, sym, opts)
         if c < 0:
             return c
         for i in range(k, k + c):
