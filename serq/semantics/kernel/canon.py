@@ -13,7 +13,7 @@ session capacity."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from serq.semantics.kernel.jit import exported, internal
 
 from serq.semantics.kernel.abi import (
     R_HALT, FT_OVERFLOW, BIG,
@@ -29,13 +29,13 @@ from serq.semantics.kernel.core import cbase, hbase, pbase, sbase, st_row
 from serq.semantics.kernel.entry import is_end, row_flags, run_step  # noqa: F401 (row_flags: API)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def fat(o, f):
     """Where field f of a session record lands once its parent is removed."""
     return o + f - (1 if f > F_PARENT else 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def rank_of(w, T, u, x):
     if u <= 32:  # a few values: count those below x (no branch to mispredict)
         r = 0
@@ -55,7 +55,7 @@ def rank_of(w, T, u, x):
     return -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def rec_cmp(out, a, b, n):
     for i in range(n):
         if out[a + i] != out[b + i]:
@@ -63,7 +63,7 @@ def rec_cmp(out, a, b, n):
     return 0
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def sess_cmp(out, a, b, pa, pb, RW):
     """Records first, then the parents' records (no parent comes first)."""
     c = rec_cmp(out, a * RW, b * RW, RW)
@@ -76,7 +76,7 @@ def sess_cmp(out, a, b, pa, pb, RW):
     return rec_cmp(out, pa * RW, pb * RW, RW)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def popcount(x):
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
@@ -87,12 +87,12 @@ def popcount(x):
     return np.int64(x & np.uint64(0x7F))
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def bit_of(d):
     return np.uint64(1) << np.uint64(d & 63)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def rank(w, T, u, x, lo, bits, counts):
     """The rank of x among the live sequence numbers: from the bitmap
     bits (four words) of the values' offsets from lo (u < 0), counts
@@ -114,7 +114,7 @@ def rank(w, T, u, x, lo, bits, counts):
     return c3 + popcount(b3 & m)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@exported
 def canon(K, w, out, sym, keep_pos):
     """The canonical form of the row in w[0:W] into `out`; returns its
     length. w's scratch S_TMP and S_PERM are used."""
@@ -305,7 +305,7 @@ def canon(K, w, out, sym, keep_pos):
     return o
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def fingerprint(out, m):
     """A 64-bit hash of out[0:m] (never 0): four independent lanes (word i
     into lane i mod 4: one multiply per word, the lanes' multiplies
@@ -341,13 +341,13 @@ def fingerprint(out, m):
     return h
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@exported
 def fp_of(K, w, out, sym, keep_pos):
     m = canon(K, w, out, sym, keep_pos)
     return fingerprint(out, m)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def expand(K, w, row, succ, tmp, sym, keep_pos):
     """Every successor of `row`, in the model's action order (arrivals,
     turns, iterations; one per sequence of oracle answers), into the
@@ -410,7 +410,7 @@ def expand(K, w, row, succ, tmp, sym, keep_pos):
     return k
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@exported
 def expand_batch(K, w, rows, succ, parent, tmp, sym, keep_pos):
     """`expand` over every row of rows, successors concatenated in row
     order into succ (parent[i]: the row a successor comes from). Same
