@@ -9,8 +9,11 @@ the cache warm.
 Each cold run gets a fresh, empty cache directory (NUMBA_CACHE_DIR), so
 nothing of the user's cache is touched. Prints the median CPU (user +
 system, the process and its children) and wall time of the cold and the
-warm runs. The target (docs/explorer.md, "Start-up"): a cold compile of at
-most 30 s of CPU.
+warm runs. The target: a cold compile of at most 30 s of CPU (how the
+kernel is compiled: serq/semantics/kernel/jit.py; the figures:
+docs/explorer.md, "Compiling the kernel, once per install"). Where the time
+goes, function by function: numba's event API (`numba.core.event`, a
+listener on "numba:compile") over `explorer.runtime.compiled.load()`.
 """
 
 from __future__ import annotations

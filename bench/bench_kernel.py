@@ -42,9 +42,9 @@ def main() -> None:
     t0 = time.process_time()
     for _ in range(n):
         e.w[: e.W] = row
-        entry.run_step(e.K, e.w, KIND["iterate"], 0, 0, 0, 0, 0)
+        entry.run_step_packed(e.K, e.w, (KIND["iterate"], 0, 0, 0, 0, 0), e._pk)
     dt = time.process_time() - t0
-    print(f"one step (iterate, 3 residents) from Python: {dt / n * 1e6:.2f} us CPU ({n} calls)")
+    print(f"one step (iterate, 3 residents, with its summary) from Python: {dt / n * 1e6:.2f} us CPU ({n} calls)")
     explore(prog, symmetry=False, max_states=10)  # the engine's compiled parts loaded
     for sym in (False, True):
         cpu, wall = [], []

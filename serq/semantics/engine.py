@@ -241,11 +241,9 @@ class Engine:
             K, w, o = self.K, self.w, self.o
             if script:
                 w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
-            if packed:
-                ok = ent.run_step_packed(K, w, (kind, subj, now, 1 if ask else 0, 1 if want_events else 0,
-                                                len(script)), self._pk)
-            else:
-                ok = ent.run_step(K, w, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script))
+            # one compiled entry for both (the packed summary is left unread when not asked for)
+            ok = ent.run_step_packed(K, w, (kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script)),
+                                     self._pk)
             halt = w[R_HALT]
             if halt == HALT_ASK:
                 script.append(self._answer(oracle))

@@ -27,10 +27,8 @@ def table() -> list:
     return [
         (canon, "canon", [(K, w, a(i64), i64, i64)]),
         (canon, "fp_of", [(K, w, a(i64), i64, i64)]),
-        (canon, "expand", [(K, w, a(i64), succ, a(i64), i64, i64)]),
         (canon, "expand_batch", [(K, w, a(i64, 2), succ, a(i64), a(i64), i64, i64)]),
         (kernel, "row_flags", [(K, w)]),
-        (kernel, "run_step", [(K, w, i64, i64, i64, i64, i64, i64)]),
         (kernel, "run_step_packed", [(K, w, nt.UniTuple(i64, 6), a(i64))]),
         (kernel, "eval_at", [(K, w, i64, i64, i64, i64)]),
         (kernel, "eval_shape", [(K, w, i64, nt.UniTuple(i64, 3), i64, i64, a(i64))]),

@@ -154,7 +154,8 @@ class Rows:
             self.row[:] = np.frombuffer(rs.row, np.int64)
             e._in_w = None  # expand steps in w
             t = time.perf_counter()
-            k = self.canon.expand(e.K, e.w, self.row, self.succ, self.tmp, self.sym, self.opts)
+            k = self.canon.expand_batch(e.K, e.w, self.row.reshape(1, -1), self.succ, self.parent, self.tmp, self.sym,
+                                        self.opts)  # a batch of one row: one compiled entry for both
             if k == -1:
                 if self.limits is not None:
                     self.limits.check()

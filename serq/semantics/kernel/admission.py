@@ -6,7 +6,7 @@ the iteration."""
 
 from __future__ import annotations
 
-from numba import njit
+from serq.semantics.kernel.jit import internal
 
 from serq.semantics.kernel.abi import (
     ADMIT_LIMIT, BIG, CE_OWNER, CE_UNITS, CW, CX_BUDGET, CX_NOW, EV_ADMIT, EV_HIT, F_ADM, F_ATTR,
@@ -32,13 +32,13 @@ from serq.semantics.kernel.session import advance
 # ---------------------------------------------------------------- admission
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def admit_ctx(K, w, budget_left):
     w[K[S_CTX] + CX_BUDGET] = budget_left
     w[K[S_CTXOK]] = (1 << CX_BUDGET) | (1 << CX_NOW)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def segments(K, w, sid, on):
     """While a queued hold's header runs, `cached(P)` is the hold's hit
     (S_SEGCUR: the prefix its content in each pool begins with); off: none."""
@@ -56,7 +56,7 @@ def segments(K, w, sid, on):
         w[SC + K[it + IT_POOL]] = K[it + IT_PREFIX]
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def try_admit(K, w, sid, budget_left):
     """Evaluate a queued hold's admission header; admit it if it fits."""
     segments(K, w, sid, True)
@@ -65,7 +65,7 @@ def try_admit(K, w, sid, budget_left):
     return ok
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def explain_admit(K, w, sid, budget_left, out):
     """Why a queued hold is or is not admitted: admit_plan's explanation
     (below) into out; nothing is admitted."""
@@ -74,7 +74,7 @@ def explain_admit(K, w, sid, budget_left, out):
     segments(K, w, sid, False)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def admit_plan(K, w, sid, budget_left, explain, out):
     """A queued hold's header evaluated (its bindings into the trial
     attributes S_TRIAL, `admit if`, each pool's reuse, need and take) and
@@ -170,7 +170,7 @@ def admit_plan(K, w, sid, budget_left, explain, out):
     return fits
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def admit_hold(K, w, sid, budget_left):
     """admit_plan, then the admission: the attributes, the holds, the units."""
     if not admit_plan(K, w, sid, budget_left, False, w):
@@ -237,7 +237,7 @@ def admit_hold(K, w, sid, budget_left):
     return True
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def admit_pool(K, w, p, budget_left, skip, nskip):
     """One admission from p's queue (head-of-line rules), or -1. Sessions
     at w[skip..skip+nskip] are passed over."""
@@ -263,7 +263,7 @@ def admit_pool(K, w, p, budget_left, skip, nskip):
     return -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def settle(K, w, nevp, evpo):
     """Event-driven pools admit whenever their head fits: a zero-time
     consequence of whatever freed the units."""

@@ -13,7 +13,7 @@ session capacity."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from serq.semantics.kernel.jit import exported, internal
 
 from serq.semantics.kernel.abi import (
     R_HALT, FT_OVERFLOW, BIG,
@@ -30,13 +30,13 @@ from serq.semantics.kernel.core import cbase, hbase, pbase, pool_row, sbase, st_
 from serq.semantics.kernel.entry import is_end, row_flags, run_step  # noqa: F401 (row_flags: API)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def fat(o, f):
     """Where field f of a session record lands once its parent is removed."""
     return o + f - (1 if f > F_PARENT else 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def rank_of(w, T, u, x):
     if u <= 32:  # a few values: count those below x (no branch to mispredict)
         r = 0
@@ -56,7 +56,7 @@ def rank_of(w, T, u, x):
     return -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def rec_cmp(out, a, b, n):
     for i in range(n):
         if out[a + i] != out[b + i]:
@@ -64,7 +64,7 @@ def rec_cmp(out, a, b, n):
     return 0
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def sess_cmp(out, a, b, pa, pb, RW):
     """Records first, then the parents' records (no parent comes first)."""
     c = rec_cmp(out, a * RW, b * RW, RW)
@@ -77,7 +77,7 @@ def sess_cmp(out, a, b, pa, pb, RW):
     return rec_cmp(out, pa * RW, pb * RW, RW)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def popcount(x):
     x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
     x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
@@ -88,12 +88,12 @@ def popcount(x):
     return np.int64(x & np.uint64(0x7F))
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def bit_of(d):
     return np.uint64(1) << np.uint64(d & 63)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def rank(w, T, u, x, lo, bits, counts):
     """The rank of x among the live sequence numbers: from the bitmap
     bits (four words) of the values' offsets from lo (u < 0), counts
@@ -115,7 +115,7 @@ def rank(w, T, u, x, lo, bits, counts):
     return c3 + popcount(b3 & m)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def rank_prep(w, T, nv):
     """What `rank` needs to rank among the values w[T:T+nv]: (u, lo, bits,
     counts); the values are sorted in place when they are not within 256
@@ -169,7 +169,7 @@ def rank_prep(w, T, nv):
     return u, lo, bits, counts
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def idle(K, w, sb):
     """A session that holds nothing and waits for its (next) arrival: its
     arrival is written again before anything reads it."""
@@ -179,7 +179,7 @@ def idle(K, w, sb):
     return k == K_ARRIVE or k == K_TURN
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def hold_adm_read(K, w, h):
     """Whether a hold's admission can be read: its pool's victim order ties
     on `admitted` (no declared key reads it when RK_OK)."""
@@ -187,7 +187,7 @@ def hold_adm_read(K, w, h):
     return oo >= 0 and K[oo + OR_TIE] == TIE_ADMITTED
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def ranks_reduced(K, w, out, base, stride):
     """The arrival and admission ranks of the records at out[base + sid *
     stride] (`--reduce ranks`): only those some future step can read (an
@@ -250,7 +250,7 @@ def ranks_reduced(K, w, out, base, stride):
                 else -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@exported
 def canon(K, w, out, sym, opts):
     """The canonical form of the row in w[0:W] into `out`; returns its
     length. w's scratch S_TMP and S_PERM are used. opts: CO_KEEP_POS keeps
@@ -412,7 +412,7 @@ def canon(K, w, out, sym, opts):
     return o
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def fingerprint(out, m):
     """A 64-bit hash of out[0:m] (never 0): four independent lanes (word i
     into lane i mod 4: one multiply per word, the lanes' multiplies
@@ -448,13 +448,13 @@ def fingerprint(out, m):
     return h
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@exported
 def fp_of(K, w, out, sym, opts):
     m = canon(K, w, out, sym, opts)
     return fingerprint(out, m)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def expand(K, w, row, succ, tmp, sym, opts):
     """Every successor of `row`, in the model's action order (arrivals,
     turns, iterations; one per sequence of oracle answers), into the
@@ -517,7 +517,7 @@ def expand(K, w, row, succ, tmp, sym, opts):
     return k
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@exported
 def expand_batch(K, w, rows, succ, parent, tmp, sym, opts):
     """`expand` over every row of rows, successors concatenated in row
     order into succ (parent[i]: the row a successor comes from). Same

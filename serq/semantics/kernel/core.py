@@ -9,7 +9,7 @@ tentative admission is open, so `undo` restores the row exactly."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from serq.semantics.kernel.jit import exported, internal
 
 from serq.semantics.kernel.abi import (  # the tables' field offsets
     PG_SCOPES, PG_STATES, PG_TYPES, PL_BLOCK, PL_CAP, SCK_PREFIX, SEG_LEN, SEG_PARENT, SEGW,
@@ -28,53 +28,53 @@ from serq.semantics.kernel.abi import (
 # ---------------------------------------------------------------- table access
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def sbase(K, sid):
     return RHDR + sid * K[H_SF]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def pbase(K, p):
     return K[H_PB] + p * K[H_PW]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def cbase(K, p):
     """The first cache entry of pool p."""
     return K[H_PB] + p * K[H_PW] + P_Q + K[H_CAP]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def hbase(K, sid):
     return RHDR + sid * K[H_SF] + F_ATTR + K[H_NA]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def st_row(K, prog, pc):
     return K[K[H_PROGT] + PROG_W * prog + PG_STATES] + SW * pc
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def scope_row(K, prog, sc):
     return K[K[H_PROGT] + PROG_W * prog + PG_SCOPES] + (SCW_BASE + SCP * K[H_NP]) * sc
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def pool_row(K, p):
     return K[H_POOLT] + POOL_W * p
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def attr_type(K, prog, slot):
     return K[K[K[H_PROGT] + PROG_W * prog + PG_TYPES] + slot]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def nsess(w):
     return w[R_NSESS]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def halted(K, w):
     return w[R_HALT] != HALT_NONE
 
@@ -89,19 +89,19 @@ def halted(K, w):
 # undefined and any check that looks for one may be folded away).
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def add_over(a, b):
     """Whether a + b leaves the int64 range."""
     return (b > 0 and a > INT_MAX - b) or (b < 0 and a < INT_MIN - b)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def sub_over(a, b):
     """Whether a - b leaves the int64 range."""
     return (b < 0 and a > INT_MAX + b) or (b > 0 and a < INT_MIN + b)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def mul_over(a, b):
     """Whether a * b leaves the int64 range. The product in floating point
     (relative error below 4e-16) clears every small product at once; near
@@ -122,7 +122,7 @@ def mul_over(a, b):
     return not ((a < 0) != (b < 0) and aa - 1 == lim and INT_MAX % ab == ab - 1)
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def ceil_over(x, bs):
     """Whether x >= 0 rounded up to a multiple of bs >= 1 leaves the range."""
     return -(-x // bs) > INT_MAX // bs
@@ -131,7 +131,7 @@ def ceil_over(x, bs):
 # ---------------------------------------------------------------- writes and undo
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def put(K, w, i, v):
     if w[R_ULOG] != 0:
         n = w[K[S_ULOGN]]
@@ -145,12 +145,12 @@ def put(K, w, i, v):
     w[i] = v
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def add(K, w, i, d):
     put(K, w, i, w[i] + d)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def undo(K, w):
     """Restore every row write since the log was opened."""
     n = w[K[S_ULOGN]]
@@ -160,7 +160,7 @@ def undo(K, w):
     w[K[S_ULOGN]] = 0
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def fault(K, w, code, a, b, c):
     """Record a fault (the first one wins) and stop the step."""
     if w[R_FAULT] == 0:
@@ -172,7 +172,7 @@ def fault(K, w, code, a, b, c):
         w[R_HALT] = HALT_FAULT
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def next_seq(K, w):
     put(K, w, R_SEQ, w[R_SEQ] + 1)
     return w[R_SEQ]
@@ -181,7 +181,7 @@ def next_seq(K, w):
 # ---------------------------------------------------------------- events
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def event(K, w, code, args):
     """An event record: its code, then the ints of the tuple `args` (at
     most EVW - 1 of them; the rest of the record is 0), when events are on."""
@@ -206,7 +206,7 @@ def event(K, w, code, args):
 # ---------------------------------------------------------------- the oracle
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def ask(K, w, n, kind):
     """A question with n options (kind 0: a draw or unkeyed choose, whose
     values are in S_QVALS; 1: a tie). Follows the script; past its end
@@ -232,7 +232,7 @@ def ask(K, w, n, kind):
 # ---------------------------------------------------------------- pool queries
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def private_for(K, w, sid, p):
     """Units cached under the session's own key."""
     c = cbase(K, p)
@@ -243,7 +243,7 @@ def private_for(K, w, sid, p):
     return 0
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def level_add(K, w, p, t, x):
     """t + x for a pool level; a sum that leaves the range (a pool without
     a cap holds any number of units) faults."""
@@ -253,7 +253,7 @@ def level_add(K, w, p, t, x):
     return t + x
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def cache_sum(K, w, p):
     c = cbase(K, p)
     t = 0
@@ -262,7 +262,7 @@ def cache_sum(K, w, p):
     return t
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def hold_of(K, w, sid, p):
     """The offset of the session's first hold on p, or -1."""
     h = hbase(K, sid)
@@ -284,23 +284,23 @@ def hold_of(K, w, sid, p):
 # entry of owner COPY_OWNER - q, which no hit reads.
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_parent(K, q):
     return K[K[H_SEGT] + SEGW * q + SEG_PARENT]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_end(K, q, bs):
     return (K[K[H_SEGT] + SEGW * q + SEG_LEN] // bs) * bs
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_start(K, q, bs):
     par = seg_parent(K, q)
     return 0 if par < 0 else seg_end(K, par, bs)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_entry(K, w, p, q):
     """The offset of prefix q's cache entry in pool p, or -1."""
     c = cbase(K, p)
@@ -311,13 +311,13 @@ def seg_entry(K, w, p, q):
     return -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_units(K, w, p, q):
     e = seg_entry(K, w, p, q)
     return 0 if e < 0 else w[e + CE_UNITS]
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_within(K, x, q):
     """Whether prefix q is x or extends it."""
     while q >= 0:
@@ -327,7 +327,7 @@ def seg_within(K, x, q):
     return False
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_depth(K, q):
     d = 0
     q = seg_parent(K, q)
@@ -337,14 +337,14 @@ def seg_depth(K, q):
     return d
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_ancestor(K, q, up):
     for _ in range(up):
         q = seg_parent(K, q)
     return q
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def hold_seg(K, w, sid, h):
     """The prefix a hold's content begins with (-1: none)."""
     if K[H_NSEG] == 0:
@@ -354,7 +354,7 @@ def hold_seg(K, w, sid, h):
     return K[sr + SCW_BASE + SCP * w[h + HS_POOL] + SCK_PREFIX]
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def hold_ref(K, w, sid, h):
     """The shared units a hold uses in place (owned by the cache)."""
     q = hold_seg(K, w, sid, h)
@@ -365,7 +365,7 @@ def hold_ref(K, w, sid, h):
     return min((w[h + HS_USE] // bs) * bs, seg_end(K, q, bs)) - w[h + HS_COPY]
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def pinned(K, w, p, x, skip):
     """The units of prefix x's entry in p that holds use (the hold at
     offset `skip` left out; -1: none)."""
@@ -388,7 +388,7 @@ def pinned(K, w, p, x, skip):
     return m
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def entry_evictable(K, w, p, e):
     ow = w[e + CE_OWNER]
     if ow > SEG_OWNER or ow <= COPY_OWNER:  # a session's entry, or released copies: no hold uses them
@@ -396,7 +396,7 @@ def entry_evictable(K, w, p, e):
     return max(w[e + CE_UNITS] - pinned(K, w, p, SEG_OWNER - ow, -1), 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def copy_for(K, w, p, x):
     """Another copy of a block of prefix x in p (`copies keep`): the index
     of the entry of released copies, else -2 - the offset of a hold whose
@@ -423,7 +423,7 @@ def copy_for(K, w, p, x):
     return -1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@exported
 def evictable_sum(K, w, p):
     """Cached units no hold uses: what eviction can free."""
     if K[H_NSEG] == 0:
@@ -435,7 +435,7 @@ def evictable_sum(K, w, p):
     return t
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def chain_hit(K, w, sid, p, q):
     """The longest run of cached blocks a content beginning with prefix q
     begins with: q's chain from the root, then the session's own entry."""
@@ -453,7 +453,7 @@ def chain_hit(K, w, sid, p, q):
     return level_add(K, w, p, hit, private_for(K, w, sid, p))
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def reuse_evictable(K, w, p, q, reuse):
     """How much of a hit of `reuse` units is evictable now (a hit on an
     evictable unit takes it, as an allocation would)."""
@@ -471,7 +471,7 @@ def reuse_evictable(K, w, p, q, reuse):
     return t
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def cached_for(K, w, sid, p):
     """`cached(P)` for a session: its hit when a hold naming a prefix is
     being admitted, else the units under its own key."""
@@ -481,7 +481,7 @@ def cached_for(K, w, sid, p):
     return private_for(K, w, sid, p)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def allocated(K, w, p):
     t = 0
     for sid in range(w[R_NSESS]):
@@ -492,7 +492,7 @@ def allocated(K, w, p):
     return t
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def holders(K, w, p):
     n = 0
     for sid in range(w[R_NSESS]):
@@ -501,7 +501,7 @@ def holders(K, w, p):
     return n
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def pool_level(K, w, fn, p, sid):
     if fn == PF_CACHED:
         return cached_for(K, w, sid, p) if sid >= 0 else cache_sum(K, w, p)
@@ -516,7 +516,7 @@ def pool_level(K, w, fn, p, sid):
     return holders(K, w, p)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def snapshot_pools(K, w):
     """Every pool level, for @step expressions (read at the iteration's start)."""
     NP = K[H_NP]
@@ -526,7 +526,7 @@ def snapshot_pools(K, w):
             w[S + fn * NP + p] = pool_level(K, w, fn, p, -1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def pool_query(K, w, fn, p, sid):
     if w[K[S_PSNAPON]] != 0:
         return w[K[S_PSNAP] + fn * K[H_NP] + p]
@@ -536,21 +536,21 @@ def pool_query(K, w, fn, p, sid):
 # ---------------------------------------------------------------- reals
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def f2b(K, w, x):
     wf = w.view(np.float64)
     wf[K[S_FBITS]] = x
     return w[K[S_FBITS]]
 
 
-@njit(cache=True, inline="always", error_model="numpy", _nrt=False, nogil=True)
+@internal
 def b2f(K, w, v):
     w[K[S_FBITS]] = v
     wf = w.view(np.float64)
     return wf[K[S_FBITS]]
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def real_fits(K, w, x, code):
     """Whether a real's floor, ceil or truncation is an int64; else faults:
     NaN and infinities cannot be converted, a finite real beyond +-2^63
@@ -564,7 +564,7 @@ def real_fits(K, w, x, code):
     return True
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def to_int(K, w, raw, real, mode, code):
     """A real result made an int: mode 0 truncates (Python's int()), 1 is
     ceil (math.ceil). Infinite or NaN values fault, and so do finite ones

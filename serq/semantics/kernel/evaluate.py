@@ -5,7 +5,7 @@ levels through the table access of serq.semantics.kernel.core."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from serq.semantics.kernel.jit import internal
 
 from serq.semantics.kernel.abi import (
     FT_DIV0, FT_MOD0, FT_NOVALUE, FT_OVERFLOW, F_ATTR, OP_BOOL, OP_CEIL, OP_CTX, OP_END, OP_FABS,
@@ -28,7 +28,7 @@ from serq.semantics.kernel.core import (
 # ---------------------------------------------------------------- sessions, for quantifiers
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def present(K, w, sid):
     """Whether session sid is in the system: arrived and not ended (a
     quantifier's range; docs/language.md, "Quantifiers over sessions")."""
@@ -37,7 +37,7 @@ def present(K, w, sid):
     return k != K_ARRIVE and k != K_END
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def session_fact(K, w, sid, fact, p):
     """A fact of session sid (QF_*): 0/1, or the units of pool p it holds."""
     sb = sbase(K, sid)
@@ -66,7 +66,7 @@ def session_fact(K, w, sid, fact, p):
 # ---------------------------------------------------------------- expressions
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def ev(K, pc, w, ab, sid):
     """Evaluate the bytecode at K[pc]; attributes at w[ab + slot] (a session
     record or the trial copy of an admission), pool queries for `sid` (-1:
@@ -266,19 +266,19 @@ def ev(K, pc, w, ab, sid):
             pc += 1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def ev_s(K, pc, w, sid):
     """Evaluate for session sid (its own attributes)."""
     return ev(K, pc, w, sbase(K, sid) + F_ATTR, sid)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def set_ctx(K, w, c, v):
     w[K[S_CTX] + c] = v
     w[K[S_CTXOK]] |= 1 << c
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def clear_ctx(K, w, keep_now):
     """Only `now` stays readable (every moment may read it)."""
     w[K[S_CTXOK]] = (1 << 8) if keep_now else 0

@@ -4,7 +4,7 @@ back), complete; then event-driven admissions and conservation."""
 
 from __future__ import annotations
 
-from numba import njit
+from serq.semantics.kernel.jit import internal
 
 from serq.semantics.kernel.abi import (
     R_ULOG,
@@ -34,7 +34,7 @@ from serq.semantics.kernel.session import advance
 # ---------------------------------------------------------------- preemption and growth
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def preempt(K, w, victim, p, is_self):
     """Release every hold of the scope holding p (inner ones first); the
     victim goes back to that scope's acquire, attributes intact. Its
@@ -75,7 +75,7 @@ def preempt(K, w, victim, p, is_self):
         event(K, w, EV_STUCK, (victim, p))
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def served_pop(K, w, sid):
     """A victim served earlier in this iteration gives its tokens back (its
     hold's use grew when it was served). Under `cache scheduled` its
@@ -96,7 +96,7 @@ def served_pop(K, w, sid):
                     w[K[S_GIVEN] + 1] = gp
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def grow(K, w, sid, p, units, may_preempt):
     """Make the session's hold on p own `units`: 0 ok, 1 wait (it may not
     preempt, or nothing is left to preempt), 2 it was preempted itself;
@@ -153,7 +153,7 @@ def grow(K, w, sid, p, units, may_preempt):
     return pre
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
     """Tokens for one resident and a status: tokens -1 when a session being
     admitted cannot grow; status bit 1 wait, bit 2 stop (self-preempted),
@@ -196,7 +196,7 @@ def serve_one(K, w, sid, budget_left, chunk, has_chunk, admitting):
 # ---------------------------------------------------------------- the iteration
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def shape_ctx(K, w, nreq, ndec, kvb):
     CX = K[S_CTX]
     w[CX + CX_NREQ] = nreq
@@ -205,7 +205,7 @@ def shape_ctx(K, w, nreq, ndec, kvb):
     w[K[S_CTXOK]] = (1 << CX_NREQ) | (1 << CX_NDEC) | (1 << CX_KVB) | (1 << CX_NOW)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def kv_blocks(K, w, sid):
     """The blocks a resident's growing hold owns (the `kvb` of a shape)."""
     sb = sbase(K, sid)
@@ -221,7 +221,7 @@ def kv_blocks(K, w, sid):
     return w[h + HS_OWN] // bs + ref // bs  # own is whole blocks: (own + ref) // bs, without a sum that overflows
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def kvb_add(K, w, t, sid):
     """t plus a resident's blocks (`kvb` sums them; a pool without a cap
     holds any number)."""
@@ -232,7 +232,7 @@ def kvb_add(K, w, t, sid):
     return t + x
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def chunk_of(K, w, code, nreq, ndec, kvb, budget_left):
     shape_ctx(K, w, nreq, ndec, kvb)
     w[K[S_CTX] + CX_BUDGET] = budget_left
@@ -243,7 +243,7 @@ def chunk_of(K, w, code, nreq, ndec, kvb, budget_left):
     return v
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def stage_shape(K, w, si):
     """The residents of stage si with work left, into S_RES (every
     session's served count zeroed), and the step's shape: (nreq, ndec, kvb)."""
@@ -264,7 +264,7 @@ def stage_shape(K, w, si):
     return nr, ndec, kvb
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def stage_budget(K, w, si, nr, ndec, kvb):
     """Stage si's budget for an iteration of this shape (BIG: none); the
     pools snapshotted first when the stage reads them at @step."""
@@ -280,7 +280,7 @@ def stage_budget(K, w, si, nr, ndec, kvb):
     return budget
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def iterate(K, w, si):
     """One iteration of stage si, atomically: serve, admit, complete.
     Returns False for a zero-work iteration (not an action)."""
@@ -452,7 +452,7 @@ def iterate(K, w, si):
 # ---------------------------------------------------------------- the step
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def conservation(K, w, kind, subj):
     for p in range(K[H_NP]):
         cap = K[pool_row(K, p) + PL_CAP]
@@ -469,7 +469,7 @@ def conservation(K, w, kind, subj):
             return
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def step(K, w, kind, subj):
     """One action on the row in w (loaded, scratch set by the caller).
     Returns 1 with a successor in w, 0 when the action does not apply (a

@@ -8,7 +8,7 @@ which the explorer's symmetry reduction permutes)."""
 
 from __future__ import annotations
 
-from numba import njit
+from serq.semantics.kernel.jit import internal
 
 from serq.semantics.kernel.abi import (
     CE_OWNER, CE_REL, CE_TICK, CE_UNITS, CW, CX_ADM, CX_AGE, CX_ARR, CX_LAST, CX_NOW, CX_REL, CX_SIZE,
@@ -31,7 +31,7 @@ from serq.semantics.kernel.evaluate import ev, ev_s
 # ---------------------------------------------------------------- queues
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def q_insert(K, w, p, pos, sid):
     b = pbase(K, p)
     n = w[b + P_QN]
@@ -42,7 +42,7 @@ def q_insert(K, w, p, pos, sid):
     put(K, w, b + P_QN, n + 1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def q_remove(K, w, p, sid):
     b = pbase(K, p)
     n = w[b + P_QN]
@@ -56,7 +56,7 @@ def q_remove(K, w, p, sid):
             return
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def q_has(K, w, p, sid):
     b = pbase(K, p)
     for j in range(w[b + P_QN]):
@@ -68,7 +68,7 @@ def q_has(K, w, p, sid):
 # ---------------------------------------------------------------- the cache
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def cache_remove(K, w, p, k):
     """Remove entry k, keeping the others in their order."""
     b = pbase(K, p)
@@ -82,7 +82,7 @@ def cache_remove(K, w, p, k):
     put(K, w, b + P_CN, n - 1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def cache_put(K, w, sid, p, units):
     seq = next_seq(K, w)
     b = pbase(K, p)
@@ -106,7 +106,7 @@ def cache_put(K, w, sid, p, units):
     put(K, w, b + P_CN, n + 1)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def seg_touch(K, w, p, q):
     """Prefix q's entry was released now (its last user let go of some of it)."""
     e = seg_entry(K, w, p, q)
@@ -115,7 +115,7 @@ def seg_touch(K, w, p, q):
         put(K, w, e + CE_TICK, w[K[S_NOW]])
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def publish(K, w, sid, h, upto):
     """The hold's use is growing to `upto`: each shared block it completes
     leaves the hold for the cache, or, if the cache has it already, the
@@ -156,7 +156,7 @@ def publish(K, w, sid, h, upto):
 # ---------------------------------------------------------------- keys
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def key_of(K, w, code, real, order_real, ab, sid):
     """One declared key's value as a comparable int64."""
     if code < 0:
@@ -175,7 +175,7 @@ def key_of(K, w, code, real, order_real, ab, sid):
     return bits
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def sess_keys(K, w, oo, sid, adm, out):
     """The declared keys of order `oo` for a session, at w[out..]; the
     context gives `arrived` and `admitted` (`adm`: the session's, or its
@@ -198,7 +198,7 @@ def sess_keys(K, w, oo, sid, adm, out):
     return nk
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def lex_cmp(w, a, b, n):
     for i in range(n):
         if w[a + i] != w[b + i]:
@@ -209,7 +209,7 @@ def lex_cmp(w, a, b, n):
 # ---------------------------------------------------------------- orders over sessions
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def ordered(K, w, oo, items, n, out):
     """Sort sessions w[items..items+n] by (keys, tie, arrival) into w[out..];
     with `--ties all`, each group tied on the declared keys comes out in an
@@ -259,7 +259,7 @@ def ordered(K, w, oo, items, n, out):
         i = j
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def pick_victim(K, w, p, oo):
     """The first holder of p in the victim order (key `admitted` and an
     `admitted` tie are the hold's admission, an `arrived` tie the session's
@@ -301,7 +301,7 @@ def pick_victim(K, w, p, oo):
 # ---------------------------------------------------------------- eviction
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def free_block(K, w, p, protect):
     """Free one block of p by evicting from the cache in evict order
     (entries of `protect` spared; -2 spares none)."""
@@ -391,7 +391,7 @@ def free_block(K, w, p, protect):
 # ---------------------------------------------------------------- holds
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def hold_append(K, w, sid, scope, p, own, use, adm):
     sb = sbase(K, sid)
     nh = w[sb + F_NH]
@@ -406,7 +406,7 @@ def hold_append(K, w, sid, scope, p, own, use, adm):
     return h
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def release_one(K, w, sid, scope):
     """Release the holds of one scope, in hold order: the kept part to the
     cache under the session's key, the rest to free."""
@@ -480,7 +480,7 @@ def release_one(K, w, sid, scope):
     put(K, w, sb + F_NH, o)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def release_scope(K, w, sid, scope):
     """Inner scopes first (the holds taken after this scope's), then it."""
     sb = sbase(K, sid)
@@ -504,7 +504,7 @@ def release_scope(K, w, sid, scope):
     release_one(K, w, sid, scope)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def drop(K, w, sid, p):
     b = pbase(K, p)
     c = cbase(K, p)
@@ -524,7 +524,7 @@ def drop(K, w, sid, p):
 # ---------------------------------------------------------------- enqueue
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def enqueue(K, w, sid, p, where):
     """Put a waiting hold into p's queue: at the front or back (a requeue
     after preemption) or by the queue order; with `--ties all` a hold tied

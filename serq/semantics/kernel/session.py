@@ -5,7 +5,7 @@ draws and chooses, spawn, join and end (admission is kernel/admission.py).
 
 from __future__ import annotations
 
-from numba import njit
+from serq.semantics.kernel.jit import internal
 
 from serq.semantics.kernel.abi import (
     EV_AT_TURN, EV_CHOOSE, EV_DRAW, EV_END, EV_JOINED, EV_SPAWN, F_ARR, F_ATTR, F_LIVE, F_LP0,
@@ -32,7 +32,7 @@ from serq.semantics.kernel.pools import (
 # ---------------------------------------------------------------- draw and choose
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def domain(K, w, sid, r):
     """The values of a draw or choose at w[S_VALS..]: a set keeps first
     occurrences in order; a range lo..hi. Returns the count (0 faults)."""
@@ -69,7 +69,7 @@ def domain(K, w, sid, r):
     return n
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def draw_index(K, w, sid, r, n):
     """The answer to a draw: the oracle's when there is a choice. The
     distribution's parameters are evaluated (a fault there is a fault) and
@@ -90,7 +90,7 @@ def draw_index(K, w, sid, r, n):
     return ask(K, w, n, 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def choose_index(K, w, sid, r, n):
     key = K[r + DC_KEY]
     if key < 0:
@@ -141,7 +141,7 @@ def choose_index(K, w, sid, r, n):
 FR_ADV, FR_SPAWN = 0, 1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def push(K, w, kind, sid, count, budget):
     n = w[K[S_NFRAMES]]
     if n >= FRAMES:
@@ -155,7 +155,7 @@ def push(K, w, kind, sid, count, budget):
     w[K[S_NFRAMES]] = n + 1
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def advance(K, w, sid):
     """Run the session's internal states until it blocks (a macro step),
     and whatever that starts: spawned children, a woken parent."""
@@ -175,7 +175,7 @@ def advance(K, w, sid):
             spawn_next(K, w, s, count, budget)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def run_states(K, w, sid, budget):
     sb = sbase(K, sid)
     prog = w[sb + F_PROG]
@@ -263,7 +263,7 @@ def run_states(K, w, sid, budget):
     fault(K, w, FT_MACRO, sid, 0, 0)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def spawn_start(K, w, sid, r, budget):
     spec = K[r + SPAWN_SPEC]
     n = to_int(K, w, ev_s(K, K[spec + SPN_COUNT], w, sid), K[spec + SPN_COUNT_REAL] == 1, 0, K[spec + SPN_COUNT])
@@ -282,7 +282,7 @@ def spawn_start(K, w, sid, r, budget):
     push(K, w, FR_SPAWN, sid, n, budget)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def spawn_next(K, w, sid, left, budget):
     """The next child of a spawn (it runs until it blocks before the one
     after it is made); after the last, the parent goes on."""
@@ -327,7 +327,7 @@ def spawn_next(K, w, sid, left, budget):
     push(K, w, FR_ADV, cid, 0, MACRO_LIMIT)
 
 
-@njit(cache=True, error_model="numpy", _nrt=False, nogil=True)
+@internal
 def finish(K, w, sid):
     """`end` closes every open scope, innermost first, and wakes a parent
     that waits at `join` for its last child."""

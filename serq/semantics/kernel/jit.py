@@ -1,0 +1,130 @@
+"""How the kernel is compiled: two decorators, and two changes to how
+numba compiles the functions they make.
+
+- `exported`: a function Python calls (serq/semantics/entries.py names
+  each with its argument types). Cached (`cache=True`): its cached machine
+  code holds every kernel function it calls, so a warm process loads only
+  these.
+- `internal`: a function called only from other kernel functions. No
+  Python wrapper, no cache of its own, and no machine code of its own
+  (below): it is optimised and compiled once, inside each exported
+  function that calls it.
+
+(Small functions are `internal` too, not numba's `inline="always"`: numba
+would copy, type and lower their code again at each of their hundreds of
+call sites, where LLVM inlines them once the exported function is linked:
+the same speed (bench/bench_kernel.py), a third less compile time.)
+
+numba compiles each function it is asked for into a library of its own,
+links into it the libraries of every function it calls, optimises the
+whole and emits its machine code. For a call tree such as the kernel's
+(`run_step` -> `step` -> `iterate` -> `admit_plan` -> ...) each level
+optimises and compiles again everything below it: 176 libraries, most of
+them a large part of the kernel, 2 minutes of CPU. So (1) an internal
+function's library only links its callees: no module optimisation, no
+machine code (both come once, in the exported function that links it);
+and (2) a call with a constant argument (`fault(K, w, 19, x, 6, -1)`)
+does not make a specialization of its own for that constant: numba would
+type the constant as a literal and compile the callee again for it (24
+specializations of `fault`), where one for int64 serves every call.
+Neither changes what the code computes. Cold, the kernel compiles in
+40 s of CPU instead of 127 s (bench/bench_cold_compile.py). If numba's
+internals differ from what this expects, nothing is changed: the kernel
+then only compiles slower. With `NUMBA_DISABLE_JIT=1` the decorators leave the functions as
+they are (plain Python)."""
+
+from __future__ import annotations
+
+from numba import njit
+
+__all__ = ["exported", "internal"]
+
+_OPTS = dict(error_model="numpy", _nrt=False, nogil=True)
+exported = njit(cache=True, **_OPTS)
+internal = njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTS)
+
+_PACKAGE = __name__.rsplit(".", 1)[0]  # serq.semantics.kernel
+_MARK = "".join(f"{len(p)}{p}" for p in _PACKAGE.split("."))  # in the mangled name of each kernel function
+
+
+def _one_specialization_per_function() -> None:
+    """A kernel function called from compiled code is compiled for its
+    arguments' types with literals made plain (int64, bool)."""
+    try:
+        from numba.core import dispatcher, types
+    except ImportError:  # pragma: no cover
+        return
+    cls = dispatcher._DispatcherBase
+    orig = getattr(cls, "get_call_template", None)
+    if orig is None or getattr(orig, "_serq_kernel", False):
+        return
+
+    def get_call_template(self, args, kws):
+        py = getattr(self, "py_func", None)
+        if py is not None and getattr(py, "__module__", "").startswith(_PACKAGE + ".") and not kws:
+            args = tuple(types.unliteral(a) for a in args)
+        return orig(self, args, kws)
+
+    get_call_template._serq_kernel = True
+    cls.get_call_template = get_call_template
+
+
+def _internal_functions_link_only() -> None:
+    """An internal kernel function's library (a kernel function's code and
+    no Python wrapper) is finalized by linking its callees only."""
+    try:
+        from numba.core import codegen
+        from numba.core.compiler_lock import require_global_compiler_lock
+    except ImportError:  # pragma: no cover
+        return
+    cls = codegen.CPUCodeLibrary
+    orig = getattr(cls, "finalize", None)
+    if orig is None or getattr(orig, "_serq_kernel", False):
+        return
+    if not all(hasattr(cls, n) for n in ("_raise_if_finalized", "_get_module_for_linking")):
+        return
+    needed = ("_linking_libraries", "_final_module", "_reload_init", "_finalized")  # a library's attributes
+
+    def internal_library(lib) -> bool:
+        own = False
+        for fn in lib._final_module.functions:
+            if fn.is_declaration:
+                continue
+            if fn.name.startswith("cpython.") or fn.name.startswith("cfunc."):
+                return False
+            own = own or _MARK in fn.name
+        return own
+
+    def finalize(self):
+        if not all(hasattr(self, n) for n in needed) or not internal_library(self):
+            return orig(self)
+        require_global_compiler_lock()
+        self._raise_if_finalized()
+        seen = set()
+        for lib in self._linking_libraries:
+            if lib not in seen:
+                seen.add(lib)
+                self._reload_init.update(lib._reload_init)
+                self._final_module.link_in(lib._get_module_for_linking(), preserve=True)
+        self._finalized = True
+
+    finalize._serq_kernel = True
+    cls.finalize = finalize
+
+    # the environment of a function with no machine code has no address to set (and needs none: the kernel calls
+    # no Python object)
+    jit_codegen = getattr(codegen, "JITCPUCodegen", None)
+    set_env = getattr(jit_codegen, "set_env", None)
+    if set_env is not None and not getattr(set_env, "_serq_kernel", False):
+        def set_env_if_defined(self, env_name, env):
+            engine = getattr(self, "_engine", None)
+            if engine is not None and not engine.get_global_value_address(env_name):
+                return
+            set_env(self, env_name, env)
+
+        set_env_if_defined._serq_kernel = True
+        jit_codegen.set_env = set_env_if_defined
+
+
+_one_specialization_per_function()
+_internal_functions_link_only()
