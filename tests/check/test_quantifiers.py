@@ -13,6 +13,8 @@ value of each property is the Python one. On instances with `turn`,
 
 from __future__ import annotations
 
+from serq.semantics.kernel.abi import CO_KEEP_POS
+
 import re
 from pathlib import Path
 
@@ -327,7 +329,7 @@ def test_preempted_keeps_positions_only_where_read(tmp_path):
     assert not SerqModel(program(base + "check invariant count(chat c where c.waiting) <= 2;\n")).checks.positions
     assert SerqModel(program(base + "check invariant count(chat c where c.preempted) <= 1;\n")).checks.positions
     witness = WitnessModel(program(base + "check sometimes exists chat c: c.preempted;\n"), index=0)
-    assert witness.checks.positions and witness.rows.keep_pos == 1
+    assert witness.checks.positions and witness.rows.opts & CO_KEEP_POS
 
 
 def test_an_edited_ir_is_validated_too(tmp_path, capsys):
