@@ -145,3 +145,27 @@ def liveness(path) -> bool:
 
     return any(c.kind == "eventually" for c in load_path(path, explorer=True).program.checks)
 
+# two chats of two turns on a shared prefix, with preemption (tests of `check sometimes` and quantifiers)
+PREFIX_CHAT = """
+const BS = 2;
+prefix SYS = 3;
+
+pool kv { cap 8; block BS; admit via gpu; preempt lifo; evict lru; }
+stage gpu { budget 4; chunk 2; serve (admitted); }
+
+session chat {
+  let g = 0;
+  repeat 2 {
+    turn;
+    set g = 0;
+    hold kv prefix SYS reuse c need (SYS + 1 + g - c) take 0
+         at admission (c = min(cached(kv), floor((SYS + g) / BS) * BS)) {
+      prefill (SYS + 1 + g - c) growing kv;
+      decode (2 - g) growing kv progress g;
+    } keep (kv full);
+  }
+  end;
+}
+
+workload { 2 x chat; }
+"""

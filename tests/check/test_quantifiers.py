@@ -13,8 +13,6 @@ value of each property is the Python one. On instances with `turn`,
 
 from __future__ import annotations
 
-from serq.semantics.kernel.abi import CO_KEEP_POS
-
 import re
 from pathlib import Path
 
@@ -24,6 +22,8 @@ from explorer.visitor import Visitor, visit
 from serq.check.explore import explore
 from serq.check.sometimes import NEVER, WITNESS, WitnessModel, search_witnesses
 from serq.lang.load import load_text
+from serq.semantics.kernel.abi import CO_KEEP_POS
+from tests.fixtures import PREFIX_CHAT
 from tests.quant_brute import first_depths, views
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,30 +34,6 @@ def bare(path: Path) -> str:
     """An instance's text without its `check` lines."""
     return re.sub(r"(?m)^check .*$", "", path.read_text())
 
-
-PREFIX_CHAT = """
-const BS = 2;
-prefix SYS = 3;
-
-pool kv { cap 8; block BS; admit via gpu; preempt lifo; evict lru; }
-stage gpu { budget 4; chunk 2; serve (admitted); }
-
-session chat {
-  let g = 0;
-  repeat 2 {
-    turn;
-    set g = 0;
-    hold kv prefix SYS reuse c need (SYS + 1 + g - c) take 0
-         at admission (c = min(cached(kv), floor((SYS + g) / BS) * BS)) {
-      prefill (SYS + 1 + g - c) growing kv;
-      decode (2 - g) growing kv progress g;
-    } keep (kv full);
-  }
-  end;
-}
-
-workload { 2 x chat; }
-"""
 
 # (name, source, [(condition, the same in Python over `views`)])
 CASES = [

@@ -30,6 +30,7 @@ from serq.check.sometimes import NEVER, WITNESS, WitnessModel, search_witnesses
 from serq.cli import main
 from serq.lang.load import load_text
 from serq.semantics.model import Model
+from tests.fixtures import PREFIX_CHAT as SHARED_PREFIX_CHAT
 
 ROOT = Path(__file__).resolve().parents[2]
 INST = ROOT / "instances"
@@ -231,30 +232,7 @@ def totals(m: Model, state, pool: str) -> dict:
             "holders": len(holds), "allocated": sum(h.own for h in holds)}
 
 
-PREFIX_CHAT = """
-const BS = 2;
-prefix SYS = 3;
-
-pool kv { cap 8; block BS; admit via gpu; preempt lifo; evict lru; }
-stage gpu { budget 4; chunk 2; serve (admitted); }
-
-session chat {
-  let g = 0;
-  repeat 2 {
-    turn;
-    set g = 0;
-    hold kv prefix SYS reuse c need (SYS + 1 + g - c) take 0
-         at admission (c = min(cached(kv), floor((SYS + g) / BS) * BS)) {
-      prefill (SYS + 1 + g - c) growing kv;
-      decode (2 - g) growing kv progress g;
-    } keep (kv full);
-  }
-  end;
-}
-
-workload { 2 x chat; }
-check completes;
-"""
+PREFIX_CHAT = SHARED_PREFIX_CHAT + "check completes;\n"
 
 # (name, source, the pool, [(condition, the same in Python over the totals)])
 CASES = [
