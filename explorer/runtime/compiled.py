@@ -160,14 +160,15 @@ def _no_scipy_for_numba() -> None:
         arraymath.ensure_blas = real  # any later question asks the real one
 
 
-def load() -> None:
-    """Every registered table's specializations, loaded in this process
-    (from numba's cache, or compiled): at once the first time, nothing
-    after (about a millisecond a specialization when the cache is warm)."""
+def load(only: Sequence[str] | None = None) -> None:
+    """Every registered table's specializations (or those of the tables
+    named in `only`), loaded in this process (from numba's cache, or
+    compiled): at once the first time, nothing after (about a millisecond
+    a specialization when the cache is warm)."""
     _no_scipy_for_numba()
     with _LOCK:
         for name, (table, _inner) in _TABLES.items():
-            if name in _DONE:
+            if name in _DONE or (only is not None and name not in only):
                 continue
             for module, attr, sigs in table():
                 d = _dispatcher(module, attr)

@@ -148,6 +148,12 @@ class Simulator:
     def __init__(self, program: ir.Program, config: SimConfig | None = None, base_dir: Path | None = None):
         self.program = program
         self.cfg = config or SimConfig()
+        # the kernel's compiled code is loaded (or, cold, compiled) before the clock starts, as `serq explore`
+        # does: a time limit counts the run, not numba's cache
+        import serq.semantics.entries  # noqa: F401 (registers the kernel's table)
+        from explorer.runtime import compiled
+
+        compiled.load(only=("serq kernel",))
         # the run's limits count from here: building the model of a workload of many sessions is cut by them
         # (LimitReached, raised to the caller: nothing simulated; explorer/runtime/limits.py, `building`)
         self._t0 = time.perf_counter()

@@ -417,3 +417,23 @@ def test_the_report_header_is_one_line_however_long_the_path(tmp_path, capsys):
     assert main(["run", str(inst)]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("serq run ") and str(inst) in first and "stopped: done" in first
+
+
+def test_the_kernel_is_loaded_before_the_runs_clock_starts(monkeypatch):
+    """A --time-limit counts the run, not loading (or, cold, compiling) the
+    kernel's code, as in `serq explore`: the load ends before the clock starts."""
+    import time
+
+    from explorer.runtime import compiled
+    from serq.sim.simulator import Simulator
+
+    real, ends = compiled.load, []
+
+    def load(only=None):
+        real(only)
+        ends.append((only, time.perf_counter()))
+
+    monkeypatch.setattr(compiled, "load", load)
+    sim = Simulator(load_text(TWO_TURNS).program)
+    assert ends and ends[0][0] == ("serq kernel",) and ends[0][1] <= sim._t0
+    assert "serq kernel" in compiled.loaded()
