@@ -169,3 +169,16 @@ session chat {
 
 workload { 2 x chat; }
 """
+
+
+def explore_with_line(tmp_path, capsys, line: str) -> tuple[str, int]:
+    """`serq explore -q` of instances/decode_preempt.sq with `line`
+    appended, which must be refused (exit 2): (its stderr, the line's
+    number)."""
+    from serq.cli import main
+
+    src = (Path(__file__).resolve().parents[1] / "instances" / "decode_preempt.sq").read_text() + line + "\n"
+    p = tmp_path / "bad.sq"
+    p.write_text(src)
+    assert main(["explore", str(p), "-q"]) == 2
+    return capsys.readouterr().err, src.count("\n")

@@ -23,7 +23,7 @@ from serq.check.explore import explore
 from serq.check.sometimes import NEVER, WITNESS, WitnessModel, search_witnesses
 from serq.lang.load import load_text
 from serq.semantics.kernel.abi import CO_KEEP_POS
-from tests.fixtures import PREFIX_CHAT
+from tests.fixtures import PREFIX_CHAT, explore_with_line
 from tests.quant_brute import first_depths, views
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,14 +166,7 @@ def test_every_case_is_exercised_both_ways():
      17 + 16 * 8),
 ])
 def test_bad_quantifiers_are_located(tmp_path, capsys, line, code, words, col):
-    from serq.cli import main
-
-    src = (INST / "decode_preempt.sq").read_text() + line + "\n"
-    p = tmp_path / "bad.sq"
-    p.write_text(src)
-    assert main(["explore", str(p), "-q"]) == 2
-    err = capsys.readouterr().err
-    n = src.count("\n")
+    err, n = explore_with_line(tmp_path, capsys, line)
     assert f"bad.sq:{n}:{col}:" in err and "^" in err and f"error[{code}]" in err and words in err, err
 
 

@@ -30,7 +30,7 @@ from serq.check.sometimes import NEVER, WITNESS, WitnessModel, search_witnesses
 from serq.cli import main
 from serq.lang.load import load_text
 from serq.semantics.model import Model
-from tests.fixtures import PREFIX_CHAT as SHARED_PREFIX_CHAT
+from tests.fixtures import PREFIX_CHAT as SHARED_PREFIX_CHAT, explore_with_line
 
 ROOT = Path(__file__).resolve().parents[2]
 INST = ROOT / "instances"
@@ -187,12 +187,7 @@ def test_workers_and_partitions_give_the_same_witnesses(capsys):
     ("check sometimes;", "E001", "expected"),
 ])
 def test_bad_conditions_are_located(tmp_path, capsys, line, code, words):
-    src = (INST / "decode_preempt.sq").read_text() + line + "\n"
-    p = tmp_path / "bad.sq"
-    p.write_text(src)
-    assert main(["explore", str(p), "-q"]) == 2
-    err = capsys.readouterr().err
-    n = src.count("\n")
+    err, n = explore_with_line(tmp_path, capsys, line)
     assert f"bad.sq:{n}:" in err and "^" in err and f"error[{code}" in err and words in err, err
 
 
