@@ -23,15 +23,20 @@ def as_mdp(acts):
                   list(range(n)))
 
 
+def case(k: int):
+    """Random process k: (its actions, a target state, the actions with the target made absorbing)."""
+    rng = random.Random(k)
+    n = rng.randrange(2, 7)
+    acts = random_mdp(rng, n)
+    target = [False] * n
+    target[rng.randrange(1, n)] = True
+    return acts, target, [[] if target[s] else a for s, a in enumerate(acts)]
+
+
 @pytest.mark.parametrize("seed", range(0, 160, 8))
 def test_random_processes_equal_exact_rationals(seed):
     for k in range(seed, seed + 8):
-        rng = random.Random(k)
-        n = rng.randrange(2, 7)
-        acts = random_mdp(rng, n)
-        target = [False] * n
-        target[rng.randrange(1, n)] = True
-        tacts = [[] if target[s] else a for s, a in enumerate(acts)]
+        acts, target, tacts = case(k)
         for mx in (False, True):
             exact = optimum(tacts, target, mx)
             b = iv.reach(as_mdp(tacts), target, mx)
@@ -49,13 +54,8 @@ def test_the_random_processes_have_what_is_tested():
     # fractional answers, end components, infinite sums: not only 0 and 1
     seen = set()
     for k in range(160):
-        rng = random.Random(k)
-        n = rng.randrange(2, 7)
-        acts = random_mdp(rng, n)
-        target = [False] * n
-        target[rng.randrange(1, n)] = True
-        tacts = [[] if target[s] else a for s, a in enumerate(acts)]
-        mec = bool(iv.mecs(as_mdp(acts), [True] * n))
+        acts, target, tacts = case(k)
+        mec = bool(iv.mecs(as_mdp(acts), [True] * len(acts)))
         for mx in (False, True):
             p = optimum(tacts, target, mx)
             e = optimum(acts, None, mx)
