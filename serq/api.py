@@ -243,7 +243,7 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
 
         found = search_witnesses(loaded.program, ties=ties, symmetry=symmetry, max_states=max_states,
                                  max_depth=max_depth, time_limit=time_limit, workers=workers, memory_limit=limit,
-                                 exact=exact)
+                                 exact=exact, reduce_ranks=reduce == "ranks")
     r = Result(raw, loaded.program, name, {"ties": ties, "symmetry": symmetry, "checks": checks,
                                            "reduce_ranks": reduce == "ranks"}, warnings, found)
     r.coverage = cov

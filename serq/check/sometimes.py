@@ -43,8 +43,9 @@ class WitnessModel(SerqModel):
     failing to evaluate (kind "error"). Every state is handed to
     `invariants` (`_plain_invariants` off)."""
 
-    def __init__(self, program: ir.Program, *, index: int, ties: str = "all", symmetry: bool = True) -> None:
-        super().__init__(program, ties=ties, symmetry=symmetry,
+    def __init__(self, program: ir.Program, *, index: int, ties: str = "all", symmetry: bool = True,
+                 reduce_ranks: bool = False) -> None:
+        super().__init__(program, ties=ties, symmetry=symmetry, reduce_ranks=reduce_ranks,
                          checks=Checks(deadlock=False, livelock=False, invariant=False, watch_stuck=False))
         self.index = index
         self._plain_invariants = False
@@ -93,17 +94,18 @@ def search_witnesses(program: ir.Program, *, ties: str = "all", symmetry: bool =
                      max_states: int | None = None, max_depth: int | None = None,
                      time_limit: float | None = None, workers: int = 1, memory_limit: int | None = None,
                      exact: bool = False, progress=None, ray: str | None = None,
-                     partitions: int | None = None) -> list[Sometimes]:
+                     partitions: int | None = None, reduce_ranks: bool = False) -> list[Sometimes]:
     """Each `sometimes` line's verdict, in the order of the lines; each
     search breadth-first (the witness is a shortest one) within the
     limits given (each search has them whole), over hash partitions with
-    `ray` or `partitions` (the same breadth-first levels). A search
-    stopped by a signal ends the list there (the lines after it are not
-    searched)."""
+    `ray` or `partitions` (the same breadth-first levels), with the ranks
+    reduced as the main search's (`reduce_ranks`). A search stopped by a
+    signal ends the list there (the lines after it are not searched)."""
     out = []
     part = ray is not None or partitions is not None
     for i, c in enumerate(sometimes_lines(program)):
-        factory = ModelFactory(WitnessModel, (program,), {"index": i, "ties": ties, "symmetry": symmetry})
+        factory = ModelFactory(WitnessModel, (program,), {"index": i, "ties": ties, "symmetry": symmetry,
+                                                          "reduce_ranks": reduce_ranks})
         r = check(factory, Settings(strategy="partitioned" if part else "bfs", max_states=max_states,
                                     max_depth=max_depth, time_limit=time_limit, check_deadlock=False,
                                     check_livelock=False, workers=workers, memory_limit=memory_limit, exact=exact,

@@ -161,6 +161,7 @@ def _with_witnesses(args, prog, result, make) -> int:
                                            max_states=args.max_states, max_depth=args.max_depth,
                                            time_limit=args.time_limit, workers=args.workers,
                                            memory_limit=memory_limit(args), exact=args.exact, progress=display,
+                                           reduce_ranks=reduce_ranks(args),
                                            **{k: v for k, v in cluster_kwargs(args).items()
                                               if k in ("ray", "partitions")})
     finally:

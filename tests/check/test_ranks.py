@@ -182,3 +182,20 @@ def test_cli_reduces_and_replays_with_the_flag(capsys):
     assert main(["explore", inst, "--no-symmetry", "--no-timing", "--reduce", "ranks", "--replay", path]) == 10
     assert capsys.readouterr().out.startswith("deadlock")
 
+
+
+def test_the_witness_searches_are_reduced_with_the_main_search():
+    """`check sometimes` lines are searched under the same reduction: the
+    same verdicts and witness lengths, and a line that never holds walks
+    the reduced graph (as many states as the main reduced search)."""
+    import serq
+
+    text = (ROOT / "instances" / "sometimes_preempt.sq").read_text() + "check sometimes free(kv) > 100;\n"
+    plain = serq.explore(text, symmetry=False)
+    red = serq.explore(text, symmetry=False, reduce="ranks")
+    assert red.distinct < plain.distinct
+    assert [(s.verdict, len(s.result.trace)) for s in red.sometimes] == \
+           [(s.verdict, len(s.result.trace)) for s in plain.sometimes]
+    assert red.sometimes[-1].verdict == plain.sometimes[-1].verdict == "never"
+    assert red.sometimes[-1].result.stats.distinct == red.distinct
+    assert plain.sometimes[-1].result.stats.distinct == plain.distinct
