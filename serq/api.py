@@ -227,6 +227,8 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
     visitor = _coverage_visitor(coverage, witness, workers)
     loaded, name = _load(source, explorer=True)
     require_sessions(loaded, name, "explore")
+    if checks and "sometimes" in checks and not Checks.of_program(loaded.program, checks).sometimes:
+        raise ValueError("checks: 'sometimes' selects the instance's `check sometimes` lines, and it has none")
     raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,
                  time_limit=time_limit, ties=ties, symmetry=symmetry, workers=workers, checks=checks,
                  graph_limit=graph_limit, memory_limit=limit, exact=exact, visitor=visitor,

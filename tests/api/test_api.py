@@ -147,6 +147,8 @@ def test_bad_input_is_the_commands_located_error(tmp_path):
     (serq.explore, {"memory": "4"}, "a memory size needs a unit"),
     (serq.explore, {"strategy": "bsf"}, "strategy is bfs or dfs"),
     (serq.explore, {"checks": ["deadlok"]}, "unknown property 'deadlok'"),
+    # vllm_chat has no `check sometimes` line: selecting them checks nothing, never a pass
+    (serq.explore, {"checks": ["sometimes"]}, "it has none"),
     (serq.run, {"horizon": 0}, "horizon must be a positive time"),
     (serq.run, {"horizon": [1]}, "horizon is a time"),
     (serq.run, {"max_steps": -5}, "max_steps must be non-negative"),
