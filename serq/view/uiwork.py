@@ -164,12 +164,33 @@ class Background:
         return seen
 
     def _run(self) -> None:
+        """Each step in turn; one that raises outside its own search (in
+        judging what the search found) fails what it left undecided, and
+        the next step still runs."""
+        steps = ((self._first, "the search"), (self._marks, "the point-of-no-return analysis"),
+                 (self._each, "the property searches"), (self._witnesses, "the witness search"))
         try:
-            self._first()
-            self._marks()
-            self._each()
+            for step, what in steps:
+                try:
+                    step()
+                except BaseException as e:  # supervised: said on the page, never a thread ended silently
+                    self._failed(what, e)
         finally:
             self.job, self.finished = None, True
+
+    def _failed(self, what: str, e: BaseException) -> None:
+        """What the step `what` left undecided is `failed`, with why."""
+        message = failure(what, e)
+        if what == "the search":
+            self.main_done.set()
+            if self.error is None:
+                self.violation, self.error = None, message
+        elif what == "the point-of-no-return analysis":
+            self.marks, self.marks_status, self.marks_message = None, "failed", message
+        else:  # the property searches, or the witness searches (the properties without `checks`)
+            for p in self.props:
+                if p.status in ("pending", "searching") and (p.checks is None) == (what == "the witness search"):
+                    p.status, p.message = "failed", message
 
     def _first(self) -> None:
         from serq.check.explore import explore
@@ -248,7 +269,6 @@ class Background:
                 p.status, p.message = "failed", failure(f"the search for {p.name}", e)
                 continue
             self._judge(p, r)
-        self._witnesses()
 
     def _judge(self, p: Prop, r) -> None:
         p.states = r.stats.distinct if r.stats is not None else None

@@ -309,3 +309,26 @@ def test_every_search_that_ends_abnormally_is_failed_and_the_work_goes_on(monkey
     html = c.get("/state/0").get_data(as_text=True)
     assert 'class="pst pst-failed" title="the search for livelock failed: SystemExit: 3"' in html
     assert c.get("/violation").status_code == 500
+
+
+def test_a_step_that_raises_after_its_search_fails_what_it_left_and_the_rest_runs(monkeypatch):
+    """Judging what the first search found raises (not the search itself):
+    the search is `failed` with its words, the analysis and each
+    property's own search still run."""
+    import serq.view.uiwork as uiwork
+
+    calls = [0]
+    real = uiwork.property_of
+
+    def judged(*a, **k):
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("cannot judge")
+        return real(*a, **k)
+
+    monkeypatch.setattr(uiwork, "property_of", judged)
+    ex, c = ui_client(str(INST / "self_preempt.sq"))
+    st = finished(ex)
+    assert st["search"] == {"status": "failed", "message": "the search failed: RuntimeError: cannot judge"}
+    assert st["marks"]["status"] == "complete" and st["done"] and st["job"] is None
+    assert {p["key"]: p["status"] for p in st["properties"]} == {"livelock": "fails", "invariant": "holds"}
