@@ -252,14 +252,18 @@ def test_a_failing_analysis_is_said_and_the_rest_still_runs(monkeypatch):
 
 
 def test_a_cut_graph_marks_only_what_it_knows():
-    ex, c = ui_client(TURN_PREFIX, graph_limit=20)
+    # 577 of the 597 states: runs complete deep in the graph, so a cut this late still shows some
+    ex, c = ui_client(TURN_PREFIX, graph_limit=577)
     st = finished(ex)
-    assert st["marks"]["status"] == "cut" and "cut by --graph-limit 20 at 20 states" in st["marks"]["message"]
+    assert st["marks"]["status"] == "cut" and "cut by --graph-limit 577 at 577 states" in st["marks"]["message"]
     prog = program(TURN_PREFIX)
     paths, good, _succ = brute(SerqModel(prog))
-    for fp, idx in list(paths.items())[:40]:
+    seen = set()
+    for fp, idx in paths.items():
         v = c.get("/api/state/" + "/".join(map(str, idx))).get_json()
         assert v["doom"] in ("completes", "unknown") and (v["doom"] == "unknown" or good[fp])
+        seen.add(v["doom"])
+    assert seen == {"completes", "unknown"}  # a cut graph says what it knows, and only that
 
 
 def test_the_start_button_and_the_status_endpoint_ask_its_own_page():
