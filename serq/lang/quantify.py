@@ -11,7 +11,7 @@ from __future__ import annotations
 from serq import ir
 from serq.diagnostics import similar
 from serq.ir.types import SESSION_FACTS
-from serq.ir.util import children
+from serq.ir.util import children, walk_expr
 from serq.vocab import Moment
 
 MAX_QUANT_DEPTH = 8  # quantifiers nested in one another (each takes two slots of the kernel's stack)
@@ -20,25 +20,13 @@ QUANT_FORMS = "`forall P x: ...`, `exists P x: ...` or `count(P x where ...)`"
 
 def uses_sessions(e: ir.Expr | None) -> bool:
     """Whether `e` holds a quantifier over sessions or reads a variable's session."""
-    stack = [e] if e is not None else []
-    while stack:
-        x = stack.pop()
-        if isinstance(x, (ir.Quant, ir.Of)):
-            return True
-        stack.extend(children(x))
-    return False
+    return any(isinstance(x, (ir.Quant, ir.Of)) for x in walk_expr(e))
 
 
 def reads_preempted(e: ir.Expr | None) -> bool:
     """Whether `e` reads `x.preempted` (the state must then keep each
     session's previous preemption position: serq.check.model)."""
-    stack = [e] if e is not None else []
-    while stack:
-        x = stack.pop()
-        if isinstance(x, ir.Of) and x.name == "preempted" and x.pool is None:
-            return True
-        stack.extend(children(x))
-    return False
+    return any(isinstance(x, ir.Of) and x.name == "preempted" and x.pool is None for x in walk_expr(e))
 
 
 def check_quantifiers(v, e: ir.Expr | None, m: Moment) -> dict[int, str | None]:
