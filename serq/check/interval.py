@@ -272,7 +272,7 @@ class Bounds:
     lower: float
     upper: float | None  # None: no upper bound proven
     sweeps: int
-    within: bool  # every component stopped within EPSILON
+    within: bool  # the answer's interval is within EPSILON (relative for a sum above 1) and every sweep stopped
     subjects: Any = None  # the expected subjects under the lower iteration's scheduler (not proven)
     infinite: bool = False
 
@@ -357,7 +357,8 @@ def reach(m: Mdp, target, maximize: bool, order=None, preds=None) -> Bounds:
             sweeps = max(sweeps, k)
         if width > EPSILON + w_in and cyclic:
             within = False
-    return Bounds(L[0], U[0], sweeps, within)
+    # the answer's own width: each component stops within EPSILON of what it leaves, and widths add up along a chain
+    return Bounds(L[0], U[0], sweeps, within and U[0] - L[0] <= EPSILON)
 
 
 # ---------------------------------------------------------------- expected sums
@@ -449,7 +450,8 @@ def expect(m: Mdp, maximize: bool, order=None, preds=None, subjects: bool = True
         if cyclic:
             sweeps = max(sweeps, k)
     upper = _certify(m, V, live, maximize, calm, comps)
-    return Bounds(V[0], upper, sweeps, within and upper is not None, D[0] if subjects else None)
+    within = within and upper is not None and upper - V[0] <= EPSILON * max(1.0, abs(V[0]))  # the answer's width
+    return Bounds(V[0], upper, sweeps, within, D[0] if subjects else None)
 
 
 def _certify(m: Mdp, L, live, maximize: bool, calm, comps) -> float | None:

@@ -219,7 +219,10 @@ def method_text(r: ProbResult) -> str:
         if any(a.per != "run" for a in r.answers if a.event is None):
             out += ("; a mean per request or session divides these bounds by the expected subjects under the "
                     "scheduler the lower iteration settles on (an estimate, not proven)")
-    if not all(a.within for a in r.answers):
+    unbounded = [a for a in r.answers if a.event is None and None in (a.best_bounds[1], a.worst_bounds[1])]
+    if unbounded:  # (a sum proven infinite has the upper bound inf, not None)
+        out += "; where no upper bound is proven, the lower bound alone is given"
+    if not all(a.within for a in r.answers if a not in unbounded):
         out += f"; an interval wider than {EPSILON:g} is still proven"
     return out
 
