@@ -227,6 +227,14 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
     visitor = _coverage_visitor(coverage, witness, workers)
     loaded, name = _load(source, explorer=True)
     require_sessions(loaded, name, "explore")
+    if reduce == "ranks":
+        from serq.semantics.ranks import seq_reader
+
+        if (reader := seq_reader(loaded.program)) is not None:  # said, as serq explore says it
+            import warnings
+
+            warnings.warn(f"reduce='ranks' reduces nothing here: {reader} reads a sequence number, so every rank "
+                          "is kept", stacklevel=2)
     if checks and "sometimes" in checks and not Checks.of_program(loaded.program, checks).sometimes:
         raise ValueError("checks: 'sometimes' selects the instance's `check sometimes` lines, and it has none")
     raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,

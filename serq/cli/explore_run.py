@@ -78,6 +78,7 @@ def cmd_explore(args) -> int:
     refuse_for_slo(args, checks)  # a bad `--check ttft<=x` is E012 here
     refuse_for_sometimes(args, prog, checks)
     refuse_for_liveness(args, prog, checks)
+    warn_unreduced(args, prog)
     if args.replay:
         return _replay(args, prog)
     if args.worst is not None:
@@ -119,6 +120,16 @@ def cmd_explore(args) -> int:
         return _with_witnesses(args, prog, result, make)
     write_timeline(args, make, result)
     return print_result(result, args, make)
+
+
+def warn_unreduced(args, prog) -> None:
+    """`--reduce ranks` where an order key reads a sequence number reduces
+    nothing: said, never a silent unreduced search."""
+    from serq.semantics.ranks import seq_reader
+
+    if reduce_ranks(args) and (reader := seq_reader(prog)) is not None:
+        print(f"warning: --reduce ranks reduces nothing here: {reader} reads a sequence number (arrived, "
+              "admitted, released or last), so every rank is kept", file=sys.stderr)
 
 
 def reduce_ranks(args) -> bool:

@@ -77,12 +77,19 @@ def stale_acquires(sp: ir.SessionProgram) -> set[int]:
     return {i for i in seen if states[i].kind == "acquire"}
 
 
+def seq_reader(program: ir.Program) -> str | None:
+    """The first order whose declared keys read a sequence number (then
+    nothing is reduced: `rank_flags` is 0), in words; None if none does."""
+    named = [(o, f"pool {p.name}'s {k} order") for p in program.pools
+             for k, o in (("queue", p.queue), ("victim", p.victim), ("evict", p.evict))]
+    named += [(s.serve, f"stage {s.name}'s serve order") for s in program.stages]
+    return next((words for o, words in named if _reads_seq(o)), None)
+
+
 def rank_flags(program: ir.Program) -> int:
     """The RK_* bits of an instance (see the module's text)."""
     pools, stages = program.pools, program.stages
-    orders = [p.queue for p in pools] + [p.victim for p in pools] + [p.evict for p in pools] + \
-        [s.serve for s in stages]
-    if any(_reads_seq(o) for o in orders):
+    if seq_reader(program) is not None:
         return 0
     runs_in_holds = all(_in_hold(sp, st.scope) for sp in program.sessions for st in sp.states if st.kind == "run")
     queue_adm = any(p.queue.tie.event == "admitted" for p in pools)

@@ -205,3 +205,23 @@ def test_the_witness_searches_are_reduced_with_the_main_search():
     assert red.sometimes[-1].verdict == plain.sometimes[-1].verdict == "never"
     assert red.sometimes[-1].result.stats.distinct == red.distinct
     assert plain.sometimes[-1].result.stats.distinct == plain.distinct
+
+
+def test_a_reduction_that_reduces_nothing_is_said(tmp_path, capsys):
+    from serq.cli import main
+
+    inst = tmp_path / "seq.sq"
+    inst.write_text(chat(serve="(arrived + g)"))
+    main(["explore", str(inst), "--no-symmetry", "--no-timing", "--reduce", "ranks", "-q"])
+    err = capsys.readouterr().err
+    assert "warning: --reduce ranks reduces nothing here: stage gpu's serve order reads a sequence number" in err
+    inst.write_text(chat())
+    main(["explore", str(inst), "--no-symmetry", "--no-timing", "--reduce", "ranks", "-q"])
+    assert "--reduce ranks" not in capsys.readouterr().err
+
+
+def test_the_library_warns_as_the_command_does():
+    import serq
+
+    with pytest.warns(UserWarning, match="reduce='ranks' reduces nothing here: stage gpu's serve order"):
+        serq.explore(chat(serve="(arrived + g)"), symmetry=False, reduce="ranks")
