@@ -33,7 +33,8 @@ from typing import Any, NamedTuple
 
 from serq import ir
 from serq.check.product import OverSerq
-from serq.check.worst import METRICS, Counter, Metric, MetricError, parse_metric, request_starts
+from serq.check.requests import ends_request, request_starts
+from serq.check.worst import METRICS, Counter, Metric, MetricError, parse_metric
 from serq.diagnostics import did_you_mean
 from serq.semantics.events import first_token as is_first_token
 
@@ -231,7 +232,7 @@ def subjects(metric: Metric, phases, events) -> int:
         open_ = {sid for sid, p in enumerate(phases) if p == 1} | started
         if metric.name.startswith("ttft"):
             return len({e.sid for e in events if is_first_token(e) and e.sid in open_})
-        return len({e.sid for e in events if e.kind in ("at_turn", "end") and e.sid in open_})
+        return len({e.sid for e in events if ends_request(e, False) and e.sid in open_})
     if metric.per_session:
         return sum(1 for e in events if e.kind == "spawn")
     return 0
