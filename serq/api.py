@@ -525,6 +525,8 @@ class Differed:
     states = property(lambda self: self.raw.states, doc="the joint states explored")
     worst = property(lambda self: self.raw.worst, doc="with `worst`: serq.check.diffworst.WorstDiff")
     notes = property(lambda self: list(self.raw.notes))
+    warnings = property(lambda self: list(self.raw.warnings[0]) + list(self.raw.warnings[1]),
+                        doc="each variant's warnings (W515: a `check eventually` the joint search does not compare)")
 
     @property
     def same(self) -> bool:
@@ -561,7 +563,7 @@ def diff(a, b, *, ties: str = "seq", checks=None, max_states: int | None = None,
     """Explore two variants of one instance over the same arrivals, ties
     and drawn values (`serq diff a b`); `worst` names a metric as `--worst`
     does. Variants that cannot be matched raise serq.SerqError (E028)."""
-    from serq.check.diff import diff as run_diff
+    from serq.check.diff import diff as run_diff, not_compared
     from serq.check.diffmatch import match
     from serq.check.worst import MetricError, parse_metric
     from serq.lang.load import require_sessions
@@ -582,4 +584,5 @@ def diff(a, b, *, ties: str = "seq", checks=None, max_states: int | None = None,
                 raise ValueError(f"worst: {e}") from None
     raw = run_diff(la.program, lb.program, (na, nb), ties=ties, checks=checks, max_states=max_states,
                    time_limit=time_limit, memory_limit=limit, worst=worst)
+    raw.warnings = tuple(tuple(one.warnings) + tuple(not_compared(one.program)) for one in (la, lb))
     return Differed(raw, (na, nb))

@@ -279,6 +279,7 @@ class DiffResult:
     worst: Any = None  # serq.check.diffworst.WorstDiff
     notes: list = field(default_factory=list)
     checks: list | None = None  # --check, when given
+    warnings: tuple = ((), ())  # each variant's warnings (its instance's, and W515: `not_compared`)
 
     @property
     def verdict(self) -> str:
@@ -443,3 +444,15 @@ def worst_diff(sides, metric_text: str, *, max_states=None, time_limit=None, mem
         trace = follow(dm, path[0][1], [(g.fps[v], ai) for v, ai in path[1:]])
         found.append(best[d] + (trace,))
     return WorstDiff(acc.metric, alone, tuple(found), len(g), g.complete, g.bound_reason)
+
+
+def not_compared(program) -> list:
+    """W515 at each `check eventually` line: the joint search compares
+    deadlocks, livelocks and violations on one environment, not
+    starvation (each variant's own verdict, printed, has it)."""
+    from serq.diagnostics import Diagnostic
+
+    return [Diagnostic(c.at[0], c.at[1], "W515", f"serq diff does not compare `check eventually {c.metric}`: its "
+                       "joint search compares deadlocks, livelocks and violations; each variant's own verdict "
+                       "has it", "warning", program.source, (), len(c.metric or " "))
+            for c in program.checks if c.kind == "eventually" and c.at]

@@ -169,6 +169,8 @@ def steps_json(r: DiffResult, trace) -> list[dict]:
 
 
 def render_json(r: DiffResult) -> dict:
+    from serq.formats import warnings_data
+
     out = {
         "format": FORMAT, "version": VERSION, "verdict": r.verdict, "exit_code": r.exit_code,
         "text": headline(r), "files": {SIDES[x]: r.files[x] for x in (0, 1)},
@@ -176,6 +178,7 @@ def render_json(r: DiffResult) -> dict:
                                 "states": r.verdicts[x][2]} for x in (0, 1)},
         "ties": r.ties, "states": r.states, "complete": r.complete, "bound_reason": r.bound_reason,
         "notes": list(r.notes),
+        "warnings": {SIDES[x]: warnings_data(r.warnings[x]) for x in (0, 1)},
         "differences": [{"fails": SIDES[w.fails], "completes": SIDES[1 - w.fails], "how": w.how,
                          "message": w.message, "text": witness_head(r, w), "lasso_start": w.lasso_start,
                          "diagnosis": list(w.diagnosis),

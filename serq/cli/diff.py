@@ -42,7 +42,7 @@ def register(sub) -> None:
 
 
 def cmd_diff(args) -> int:
-    from serq.check.diff import diff
+    from serq.check.diff import diff, not_compared
     from serq.check.diffmatch import match
     from serq.check.diffreport import render_json, render_text
     from serq.check.worst import MetricError, parse_metric
@@ -74,6 +74,7 @@ def cmd_diff(args) -> int:
         need("jinja2", "serq diff --html")
     r = diff(pa, pb, (args.a, args.b), ties=args.ties, checks=args.check, max_states=args.max_states,
              time_limit=args.time_limit, memory_limit=memory_limit(args), worst=args.worst)
+    r.warnings = (tuple(loaded[0].warnings), tuple(loaded[1].warnings))  # in --json too
     if args.html:
         from serq.view import write_page
         from serq.view.diffpage import diff_page
@@ -84,16 +85,3 @@ def cmd_diff(args) -> int:
     else:
         sys.stdout.write(render_text(r))
     return r.exit_code
-
-
-def not_compared(program) -> list:
-    """W515 at each `check eventually` line: the joint search compares
-    deadlocks, livelocks and violations on one environment, not
-    starvation (each variant's own verdict, printed, has it)."""
-    from serq.diagnostics import Diagnostic
-
-    return [Diagnostic(c.at[0], c.at[1], "W515", f"serq diff does not compare `check eventually {c.metric}`: its "
-                       "joint search compares deadlocks, livelocks and violations; each variant's own verdict "
-                       "has it", "warning", program.source, (), len(c.metric or " "))
-            for c in program.checks if c.kind == "eventually" and c.at]
-

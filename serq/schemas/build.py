@@ -298,7 +298,7 @@ def diff() -> dict:
     keys = {**head(formats.DIFF), "verdict": {"enum": ["same", "differ", "bound", "interrupted"]}, "exit_code": INT,
             "text": STR, "files": side(STR), "verdicts": side(obj({"verdict": STR, "message": STR, "states": INT})),
             "ties": {"enum": ["seq", "all"]}, "states": INT, "complete": BOOL, "bound_reason": opt(STR),
-            "notes": arr(STR), "differences": arr(difference)}
+            "notes": arr(STR), "warnings": side(arr(ref("warning"))), "differences": arr(difference)}
     return obj(keys, {"worst": worst_})
 
 

@@ -204,6 +204,17 @@ def test_simulation_and_diff_say_they_do_not_check_it(capsys, tmp_path):
     main(["diff", str(STARVED), str(b)])
     err = capsys.readouterr().err
     assert "starved_large.sq:43:18: warning[W515]: serq diff does not compare `check eventually admitted`" in err
+    # --json prints nothing on stderr: the warnings are in the data, each variant's; the library has them too
+    import json
+
+    import serq
+
+    main(["diff", str(STARVED), str(b), "--json"])
+    out, err = capsys.readouterr()
+    w = json.loads(out)["warnings"]
+    assert [(x["code"], x["line"]) for x in w["a"]] == [("W515", 43)] and [x["code"] for x in w["b"]] == ["W515"]
+    assert "W515" not in err
+    assert [x.code for x in serq.diff(str(STARVED), str(b)).warnings] == ["W515", "W515"]
 
 
 def test_library_refuses_liveness_beside_a_per_request_slo():
