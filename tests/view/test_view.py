@@ -229,8 +229,9 @@ def test_sim_page_is_byte_stable_and_shows_the_report(tmp_path, capsys):
         pages.append(out.read_text())
     assert pages[0] == pages[1]
     html = pages[0]
-    report = json.loads(subprocess.run([sys.executable, "-m", "serq", "run", str(INST / "vllm_chat.sq"), "--seed", "3",
-                                        "--json"], cwd=ROOT, capture_output=True, text=True).stdout)
+    capsys.readouterr()
+    assert main(["run", str(INST / "vllm_chat.sq"), "--seed", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
     assert f"stopped: {report['stopped']}" in html
     for pid in ("plot-pool-0", "plot-busy", "plot-latency"):
         assert f'id="{pid}"' in html
