@@ -127,6 +127,13 @@ def serq_ui(inst, *args):
     assert proc.returncode == 0 and "Traceback" not in proc.err, proc.err
 
 
+def another_hash_seed() -> str:
+    """A PYTHONHASHSEED other than this process's (which is random unless
+    the environment fixes it): a subprocess with it hashes strings apart
+    from this process, for the tests that compare output across the two."""
+    return "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+
+
 def per_request_slo(path) -> bool:
     """Whether an instance file checks a per-request SLO (`check ttft <= 3;`):
     it is explored over a model without rows (serq/check/slo.py)."""
