@@ -1,5 +1,6 @@
 """Instance texts and helpers shared by several test files."""
 
+import functools
 import os
 import re
 import signal
@@ -127,23 +128,36 @@ def serq_ui(inst, *args):
     assert proc.returncode == 0 and "Traceback" not in proc.err, proc.err
 
 
+def another_hash_seed() -> str:
+    """A PYTHONHASHSEED other than this process's (which is random unless
+    the environment fixes it): a subprocess with it hashes strings apart
+    from this process, for the tests that compare output across the two."""
+    return "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+
+
 def per_request_slo(path) -> bool:
     """Whether an instance file checks a per-request SLO (`check ttft <= 3;`):
     it is explored over a model without rows (serq/check/slo.py)."""
     from serq.check.model import Checks
     from serq.check.slo import needs_product
-    from serq.lang.load import load_path
 
-    return needs_product(Checks.of_program(load_path(path, explorer=True).program))
+    return needs_product(Checks.of_program(_explorer_program(str(path))))
 
 
 def liveness(path) -> bool:
     """Whether an instance file has a `check eventually` line: looked for
     by one process on the whole graph (serq/check/liveness.py), refused
     with partitions, Ray, workers and swarms."""
+    return any(c.kind == "eventually" for c in _explorer_program(str(path)).checks)
+
+
+@functools.cache
+def _explorer_program(path: str):
+    """An instance file loaded for the explorer, once per process (the
+    lists of parameters above read every instance, in several files)."""
     from serq.lang.load import load_path
 
-    return any(c.kind == "eventually" for c in load_path(path, explorer=True).program.checks)
+    return load_path(path, explorer=True).program
 
 # two chats of two turns on a shared prefix, with preemption (tests of `check sometimes` and quantifiers)
 PREFIX_CHAT = """

@@ -104,13 +104,26 @@ def step(m: Model, bounds: dict, req: dict, redo: dict, action, events, nxt):
     return req, redo, bad
 
 
+_MODELS: dict[int, tuple] = {}
+
+
+def _model(prog) -> tuple[Model, dict]:
+    """The program's model and its transitions met so far (state ->
+    `Model.transitions`), kept for every brute force of the same program:
+    a test asks for several bounds of one instance, and the step function
+    gives a state the same transitions each time."""
+    got = _MODELS.get(id(prog))
+    if got is None or got[0] is not prog:  # (the program is held here: its id is not reused)
+        got = _MODELS[id(prog)] = (prog, Model(prog), {})
+    return got[1], got[2]
+
+
 def shortest_violation(prog, bounds: dict, max_depth: int = 40, max_paths: int = 3_000_000) -> int | None:
     """The fewest steps of a path on which some request's count passes its
     bound, or None when no path of at most `max_depth` steps has one
     (every path, when the instance has none longer). Paths are cut at
     `max_depth` and, once a violation is known, at its depth."""
-    m = Model(prog)
-    memo: dict = {}
+    m, memo = _model(prog)
 
     def transitions(s):
         if s not in memo:

@@ -61,7 +61,7 @@ def test_explore_interrupted(tmp_path, sig, flags):
     p = _start(tmp_path, "explore", "--progress", *flags)
 
     def ready():
-        _progress_lines(p, 2)
+        _progress_lines(p, 1)  # the search loop is under way (its first line comes after a second of it)
         return children(p.pid)  # worker processes, if any (serq models expand on threads)
 
     kids, out, err = _interrupt(p, sig, ready)

@@ -2,6 +2,8 @@
 available) and a `MemoryError` end a search with the verdict "bound"
 (reason "memory", exit 13) and the statistics so far."""
 
+import contextlib
+import io
 import resource
 import subprocess
 import sys
@@ -21,8 +23,10 @@ def _warm(*args):
     compiled kernel is in numba's cache before a child under `ulimit -v`
     loads it: compiling it (once per install, on a clean machine) needs
     more memory than the limits below leave, and LLVM aborts the process
-    when an allocation fails (SIGABRT, not a MemoryError)."""
-    subprocess.run([sys.executable, "-m", "serq", *args], cwd=ROOT, capture_output=True, timeout=900)
+    when an allocation fails (SIGABRT, not a MemoryError). Run in this
+    process: the cache is the same, without an interpreter's start-up."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        main(list(args))
 
 
 def test_parse_size():

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from serq.cli import main
-from serq.lang.fmt import format_path
 from serq.lang.load import load_text
 from serq.oracle import venv as oracle_venv
 from serq.oracle.compare import agree
@@ -57,19 +56,6 @@ def test_follow_up_prompt_is_the_conversation_so_far():
 def test_bad_scenarios_say_what_is_wrong(bad, msg):
     with pytest.raises(ScenarioError, match=msg.replace("(", r"\(").replace(")", r"\)")):
         check_scenario(sc(**bad))
-
-
-@pytest.mark.parametrize("p", sorted(DIR.glob("*.json")), ids=lambda p: p.stem)
-def test_converted_instance_loads_names_every_request_and_is_canonical(tmp_path, p):
-    s = check_scenario(json.loads(p.read_text()), p.stem)
-    conv = convert(s, p.stem)
-    loaded = load_text(conv.text, p.stem + ".sq")
-    # the priority policy's queue is on seqs, where its holds wait: kv's own is ignored, as W503 says
-    assert all(d.code == "W503" and s.get("policy") == "priority" for d in loaded.warnings)
-    assert set(conv.labels) == {r["id"] for r in s["requests"]}
-    f = tmp_path / f"{p.stem}.sq"
-    f.write_text(conv.text)
-    assert format_path(str(f)) == conv.text, p.stem
 
 
 def test_shared_prompts_become_prefix_declarations_chained_as_vllm_hashes_blocks():

@@ -305,7 +305,8 @@ def test_differential_against_unbounded_integers():
 @pytest.mark.skipif(PLAIN, reason="this test runs the others under NUMBA_DISABLE_JIT")
 def test_the_plain_python_kernel_agrees():
     env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    p = subprocess.run([sys.executable, "-m", "pytest", __file__, "-q", "-x", "-p", "no:cacheprovider",
+    # in one process (`-n 0`): pyproject's `-n auto` would start a worker per core for a few tests
+    p = subprocess.run([sys.executable, "-m", "pytest", __file__, "-q", "-x", "-p", "no:cacheprovider", "-n", "0",
                         "-k", "edges or differential or run_time or kernel_keeps"],
                        capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

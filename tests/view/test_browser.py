@@ -13,11 +13,12 @@ the install command of README.md must have brought both.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -83,7 +84,15 @@ def shot(pg, name: str) -> Path:
 
 
 def serq(*argv, check_code=None) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "serq", *argv], cwd=ROOT, capture_output=True, text=True)
+    """A command's exit code and output, run by the CLI's entry in this
+    process (these tests read what it writes, not how its process behaves:
+    tests/cli/ has those)."""
+    from serq.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in argv])
+    r = subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
     if check_code is not None:
         assert r.returncode == check_code, r.stderr
     return r

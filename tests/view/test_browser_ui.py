@@ -11,9 +11,20 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from tests.fixtures import serq_ui
 from tests.view.test_browser import INST, browser, page, serq, shot  # noqa: F401 (fixtures)
 from tests.view.test_ui_marks import TURN_PREFIX
+
+
+@pytest.fixture(scope="module")
+def chat_ui():
+    """One `serq ui` of instances/multiturn_chat.sq (no search: what the
+    tests below read of it does not change) for the tests that only browse
+    it; each test has a browser context, so a tab, of its own."""
+    with serq_ui(INST / "multiturn_chat.sq") as (_proc, url, _port):
+        yield url
 
 
 def wait_done(pg, url: str, seconds: float = 180) -> dict:
@@ -107,40 +118,39 @@ def test_actions_show_their_successor_and_its_marks(page, tmp_path):  # noqa: F8
         assert page.inner_text("#path") == "0/0/0"
 
 
-def test_keys_choose_follow_go_back_and_home(page):  # noqa: F811
-    inst = INST / "multiturn_chat.sq"
-    with serq_ui(inst) as (_proc, url, _port):
-        page.goto(url)
-        page.keyboard.press("0")
-        page.wait_for_url(url + "state/0/0")
-        n = page.locator("#actions li[data-index]").count()
-        assert n >= 2 and page.get_attribute("#actions li.sel", "data-index") == "0"
-        page.keyboard.press("ArrowDown")
-        assert page.get_attribute("#actions li.sel", "data-index") == "1"
-        page.keyboard.press("ArrowUp")
-        page.keyboard.press("ArrowDown")
-        page.keyboard.press("Enter")
-        page.wait_for_url(url + "state/0/0/1")
-        page.keyboard.press("1")  # one digit is the whole number when the actions are fewer than 10
-        page.wait_for_url(url + "state/0/0/1/1")
-        page.keyboard.press("Backspace")
-        page.wait_for_url(url + "state/0/0/1")
-        page.keyboard.press("ArrowLeft")
-        page.wait_for_url(url + "state/0/0")
-        page.keyboard.press("ArrowRight")  # follows the selected action, the first
-        page.wait_for_url(url + "state/0/0/0")
-        # a number past the last action does nothing; typing in the jump field is typing
-        page.keyboard.press("9")
-        assert page.url == url + "state/0/0/0"
-        page.click("#go-path")
-        page.keyboard.press("End")
-        page.keyboard.type("/0")
-        assert page.url == url + "state/0/0/0" and page.input_value("#go-path") == "0/0/0/0"
-        page.keyboard.press("Enter")  # the form's own Enter: the jump
-        page.wait_for_url(url + "state/0/0/0/0")
-        page.locator("h1").click()
-        page.keyboard.press("Home")
-        page.wait_for_url(url + "state/0")
+def test_keys_choose_follow_go_back_and_home(page, chat_ui):  # noqa: F811
+    url = chat_ui
+    page.goto(url)
+    page.keyboard.press("0")
+    page.wait_for_url(url + "state/0/0")
+    n = page.locator("#actions li[data-index]").count()
+    assert n >= 2 and page.get_attribute("#actions li.sel", "data-index") == "0"
+    page.keyboard.press("ArrowDown")
+    assert page.get_attribute("#actions li.sel", "data-index") == "1"
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_url(url + "state/0/0/1")
+    page.keyboard.press("1")  # one digit is the whole number when the actions are fewer than 10
+    page.wait_for_url(url + "state/0/0/1/1")
+    page.keyboard.press("Backspace")
+    page.wait_for_url(url + "state/0/0/1")
+    page.keyboard.press("ArrowLeft")
+    page.wait_for_url(url + "state/0/0")
+    page.keyboard.press("ArrowRight")  # follows the selected action, the first
+    page.wait_for_url(url + "state/0/0/0")
+    # a number past the last action does nothing; typing in the jump field is typing
+    page.keyboard.press("9")
+    assert page.url == url + "state/0/0/0"
+    page.click("#go-path")
+    page.keyboard.press("End")
+    page.keyboard.type("/0")
+    assert page.url == url + "state/0/0/0" and page.input_value("#go-path") == "0/0/0/0"
+    page.keyboard.press("Enter")  # the form's own Enter: the jump
+    page.wait_for_url(url + "state/0/0/0/0")
+    page.locator("h1").click()
+    page.keyboard.press("Home")
+    page.wait_for_url(url + "state/0")
 
 
 def test_keys_take_a_two_digit_action(page, tmp_path):  # noqa: F811
@@ -169,65 +179,63 @@ workload { 1 x s; }
         page.wait_for_url(url + "state/0/1")
 
 
-def test_the_last_steps_change_is_highlighted(page):  # noqa: F811
-    inst = str(INST / "multiturn_chat.sq")
-    with serq_ui(inst) as (_proc, url, _port):
-        page.goto(url + "state/0/0/0")
-        before = {r.get_attribute("data-session"): r.locator("td.mono").inner_text()
-                  for r in page.locator("#sessions tr[data-session]").all()}
-        pools_before = {r.get_attribute("data-pool"): r.locator("td").all_inner_texts()
-                        for r in page.locator("#pools tr[data-pool]").all()}
-        page.click('#actions a[data-index="0"]')
-        path = "0/0/0/0"
-        assert page.inner_text("#path") == path
-        replayed = json.loads(serq("explore", inst, "--replay", path, "--json").stdout)["trace"][-1]
-        assert page.locator("#change li").all_inner_texts() == replayed["diff"]
-        changed = page.locator("#sessions tr.changed")
-        assert changed.count() >= 1
-        for r in page.locator("#sessions tr[data-session]").all():
-            name, text = r.get_attribute("data-session"), r.locator("td.mono").inner_text()
-            assert ("changed" in (r.get_attribute("class") or "")) == (before.get(name) != text)
-        for r in changed.all():
-            assert r.get_attribute("title") == f"before: {before[r.get_attribute('data-session')]}"
-            bg = r.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor")
-            assert bg == "rgb(255, 243, 191)"
-        cells = ("allocated", "cached", "free")
-        for r in page.locator("#pools tr[data-pool]").all():
-            was = pools_before[r.get_attribute("data-pool")]
-            for k, key in enumerate(cells, start=1):
-                cell = r.locator(f'td[data-cell="{key}"]')
-                assert ("changed" in cell.get_attribute("class")) == (cell.inner_text() != was[k])
-        shot(page, "ui_change")
+def test_the_last_steps_change_is_highlighted(page, chat_ui):  # noqa: F811
+    inst, url = str(INST / "multiturn_chat.sq"), chat_ui
+    page.goto(url + "state/0/0/0")
+    before = {r.get_attribute("data-session"): r.locator("td.mono").inner_text()
+              for r in page.locator("#sessions tr[data-session]").all()}
+    pools_before = {r.get_attribute("data-pool"): r.locator("td").all_inner_texts()
+                    for r in page.locator("#pools tr[data-pool]").all()}
+    page.click('#actions a[data-index="0"]')
+    path = "0/0/0/0"
+    assert page.inner_text("#path") == path
+    replayed = json.loads(serq("explore", inst, "--replay", path, "--json").stdout)["trace"][-1]
+    assert page.locator("#change li").all_inner_texts() == replayed["diff"]
+    changed = page.locator("#sessions tr.changed")
+    assert changed.count() >= 1
+    for r in page.locator("#sessions tr[data-session]").all():
+        name, text = r.get_attribute("data-session"), r.locator("td.mono").inner_text()
+        assert ("changed" in (r.get_attribute("class") or "")) == (before.get(name) != text)
+    for r in changed.all():
+        assert r.get_attribute("title") == f"before: {before[r.get_attribute('data-session')]}"
+        bg = r.locator("td").first.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert bg == "rgb(255, 243, 191)"
+    cells = ("allocated", "cached", "free")
+    for r in page.locator("#pools tr[data-pool]").all():
+        was = pools_before[r.get_attribute("data-pool")]
+        for k, key in enumerate(cells, start=1):
+            cell = r.locator(f'td[data-cell="{key}"]')
+            assert ("changed" in cell.get_attribute("class")) == (cell.inner_text() != was[k])
+    shot(page, "ui_change")
 
 
-def test_actions_to_states_seen_in_this_tab_are_marked(page):  # noqa: F811
+def test_actions_to_states_seen_in_this_tab_are_marked(page, chat_ui):  # noqa: F811
     """A successor this tab has shown, by any path, is marked `seen` and
     links to where it was seen; one on the path is `visited` instead."""
-    inst = INST / "multiturn_chat.sq"
-    with serq_ui(inst) as (_proc, url, _port):
-        # two different paths to one state: the first seen by the person, then reached from the other side
-        fps: dict[str, str] = {}
-        pair = None
-        for first in api(page, url, "0")["actions"]:
-            for a in api(page, url, f"0/{first['index']}")["actions"]:
-                path = f"0/{first['index']}/{a['index']}"
-                if a["fingerprint"] in fps and pair is None:
-                    pair = (fps[a["fingerprint"]], path)
-                fps.setdefault(a["fingerprint"], path)
-        assert pair is not None, "no state reached by two paths"
-        seen_path, other = pair
-        page.goto(url + "state/0")
-        assert page.locator(".mark.seen").count() == 0
-        page.goto(f"{url}state/{seen_path}")
-        parent, last = other.rsplit("/", 1)
-        page.goto(f"{url}state/{parent}")
-        mark = page.locator(f'#actions li[data-index="{last}"] .mark.seen')
-        assert mark.inner_text() == "\u25e6 seen" and mark.get_attribute("href") == f"/state/{seen_path}"
-        # only the actions whose successor was shown are marked
-        shown = {seen_path, "0", parent}
-        for li in page.locator("#actions li[data-index]").all():
-            target = f"{parent}/{li.get_attribute('data-index')}"
-            want = fps.get(li.get_attribute("data-fp")) in shown or target in shown
-            assert li.locator(".mark.seen").count() == int(want and li.locator(".mark.visited").count() == 0)
-        mark.click()
-        assert page.inner_text("#path") == seen_path
+    url = chat_ui
+    # two different paths to one state: the first seen by the person, then reached from the other side
+    fps: dict[str, str] = {}
+    pair = None
+    for first in api(page, url, "0")["actions"]:
+        for a in api(page, url, f"0/{first['index']}")["actions"]:
+            path = f"0/{first['index']}/{a['index']}"
+            if a["fingerprint"] in fps and pair is None:
+                pair = (fps[a["fingerprint"]], path)
+            fps.setdefault(a["fingerprint"], path)
+    assert pair is not None, "no state reached by two paths"
+    seen_path, other = pair
+    page.goto(url + "state/0")
+    assert page.locator(".mark.seen").count() == 0
+    page.goto(f"{url}state/{seen_path}")
+    parent, last = other.rsplit("/", 1)
+    page.goto(f"{url}state/{parent}")
+    mark = page.locator(f'#actions li[data-index="{last}"] .mark.seen')
+    assert mark.inner_text() == "\u25e6 seen" and mark.get_attribute("href") == f"/state/{seen_path}"
+    # only the actions whose successor was shown are marked
+    shown = {seen_path, "0", parent}
+    for li in page.locator("#actions li[data-index]").all():
+        target = f"{parent}/{li.get_attribute('data-index')}"
+        want = fps.get(li.get_attribute("data-fp")) in shown or target in shown
+        assert li.locator(".mark.seen").count() == int(want and li.locator(".mark.visited").count() == 0)
+    mark.click()
+    assert page.inner_text("#path") == seen_path

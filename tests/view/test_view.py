@@ -116,14 +116,16 @@ def test_a_pass_has_a_page_without_a_timeline(tmp_path, capsys):
 
 
 def test_timeline_page_is_byte_stable_across_processes(tmp_path):
-    """Same trace, two processes with different hash seeds: same bytes."""
-    pages = []
-    for seed in ("1", "2"):
-        out = tmp_path / f"t{seed}.html"
-        env = {**os.environ, "PYTHONHASHSEED": seed}
-        subprocess.run([sys.executable, "-m", "serq", "explore", str(INST / "self_preempt.sq"), "-q",
-                        "--html", str(out)], cwd=ROOT, env=env, check=False, capture_output=True)
-        pages.append(out.read_bytes())
+    """Same trace, two processes with different hash seeds (this one and
+    another): same bytes."""
+    from tests.fixtures import another_hash_seed
+
+    argv = ["explore", str(INST / "self_preempt.sq"), "-q", "--html"]
+    env = {**os.environ, "PYTHONHASHSEED": another_hash_seed()}
+    subprocess.run([sys.executable, "-m", "serq", *argv, str(tmp_path / "t1.html")], cwd=ROOT, env=env, check=False,
+                   capture_output=True)
+    main([*argv, str(tmp_path / "t2.html")])
+    pages = [(tmp_path / f"t{k}.html").read_bytes() for k in (1, 2)]
     assert pages[0] == pages[1] and b"long#1" in pages[0]
 
 
@@ -229,8 +231,9 @@ def test_sim_page_is_byte_stable_and_shows_the_report(tmp_path, capsys):
         pages.append(out.read_text())
     assert pages[0] == pages[1]
     html = pages[0]
-    report = json.loads(subprocess.run([sys.executable, "-m", "serq", "run", str(INST / "vllm_chat.sq"), "--seed", "3",
-                                        "--json"], cwd=ROOT, capture_output=True, text=True).stdout)
+    capsys.readouterr()
+    assert main(["run", str(INST / "vllm_chat.sq"), "--seed", "3", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
     assert f"stopped: {report['stopped']}" in html
     for pid in ("plot-pool-0", "plot-busy", "plot-latency"):
         assert f'id="{pid}"' in html
