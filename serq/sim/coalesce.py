@@ -274,31 +274,19 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     if kmax < 2:
         return None
     # walk the iterations: budget, cost, time limits
-    has_budget = m.stages[si].budget is not None
-    cost_memo: dict[int, int] = {}
-    budget_memo: dict[int, object] = {}
+    ev = _shape_eval(m, si)
     costs: list[int] = []
     kvb = kvb0
     t = now
     for j in range(kmax):
         if j >= 1 and t_next is not None and t >= t_next:
             break
-        if has_budget:
-            if kvb not in budget_memo:
-                try:
-                    budget_memo[kvb] = m.engine.eval_stage(si, "budget", {"nreq": nreq, "ndec": ndec, "kvb": kvb}, t)
-                except ValueError:
-                    budget_memo[kvb] = None
-            bud = budget_memo[kvb]
+        if ev.has_budget:
+            bud = ev.budget(nreq, ndec, kvb, t)
             if bud is None or bud < D:
                 break
         kvb_after = kvb + kvb_inc.get(j, 0)
-        if kvb_after not in cost_memo:
-            try:
-                cost_memo[kvb_after] = m.cost(si, {"ntok": D, "ndec": ndec, "nreq": nreq, "kvb": kvb_after}, t)
-            except Exception:
-                cost_memo[kvb_after] = None
-        c = cost_memo[kvb_after]
+        c = ev.cost(D, ndec, nreq, kvb_after, t)
         if c is None:
             break
         if (horizon is not None and t + c > horizon) or t + c >= MAX_INT:
@@ -351,6 +339,64 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     new_state = view.patched(new_sessions, new_free, evict)
     return Block(si, k, costs, levels, [(sid, n, d) for sid, n, d, _, _ in served], D, new_state,
                  tuple(evicted), tuple(g for _, _, _, g, _ in served))
+
+
+MEMO_MAX = 1 << 16  # shapes remembered per stage (then forgotten, all at once)
+
+
+class _ShapeEval:
+    """A stage's `budget` and `cost` by the kernel's evaluator, remembered
+    per step shape. The licence makes them functions of the shape alone
+    (they read no `now`, attribute or pool), so a value once evaluated is
+    the value; a shape variable an expression does not read is left out
+    of the key (a budget that reads no `kvb` is evaluated once per
+    composition, not once per block count)."""
+
+    def __init__(self, m, si: int):
+        st = m.stages[si]
+        self.m, self.si = m, si
+        self.has_budget = st.budget is not None
+        self.budget_kvb = self.has_budget and _reads(st.budget, "kvb")
+        self.cost_kvb = st.cost is not None and _reads(st.cost, "kvb")
+        self.budgets: dict = {}
+        self.costs: dict = {}
+
+    def budget(self, nreq: int, ndec: int, kvb: int, now: int):
+        key = (nreq, ndec, kvb if self.budget_kvb else 0)
+        v = self.budgets.get(key, self)
+        if v is self:
+            try:
+                v = self.m.engine.eval_stage(self.si, "budget", {"nreq": nreq, "ndec": ndec, "kvb": key[2]}, now)
+            except ValueError:
+                v = None
+            if len(self.budgets) >= MEMO_MAX:
+                self.budgets.clear()
+            self.budgets[key] = v
+        return v
+
+    def cost(self, ntok: int, ndec: int, nreq: int, kvb: int, now: int):
+        key = (ntok, ndec, nreq, kvb if self.cost_kvb else 0)
+        v = self.costs.get(key, self)
+        if v is self:
+            try:
+                v = self.m.cost(self.si, {"ntok": ntok, "ndec": ndec, "nreq": nreq, "kvb": key[3]}, now)
+            except Exception:
+                v = None
+            if len(self.costs) >= MEMO_MAX:
+                self.costs.clear()
+            self.costs[key] = v
+        return v
+
+
+def _reads(e, name: str) -> bool:
+    return any(isinstance(x, ir.Ctx) and x.name == name for x in walk_expr(e))
+
+
+def _shape_eval(m, si: int) -> _ShapeEval:
+    evs = m.__dict__.setdefault("_coalesce_shape_eval", {})
+    if si not in evs:
+        evs[si] = _ShapeEval(m, si)
+    return evs[si]
 
 
 def _growth(own: int, use0: int, n: int, b: int, finite: bool, kmax: int) -> list[tuple[int, int]]:

@@ -384,10 +384,7 @@ class Simulator:
         self.steps += blk.k  # within --max-steps: the block was planned for what is left
         si = blk.stage
         self._since_progress += blk.k
-        t = tick
-        for c, lv in zip(blk.costs, blk.levels):
-            self.stats.level(t, lv)
-            t += c
+        t = self.stats.block_levels(tick, blk.costs, blk.levels)
         self.stats.block_start(blk)
         self.pending_block[si] = (tick, blk)
         if self.cfg.trace is not None:
