@@ -17,6 +17,7 @@ nodes the compiler made up (loop counters, defaults).
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from typing import Annotated, Literal, Union
 
@@ -24,13 +25,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Pos = tuple[int, int] | None
 
-_trusted = 0  # > 0 while the compiler makes nodes (`trusted`)
+_trusted = threading.local()  # its `depth` > 0 while the compiler makes nodes in this thread (`trusted`)
 # every node made trusted is checked against the one validation makes (the tests set it)
 CHECK_TRUSTED = os.environ.get("SERQ_CHECK_IR") == "1"
 
 
 def _init(self, /, **data):
-    if not _trusted:
+    if not getattr(_trusted, "depth", 0):
         BaseModel.__init__(self, **data)
         return
     # the compiler's own nodes: made without validation (building the
@@ -61,16 +62,15 @@ class Node(BaseModel):
 
 @contextmanager
 def trusted():
-    """Nodes made in this context are not validated: for the compiler, whose
-    output the tests check against validation (SERQ_CHECK_IR=1,
-    tests/conftest.py). An `.ir.json` read from a file is always validated
-    (serq/ir/load.py)."""
-    global _trusted
-    _trusted += 1
+    """Nodes made in this context, in this thread, are not validated: for
+    the compiler, whose output the tests check against validation
+    (SERQ_CHECK_IR=1, tests/conftest.py). An `.ir.json` read from a file is
+    always validated (serq/ir/load.py)."""
+    _trusted.depth = getattr(_trusted, "depth", 0) + 1
     try:
         yield
     finally:
-        _trusted -= 1
+        _trusted.depth -= 1
 
 
 # ---------------------------------------------------------------- expressions

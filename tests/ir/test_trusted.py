@@ -46,3 +46,23 @@ def test_a_boolean_constant_is_a_number_in_the_ir():
     prog, _ = compile_source("const F = 1 > 2;\npool kv { cap 4; }\nsession s { let x = F + 1; end; }\n"
                              "workload { 1 x s; }\n", "b.sq")
     assert prog.consts == (("F", 0),) and type(prog.consts[0][1]) is int
+
+
+def test_trust_is_the_compiling_thread_s_own():
+    # a node made in another thread while the compiler runs is validated
+    import threading
+
+    errors = []
+
+    def other():
+        try:
+            ir.Num(v="many")
+        except ValidationError:
+            errors.append("validated")
+
+    with ir.trusted():
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        made = ir.Num(v=3)
+    assert errors == ["validated"] and made.v == 3
