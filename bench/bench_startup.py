@@ -16,7 +16,12 @@ time grows with the load, the CPU time much less.
 
 The instance of --help, fmt and compile is instances/vllm_chat.sq of
 this checkout. One run of each command comes first, unmeasured: it fills
-numba's cache if it is cold (bench/bench_cold_compile.py measures that).
+numba's cache if it is cold (bench/bench_cold_compile.py measures that),
+and Python's bytecode cache, as an installed package has it: the
+commands run with their bytecode cached in a directory of their own
+(PYTHONPYCACHEPREFIX, even where PYTHONDONTWRITEBYTECODE is set, which
+would make every command compile serq's sources again: about 0.25 s more;
+--no-bytecode-cache measures that).
 What a command imports is seen with `python -X importtime -m serq --help
 2>&1 | sort -t'|' -k2 -n | tail`.
 """
@@ -24,6 +29,7 @@ What a command imports is seen with `python -X importtime -m serq --help
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shlex
 import statistics
@@ -46,10 +52,10 @@ def cpu_of_children() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def timed(cmd: list[str]) -> tuple[float, float]:
+def timed(cmd: list[str], env: dict | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of one run of `cmd`."""
     c, t = cpu_of_children(), time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, env=env)
     if p.returncode not in (0, 10, 11, 12):  # a verdict's exit code is not a failure here
         raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode})")
     return time.perf_counter() - t, cpu_of_children() - c
@@ -60,19 +66,26 @@ def main() -> int:
     ap.add_argument("--serq", default=f"{sys.executable} -m serq",
                     help="the command that runs serq (default: this Python's `-m serq`)")
     ap.add_argument("--runs", type=int, default=5, help="runs per command (default 5)")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="leave PYTHONDONTWRITEBYTECODE as it is (set: serq's sources compiled in every run)")
     a = ap.parse_args()
     prefix = shlex.split(a.serq)
     from bench_sim import INSTANCE as SIM, REGIMES
 
     with tempfile.TemporaryDirectory(prefix="serq-startup-") as d:
+        env = None
+        if not a.no_bytecode_cache:
+            env = dict(os.environ, PYTHONPYCACHEPREFIX=str(Path(d) / "pycache"))
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
         trace = Path(d) / "vllm_1000.sq"
         trace.write_text(SIM.format(n=1000, **REGIMES["moderate"]))
         commands = dict(COMMANDS, run=["run", str(trace), "--no-progress"])
         print(f"{a.serq}: median of {a.runs} runs, seconds (CPU: user + system; on a busy machine the wall "
-              "time grows, the CPU time much less)")
+              "time grows, the CPU time much less); bytecode "
+              f"{'as the environment says' if a.no_bytecode_cache else 'cached'}")
         for name, args in commands.items():
-            timed(prefix + args)  # numba's cache filled if it was cold
-            walls, cpus = zip(*(timed(prefix + args) for _ in range(a.runs)))
+            timed(prefix + args, env)  # numba's and the bytecode's caches filled if they were cold
+            walls, cpus = zip(*(timed(prefix + args, env) for _ in range(a.runs)))
             target = f"   target <= {TARGETS[name]} s wall" if name in TARGETS else ""
             print(f"  {name:<8} wall {statistics.median(walls):6.3f} (min {min(walls):.3f}, max {max(walls):.3f})"
                   f"   CPU {statistics.median(cpus):6.3f}{target}")

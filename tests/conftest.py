@@ -2,7 +2,11 @@
 supervised fuzz job that outlives its test is a defect of the code under
 test (every pool is supervised; docs/explorer.md), so the test that left it
 fails, naming the processes, and they are killed so that the next test
-starts clean."""
+starts clean.
+
+The compiler makes its IR nodes without pydantic's validation
+(serq.ir.trusted); in the tests every node it makes is checked against the
+validated one, types and fields set included (serq.ir.CHECK_TRUSTED)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,10 @@ import multiprocessing
 import time
 
 import pytest
+
+import serq.ir
+
+serq.ir.CHECK_TRUSTED = True
 
 
 @pytest.fixture(autouse=True)

@@ -16,11 +16,39 @@ nodes the compiler made up (loop counters, defaults).
 
 from __future__ import annotations
 
+import os
+import threading
+from contextlib import contextmanager
 from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Pos = tuple[int, int] | None
+
+_trusted = threading.local()  # its `depth` > 0 while the compiler makes nodes in this thread (`trusted`)
+# every node made trusted is checked against the one validation makes (the tests set it)
+CHECK_TRUSTED = os.environ.get("SERQ_CHECK_IR") == "1"
+
+
+def _init(self, /, **data):
+    if not getattr(_trusted, "depth", 0):
+        BaseModel.__init__(self, **data)
+        return
+    # the compiler's own nodes: made without validation (building the
+    # validators was most of loading a small instance); a list given for a
+    # tuple is made a tuple, as validation does
+    made = type(self).model_construct(**{k: tuple(v) if type(v) is list else v for k, v in data.items()})
+    if CHECK_TRUSTED:
+        from serq.ir.trust import same_node
+
+        same_node(made, type(self).model_validate(data))
+    for k in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__"):
+        object.__setattr__(self, k, getattr(made, k))
+
+
+# pydantic's mark of its own __init__: validation (of an .ir.json, of a
+# node made outside `trusted`) never calls this one, only `Node(...)` does
+_init.__pydantic_base_init__ = True
 
 
 class Node(BaseModel):
@@ -28,6 +56,21 @@ class Node(BaseModel):
     # first used (its forward references are resolved then), not when this
     # module is imported: `serq fmt` and `--help` start without it
     model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+    __init__ = _init
+
+
+@contextmanager
+def trusted():
+    """Nodes made in this context, in this thread, are not validated: for
+    the compiler, whose output the tests check against validation
+    (SERQ_CHECK_IR=1, tests/conftest.py). An `.ir.json` read from a file is
+    always validated (serq/ir/load.py)."""
+    _trusted.depth = getattr(_trusted, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _trusted.depth -= 1
 
 
 # ---------------------------------------------------------------- expressions

@@ -153,7 +153,8 @@ class Compiler:
                 workload.extend(self.wl_line(l) for l in it.children)
             elif kind == "check":
                 checks.extend(c for c in map(self.check, it.children) if c is not None)
-        return ir.Program(source=self.file, consts=tuple(self.consts.items()), pools=tuple(pools),
+        consts = tuple((k, int(v) if isinstance(v, bool) else v) for k, v in self.consts.items())  # numbers, as validated
+        return ir.Program(source=self.file, consts=consts, pools=tuple(pools),
                           stages=tuple(stages), sessions=tuple(sessions),
                           workload=tuple(w for w in workload if w is not None), checks=tuple(checks),
                           prefixes=tuple(self.prefixes.values()), tick=self.tick or "arrivals")

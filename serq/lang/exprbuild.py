@@ -89,7 +89,8 @@ class ExprBuilder(Transformer_NonRecursive):
     def name(self, t):
         n, at = str(t.children[0]), pos(t)
         if n in self.consts:
-            e = ir.Num(v=self.consts[n], at=at)
+            v = self.consts[n]
+            e = ir.Num(v=int(v) if isinstance(v, bool) else v, at=at)  # a number, as validation makes it
         elif n in self.prefixes:  # a prefix name is a constant: its length
             e = ir.Num(v=self.prefixes[n].length, at=at)
         elif n in CTX_NAMES:

@@ -41,9 +41,8 @@ import lark
 from lark import Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from serq.ir import text as exprtext
+from serq import exprtext  # the printer without the IR: `serq fmt` loads no pydantic
 from serq.diagnostics import Diagnostic, SerqError
-from serq.ir.util import strip_positions  # noqa: F401  (re-exported for callers of serq.lang.fmt)
 from serq.lang.parser import check_depth, make_parser, syntax_diagnostic
 
 WIDTH = 100

@@ -51,6 +51,7 @@ class Engine:
         self.low = lower(program, ties)  # once per program
         self.program = program
         self.limits = None  # explorer.runtime.limits.Limits: checked each time a step restarts
+        self._draws: dict = {}  # (program, pc) of a draw or choose: its type, real parameters, listed values
         self._fo = np.zeros(5, np.int64)  # an @step expression's fault: code and arguments
         n = sum(line.count for line in program.workload)
         spawns = any(st.kind == "spawn" for sp in program.sessions for st in sp.states)
@@ -368,21 +369,28 @@ class Engine:
             return int(oracle.tie(n))
         prog, pc = int(w[K[S_QSTATE]]), int(w[K[S_QSTATE] + 1])
         st = self.program.sessions[prog].states[pc]
-        slot = self.low.slots[prog][st.attr]
-        t = self.low.types[prog][slot]
+        info = self._draws.get((prog, pc))
+        if info is None:  # what the IR says of this draw, read once
+            t = self.low.types[prog][self.low.slots[prog][st.attr]]
+            draw = st.kind == "draw" and st.dist is not None
+            reals = tuple(self.low.is_real(prm, prog) for prm in st.dist.params) if draw else ()
+            listed = None
+            if draw and st.dist.name == "weights" and st.domain.values:
+                listed = [const_eval(v) for v in st.domain.values]  # constants (validated)
+            info = self._draws[(prog, pc)] = (t, reals, listed)
+        t, reals, listed = info
         raw = w[K[S_QVALS]: K[S_QVALS] + n].tolist()
         values = [words.value(t, v) for v in raw]
-        params, listed = [], None
+        params = []
         if st.kind == "draw":
             if st.dist is not None:
-                for i, prm in enumerate(st.dist.params):
+                for i, real in enumerate(reals):
                     v = int(w[K[S_VALS] + n + i])
-                    params.append(bits2f(v) if self.low.is_real(prm, prog) else v)
-            listed = None
-            if st.dist is not None and st.dist.name == "weights" and st.domain.values:
-                listed = [const_eval(v) for v in st.domain.values]  # constants (validated)
+                    params.append(bits2f(v) if real else v)
+            listed = None if listed is None else list(listed)
             ws = weights(DIST[st.dist.name] if st.dist else 0, params, values, listed)
         else:
+            listed = None
             ws = [1.0] * n
         query = getattr(oracle, "query", None)
         if query is not None:  # the asking statement and its parameters as evaluated (serq/check/prob.py)

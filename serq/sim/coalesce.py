@@ -179,15 +179,14 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     `horizon`: no iteration may end after it; `levels0`: allocated units per
     pool in `state`."""
     view = StateView(m.engine, state)  # a packed row is decoded only where read
-    pools = view.pools
     if view.fault is not None:
         return None
     # queues that could admit during the block
     for p in m.via[si]:
-        if pools[p].queue:
+        if view.queued(p):
             return None
     for p in m.event_pools:
-        if pools[p].queue:
+        if view.queued(p):
             return None
     runs = m.runs
     res = view.residents(si)
@@ -246,7 +245,7 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
         h = sessions[sid].holds[hi]
         b = m.blocks[g]
         kvb0 += h.own // b
-        steps = _growth(h.own, h.use, n, b, pools[g].free is not None, kmax)
+        steps = _growth(h.own, h.use, n, b, m.pools[g].cap is not None, kmax)
         growth[sid] = steps
         own = h.own
         for j, units in steps:
@@ -259,13 +258,13 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     # form only for a key-less evict order (`lru`: by release sequence
     # number), whose victims do not depend on what was evicted before.
     for p in range(npools):
-        free = pools[p].free
-        if free is None or not take[p]:
+        if not take[p] or m.pools[p].cap is None:
             continue
+        free = view.free(p)
         b = m.blocks[p]
         avail = free // b * b
         if not m.pools[p].evict.keys:
-            avail += sum(e.units for e in pools[p].cache)
+            avail += view.cached(p)
         cum = 0
         for j in sorted(take[p]):
             cum += take[p][j]
@@ -275,31 +274,19 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
     if kmax < 2:
         return None
     # walk the iterations: budget, cost, time limits
-    has_budget = m.stages[si].budget is not None
-    cost_memo: dict[int, int] = {}
-    budget_memo: dict[int, object] = {}
+    ev = _shape_eval(m, si)
     costs: list[int] = []
     kvb = kvb0
     t = now
     for j in range(kmax):
         if j >= 1 and t_next is not None and t >= t_next:
             break
-        if has_budget:
-            if kvb not in budget_memo:
-                try:
-                    budget_memo[kvb] = m.engine.eval_stage(si, "budget", {"nreq": nreq, "ndec": ndec, "kvb": kvb}, t)
-                except ValueError:
-                    budget_memo[kvb] = None
-            bud = budget_memo[kvb]
+        if ev.has_budget:
+            bud = ev.budget(nreq, ndec, kvb, t)
             if bud is None or bud < D:
                 break
         kvb_after = kvb + kvb_inc.get(j, 0)
-        if kvb_after not in cost_memo:
-            try:
-                cost_memo[kvb_after] = m.cost(si, {"ntok": D, "ndec": ndec, "nreq": nreq, "kvb": kvb_after}, t)
-            except Exception:
-                cost_memo[kvb_after] = None
-        c = cost_memo[kvb_after]
+        c = ev.cost(D, ndec, nreq, kvb_after, t)
         if c is None:
             break
         if (horizon is not None and t + c > horizon) or t + c >= MAX_INT:
@@ -334,42 +321,82 @@ def _plan(m, state, si: int, now: int, t_next: int | None, horizon: int | None,
             own = h.own + sum(u for j, u in growth[sid] if j < k)
             holds = holds[:hi] + (h._replace(own=own, use=h.use + adv),) + holds[hi + 1:]
         new_sessions[sid] = s._replace(attrs=attrs, run_done=s.run_done + adv, holds=holds)
-    new_pools = {}
+    new_free, evict = {}, {}
     evicted = [0] * npools
     for p in range(npools):
-        free = pools[p].free
-        if free is None:
+        if m.pools[p].cap is None:
             continue
         used = sum(u for j, u in take[p].items() if j < k)
         if not used:
             continue
+        free = view.free(p)
         b = m.blocks[p]
         from_free = min(used, free // b * b)
-        cache = pools[p].cache
+        new_free[p] = free - from_free
         if used > from_free:
-            cache = _evict(cache, used - from_free, m.pools[p].evict.tie.desc)
+            evict[p] = (used - from_free, m.pools[p].evict.tie.desc)
             evicted[p] = used - from_free
-        new_pools[p] = pools[p]._replace(free=free - from_free, cache=cache)
-    new_state = view.patched(new_sessions, new_pools)
+    new_state = view.patched(new_sessions, new_free, evict)
     return Block(si, k, costs, levels, [(sid, n, d) for sid, n, d, _, _ in served], D, new_state,
                  tuple(evicted), tuple(g for _, _, _, g, _ in served))
 
 
-def _evict(cache: tuple, units: int, desc: bool) -> tuple:
-    """The cache after the model's `free_block` freed `units` (whole blocks,
-    one at a time) under a key-less evict order: always from the entry with
-    the smallest (largest, if `desc`) release sequence number, which leaves
-    when it is empty. Entries keep their places in the list."""
-    left = {i: e.units for i, e in enumerate(cache)}
-    order = sorted(range(len(cache)), key=lambda i: -cache[i].released if desc else cache[i].released)
-    for i in order:
-        if units <= 0:
-            break
-        t = min(units, left[i])
-        left[i] -= t
-        units -= t
-    assert units == 0, "eviction beyond the cache (checked by plan_block)"
-    return tuple(e._replace(units=left[i]) for i, e in enumerate(cache) if left[i] > 0)
+MEMO_MAX = 1 << 16  # shapes remembered per stage (then forgotten, all at once)
+
+
+class _ShapeEval:
+    """A stage's `budget` and `cost` by the kernel's evaluator, remembered
+    per step shape. The licence makes them functions of the shape alone
+    (they read no `now`, attribute or pool), so a value once evaluated is
+    the value; a shape variable an expression does not read is left out
+    of the key (a budget that reads no `kvb` is evaluated once per
+    composition, not once per block count)."""
+
+    def __init__(self, m, si: int):
+        st = m.stages[si]
+        self.m, self.si = m, si
+        self.has_budget = st.budget is not None
+        self.budget_kvb = self.has_budget and _reads(st.budget, "kvb")
+        self.cost_kvb = st.cost is not None and _reads(st.cost, "kvb")
+        self.budgets: dict = {}
+        self.costs: dict = {}
+
+    def budget(self, nreq: int, ndec: int, kvb: int, now: int):
+        key = (nreq, ndec, kvb if self.budget_kvb else 0)
+        v = self.budgets.get(key, self)
+        if v is self:
+            try:
+                v = self.m.engine.eval_stage(self.si, "budget", {"nreq": nreq, "ndec": ndec, "kvb": key[2]}, now)
+            except ValueError:
+                v = None
+            if len(self.budgets) >= MEMO_MAX:
+                self.budgets.clear()
+            self.budgets[key] = v
+        return v
+
+    def cost(self, ntok: int, ndec: int, nreq: int, kvb: int, now: int):
+        key = (ntok, ndec, nreq, kvb if self.cost_kvb else 0)
+        v = self.costs.get(key, self)
+        if v is self:
+            try:
+                v = self.m.cost(self.si, {"ntok": ntok, "ndec": ndec, "nreq": nreq, "kvb": key[3]}, now)
+            except Exception:
+                v = None
+            if len(self.costs) >= MEMO_MAX:
+                self.costs.clear()
+            self.costs[key] = v
+        return v
+
+
+def _reads(e, name: str) -> bool:
+    return any(isinstance(x, ir.Ctx) and x.name == name for x in walk_expr(e))
+
+
+def _shape_eval(m, si: int) -> _ShapeEval:
+    evs = m.__dict__.setdefault("_coalesce_shape_eval", {})
+    if si not in evs:
+        evs[si] = _ShapeEval(m, si)
+    return evs[si]
 
 
 def _growth(own: int, use0: int, n: int, b: int, finite: bool, kmax: int) -> list[tuple[int, int]]:

@@ -93,6 +93,34 @@ class Stats:
             if v > self.peak[p]:
                 self.peak[p] = v
 
+    def block_levels(self, tick: int, costs: list[int], levels: list[tuple[int, ...]]) -> int:
+        """`level` at the start of each iteration of a coalesced block that
+        starts at `tick` (iteration j costs costs[j] and leaves levels[j]);
+        the tick the block ends. One loop per pool here; a subclass that
+        reads each level (serq/view/simplots.py) is given them one by one."""
+        if type(self).level is not Stats.level:
+            t = tick
+            for c, lv in zip(costs, levels):
+                self.level(t, lv)
+                t += c
+            return t
+        end = tick + sum(costs)
+        if not levels:
+            return end
+        last_t = tick + sum(costs[:-1])  # the last iteration's start: its level holds from there
+        for p in range(len(self.area)):
+            col = [lv[p] for lv in levels]
+            # the level before the block up to its first iteration, then each iteration's
+            # level from its start to the next one's
+            a = self._lv[p] * (tick - self._lt) + sum(v * c for v, c in zip(col[:-1], costs[:-1]))
+            self.area[p] += a
+            top = max(col)
+            if top > self.peak[p]:
+                self.peak[p] = top
+        self._lt = last_t
+        self._lv = levels[-1]
+        return end
+
     def busy(self, si: int, cost: int) -> None:
         self.busy_ticks[si] += cost
 

@@ -204,7 +204,9 @@ class Simulator:
     # -- running ---------------------------------------------------------------
     def run(self) -> SimResult:
         m, cfg, stats = self.m, self.cfg, self.stats
-        compiled.load()  # the kernel's entry points, before the first step (explorer/runtime/compiled.py)
+        # the kernel's entry points, before the first step (explorer/runtime/compiled.py); a simulation
+        # calls none of the explorer's own compiled functions, whose loading took a fifth of a second
+        compiled.load(only=("serq kernel",))
         self._limits = Limits(cfg.time_limit, MemoryGuard(cfg.memory_limit), self._t0)
         with building(self._limits):  # a workload of many sessions: LimitReached to the caller, nothing simulated
             self.state = m.initial_state()
@@ -384,10 +386,7 @@ class Simulator:
         self.steps += blk.k  # within --max-steps: the block was planned for what is left
         si = blk.stage
         self._since_progress += blk.k
-        t = tick
-        for c, lv in zip(blk.costs, blk.levels):
-            self.stats.level(t, lv)
-            t += c
+        t = self.stats.block_levels(tick, blk.costs, blk.levels)
         self.stats.block_start(blk)
         self.pending_block[si] = (tick, blk)
         if self.cfg.trace is not None:
