@@ -33,6 +33,8 @@ numbers. The explorer's canonical form replaces them by their ranks.
 
 from __future__ import annotations
 
+import sys
+
 from serq.words import stuck_text
 
 from dataclasses import dataclass
@@ -43,7 +45,8 @@ from serq.vocab import MAX_INT
 from serq.ir.fold import EvalError
 from explorer.runtime.limits import tick
 from serq.semantics.engine import TICK, Engine
-from serq.semantics.kernel.abi import ACQ_GATE, RUN_DECODE, RUN_GROWING, RUN_PROGRESS, RUN_STAGE, TURN_THINK
+from serq.semantics.kernel.abi import ACQ_GATE, F_PROG, RHDR, RUN_DECODE, RUN_GROWING, RUN_PROGRESS, RUN_STAGE, TURN_THINK
+from serq.semantics.rowstate import RowState
 from serq.semantics.state import Pool, Session, State
 
 # action kinds
@@ -140,8 +143,14 @@ class Model:
         return fault is None and all(self.progs[s.prog].states[s.pc].kind == "end" for s in sessions)
 
     def session_label(self, state, sid: int) -> str:
-        s = state.sessions[sid]
-        return f"{self.progs[s.prog].name}#{sid + 1}"
+        e = self.engine
+        if isinstance(state, RowState) and state.cap == e.cap:
+            # a packed row: its program read in place, the state not decoded
+            # (a simulation's trace and schedule name sessions at every step)
+            prog = int.from_bytes(state.row[8 * (RHDR + sid * e.SF + F_PROG):][:8], sys.byteorder, signed=True)
+        else:
+            prog = state.sessions[sid].prog
+        return f"{self.progs[prog].name}#{sid + 1}"
 
     # -- actions ----------------------------------------------------------
     def base_actions(self, state):

@@ -63,3 +63,31 @@ def test_decoding_leaves_the_working_row_as_it_was():
     before = e.w[: e.W].copy()
     fresh(rs).tuple()
     assert np.array_equal(e.w[: e.W], before)
+
+
+@pytest.mark.parametrize("name", ["agent_subagents.sq", "multiturn_chat.sq"])
+def test_a_session_label_read_in_the_row_is_the_decoded_ones(name):
+    """`Model.session_label` reads a packed row's program in place (the
+    simulator names a session at every step): the same label as the
+    decoded state's, on every session of a few hundred states (spawned
+    subagents of other programs included), the row left undecoded."""
+    p = load_path(str(INST / name), explorer=True).program
+    sm = SerqModel(p, ties="all", symmetry=False, checks=Checks.of_program(p))
+    m = sm.m
+    level, seen, n, progs = [sm.initial_states()[0]], set(), 0, set()
+    while level and n < 300:
+        nxt_level = []
+        for rs in level:
+            for _a, nxt in m.successors(rs):
+                if nxt.row in seen:
+                    continue
+                seen.add(nxt.row)
+                n += 1
+                nxt_level.append(nxt)
+                f = fresh(nxt)
+                labels = [m.session_label(f, sid) for sid in range(len(nxt.sessions))]
+                assert f._t is None
+                assert labels == [f"{m.progs[s.prog].name}#{sid + 1}" for sid, s in enumerate(nxt.sessions)]
+                progs |= {s.prog for s in nxt.sessions}
+        level = nxt_level
+    assert n > 10 and (name != "agent_subagents.sq" or len(progs) == 2)
