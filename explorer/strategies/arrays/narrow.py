@@ -195,10 +195,11 @@ class Arena:
     large run holds no more than one buffer's worth of unpacked rows
     beside the level being written."""
 
-    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed", "dtype", "want", "packed")
+    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed", "dtype", "want", "packed", "compress_from")
 
-    def __init__(self, size: int, dtype=np.int64) -> None:
+    def __init__(self, size: int, dtype=np.int64, compress_from: int = COMPRESS_FROM) -> None:
         self.size = size
+        self.compress_from = compress_from  # (the disk mode compresses, and spills, from fewer bytes on)
         self.dtype = np.dtype(dtype)  # the type of this level's unpacked rows
         self.want = self.dtype  # the narrowest type every level's rows met so far fit (from the next level on)
         self.bufs: list = [None, None]
@@ -225,7 +226,7 @@ class Arena:
         threads pack blocks at once: the count is kept under a lock.)"""
         with _WIDEN:
             self.packed += block.nbytes
-            return self.packed > COMPRESS_FROM
+            return self.packed > self.compress_from
 
     def take(self, n: int, width: int, dtype=None) -> np.ndarray | None:
         """Room for n more rows of this level (of that width, and of that
