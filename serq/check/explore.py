@@ -21,7 +21,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
             symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
             graph_limit: int = GRAPH_LIMIT, memory_limit: int | None = None, ray: str | None = None,
             partitions: int | None = None, checkpoint: str | None = None, resume: str | None = None,
-            exact: bool = False, visitor=None, reduce_ranks: bool = False):
+            exact: bool = False, visitor=None, reduce_ranks: bool = False, disk: str | None = None):
     """Explore an instance; returns the engine's Result. A counterexample
     gets its point of no return, computed on the whole state graph (at most
     `graph_limit` states; 0 skips it). `memory_limit`: bytes of resident
@@ -36,7 +36,9 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     engine, one process); one with a `bind` method is given the model
     built, before the search (`--coverage`, serq/check/coverage.py).
     `reduce_ranks`: identify states that differ only in ranks no order can
-    read any more (serq/semantics/ranks.py; `--reduce ranks`)."""
+    read any more (serq/semantics/ranks.py; `--reduce ranks`). `disk`: a
+    directory for the array engine's disk mode (`--disk`,
+    explorer/strategies/arrays/disk.py)."""
     ch = checks_of(program, checks)
     notes: list = []  # the first stuck session, when `completes` watches them (shared by the search's models)
     factory = ModelFactory(make_model, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
@@ -47,7 +49,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
                         check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit,
                         partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume, exact=exact,
                         identity=model_identity(program, ties, symmetry, ch, reduce_ranks) if partitioned else None,
-                        visitor=visitor)
+                        visitor=visitor, disk=disk)
     model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
     built = exact or visitor is not None
     if built:  # its own state identities: kept for the point of no return; or the model a visitor reads
@@ -63,6 +65,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     if not partitioned:
         result.stats.exact = exact
     note_stuck(result, ch, notes)
+    note_disk(result, settings, ch)
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, reduce_ranks=reduce_ranks,
                    max_states=max_states,
                    time_limit=time_limit, memory_limit=memory_limit, graph_limit=graph_limit,
@@ -73,6 +76,18 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
 def checks_of(program: ir.Program, checks) -> Checks:
     """`checks`: property names (None: the instance's `check` lines), or a Checks."""
     return checks if isinstance(checks, Checks) else Checks.of_program(program, checks)
+
+
+def note_disk(result, settings: Settings, ch: Checks) -> None:
+    """A search the memory bound stopped, which the disk mode could have
+    taken further: said, with how (`--disk`)."""
+    if result.verdict != "bound" or result.bound_reason != "memory" or settings.disk is not None:
+        return
+    if settings.strategy != "bfs" or settings.exact or settings.visitor is not None or ch.eventually:
+        return
+    how = "" if not ch.livelock else " with --check deadlock --check invariant (it checks no livelock)"
+    result.message += (f"; --disk DIR{how} keeps the trace and the large levels on disk and about 10 bytes a "
+                       "state in memory instead of about 20")
 
 
 def note_stuck(result, ch: Checks, notes: list) -> None:
