@@ -37,7 +37,10 @@ from explorer.strategies.arrays.narrow import Arena, Packed
 
 __all__ = ["disk_check", "refusal", "SPILL_FROM"]
 
-SPILL_FROM = 4 << 20  # bytes of packed rows a level holds in RAM; its next blocks are compressed and spilled
+# bytes of packed rows a level keeps in RAM; its next blocks are written to disk as they are (deflating them,
+# as the in-memory engine does past 32 MiB, would cost more CPU than the writes and reads they save)
+SPILL_FROM = 4 << 20
+STORED_CAP = 1 << 25  # the chunks' buffers stop growing with the states stored from here on (`chunk_rows`)
 
 
 def refusal(s: Settings, fair: bool = False) -> str | None:
@@ -160,7 +163,7 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace) -> Result:
         return stats
 
     queue_now = 0
-    arena = Arena(RAW_LEVEL, np.int8, compress_from=SPILL_FROM)
+    arena = Arena(RAW_LEVEL, np.int8, compress_from=1 << 62)  # (spilled blocks are not compressed: see SPILL_FROM)
     try:
         rows, fps, flags = m.array_initial()
         trace.init_rows, trace.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
@@ -194,6 +197,7 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace) -> Result:
             nxt: list = []
             nlevel = level_n
             next_count = 0
+            in_ram = 0  # bytes of packed rows of the next level kept in RAM
             arena.next_level()
             for (pos, nrows), x in expand(_chunks(level, size)):
                 queue_now = nlevel - pos + next_count
@@ -249,10 +253,11 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace) -> Result:
                 records(nnew)
                 if nnew:
                     block, done = _pack_new(x, newidx[:nnew], arena.take(nnew, width), arena)
-                    if isinstance(block, Packed) and block.z is not None:  # past SPILL_FROM bytes: on disk
+                    if isinstance(block, Packed) and in_ram + block.nbytes > SPILL_FROM:  # on disk
                         nxt.append(trace.spill(depth + 1, block, done))
                         del block, done
                     else:
+                        in_ram += block.nbytes if isinstance(block, Packed) else 0
                         nxt.append((block, done))
                 next_count += nnew
                 if S[S_CUT]:
@@ -263,7 +268,7 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace) -> Result:
                 if nchunks % TRIM_EVERY == 0:
                     _trim()
             trace.drop_level(depth)
-            size = chunk_rows(CHUNK, int(S[S_GEN]) - gen0, nlevel, width, int(S[S_N]))
+            size = chunk_rows(CHUNK, int(S[S_GEN]) - gen0, nlevel, width, min(int(S[S_N]), STORED_CAP))
             level_id0 += nlevel
             depth += 1
             level, level_n = nxt, next_count

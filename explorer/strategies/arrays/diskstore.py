@@ -15,7 +15,7 @@ discovery order, exactly the in-memory engine's ids) its fingerprint and
 its parent's id, 8 bytes each, appended as the search stores them; a
 counterexample reads back only its own chain, one record per step. The
 BFS levels' rows, past a few MiB of packed rows a level, go there too, as
-their compressed blocks (`Spilled`), read back once each as the level is
+their packed blocks (`Spilled`), read back once each as the level is
 expanded, and the level's file removed once it is."""
 
 from __future__ import annotations
@@ -134,6 +134,7 @@ class FpTable:
             R = self.R * 2
             tab = _zeros(self.nsub * R, np.uint64)
         old, m = self.tab, getattr(self.tab, "base", None)
+        m = getattr(m, "obj", m)  # (np.frombuffer of an mmap: a memoryview of it)
         for p in range(self.nsub):
             tab[p * R: p * R + self.sz[p]] = old[p * self.R: p * self.R + self.sz[p]]
             if isinstance(m, mmap.mmap):
