@@ -43,6 +43,9 @@ class Settings:
     # disk: the array engine's disk mode, its files in a directory of its own under this one (removed at the
     # end): about 10 bytes of RAM a state (strategies/arrays/disk.py); no edges, so no livelock check
     disk: str | None = None
+    # disk_at: with disk, the search begins in memory and goes on in the disk mode from the first BFS level
+    # that starts with more than this many bytes resident (the memory bound's choice, explorer/check.py)
+    disk_at: int | None = None
     # partitioned: how many, where (a Ray address, "auto" or "local"), checkpoints
     partitions: int | None = None
     ray: str | None = None
@@ -82,6 +85,8 @@ class Settings:
                 extra.insert(0, "ray")
             if extra:
                 raise ValueError(f"{extra[0]} needs the strategy 'partitioned'")
+        if self.disk_at is not None and self.disk is None:
+            raise ValueError("disk_at needs a directory for the disk mode (disk)")
         if self.disk is not None:
             why = self.disk_refusal()
             if why is not None:

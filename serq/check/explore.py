@@ -44,12 +44,15 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     factory = ModelFactory(make_model, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
                                                       "notes": notes, "reduce_ranks": reduce_ranks})
     partitioned = ray is not None or partitions is not None or checkpoint is not None or resume is not None
+    disk_at = None
+    if disk is None and memory_limit and can_move_to_disk(ch, strategy, workers, exact, visitor, partitioned):
+        disk, disk_at = default_disk_dir(), memory_limit // 2
     settings = Settings(strategy="partitioned" if partitioned else strategy, max_states=max_states,
                         max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                         check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit,
                         partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume, exact=exact,
                         identity=model_identity(program, ties, symmetry, ch, reduce_ranks) if partitioned else None,
-                        visitor=visitor, disk=disk)
+                        visitor=visitor, disk=disk, disk_at=disk_at)
     model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
     built = exact or visitor is not None
     if built:  # its own state identities: kept for the point of no return; or the model a visitor reads
@@ -78,14 +81,44 @@ def checks_of(program: ir.Program, checks) -> Checks:
     return checks if isinstance(checks, Checks) else Checks.of_program(program, checks)
 
 
+def can_move_to_disk(ch: Checks, strategy: str, workers: int, exact: bool, visitor, partitioned: bool) -> bool:
+    """Whether a search can go on in the disk mode when memory runs short
+    (past half the memory bound, at the start of a BFS level: the array
+    engine's choice, explorer/strategies/arrays/disk.py): one worker's BFS
+    over fingerprints, without edges (no livelock, no `check eventually`),
+    on the instance's own rows (no per-request SLO product)."""
+    from serq.check.slo import needs_product
+
+    return (strategy == "bfs" and workers == 1 and not exact and visitor is None and not partitioned
+            and not ch.livelock and not ch.eventually and not needs_product(ch))
+
+
+def default_disk_dir() -> str:
+    """Where a search that moves to the disk mode by itself writes (a
+    directory of its own there, removed at its end): $SERQ_DISK, else
+    /var/tmp (on disk, where /tmp may be memory), else the system's
+    temporary directory."""
+    import os
+    import tempfile
+
+    d = os.environ.get("SERQ_DISK")
+    if d:
+        return d
+    return "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else tempfile.gettempdir()
+
+
 def note_disk(result, settings: Settings, ch: Checks) -> None:
     """A search the memory bound stopped, which the disk mode could have
     taken further: said, with how (`--disk`)."""
-    if result.verdict != "bound" or result.bound_reason != "memory" or settings.disk is not None:
+    if result.verdict != "bound" or result.bound_reason != "memory" or (settings.disk is not None
+                                                                         and settings.disk_at is None):
+        return
+    if settings.disk_at is not None:  # it could move: it did, or the bound came within one level
         return
     if settings.strategy != "bfs" or settings.exact or settings.visitor is not None or ch.eventually:
         return
     how = "" if not ch.livelock else " with --check deadlock --check invariant (it checks no livelock)"
+    how += " in one worker" if settings.workers > 1 else ""
     result.message += (f"; --disk DIR{how} keeps the trace and the large levels on disk and about 10 bytes a "
                        "state in memory instead of about 20")
 

@@ -133,3 +133,46 @@ def test_cli_disk_flag(tmp_path):
     assert refused.returncode == 2 and "--disk" in refused.stderr and "--check deadlock" in refused.stderr
     refused = run("--check", "deadlock", "--disk", str(tmp_path), "--workers", "2")
     assert refused.returncode == 2 and "--workers" in refused.stderr
+
+
+@pytest.mark.parametrize("name", ["vllm_chat", "hol_none", "join_in_hold", "agent_subagents", "decode_preempt"])
+@pytest.mark.parametrize("spill", [False, True])
+def test_moving_to_disk_mid_search(name, spill, tmp_path, monkeypatch):
+    """`disk_at`: the search begins in memory and goes on in the disk mode
+    from the first level past that many resident bytes (0: the second
+    level): the same result, its message saying so."""
+    if spill:
+        from explorer.strategies.arrays import disk
+
+        monkeypatch.setattr(disk, "SPILL_FROM", 0)
+    path = ROOT / "instances" / f"{name}.sq"
+    if not path.exists():
+        pytest.skip(f"no instance {name}")
+    prog = load_path(path).program
+    kw = dict(check_livelock=False, max_states=20_000)
+    a = check(SerqModel(prog), **kw)
+    b = check(SerqModel(prog), disk=str(tmp_path), disk_at=0, **kw)
+    assert os.listdir(tmp_path) == []
+    if a.stats.max_depth > 0:
+        assert b.message.startswith(a.message) and "moved to the disk mode after" in b.message
+        b.message = a.message
+    same(a, b)
+
+
+def test_explore_moves_to_disk_by_itself_where_it_can(monkeypatch, tmp_path):
+    """serq's explore lets the array engine move to the disk mode past half
+    the memory bound when the checks allow it (no livelock), and never
+    where they do not."""
+    from explorer.settings import Settings
+    from serq.check import explore as ex
+
+    seen = []
+    real = ex.check
+    monkeypatch.setattr(ex, "check", lambda model, settings: seen.append(settings) or real(model, settings))
+    monkeypatch.setenv("SERQ_DISK", str(tmp_path))
+    prog = load_path(ROOT / "instances" / "hol_none.sq").program
+    ex.explore(prog, checks=["deadlock"], memory_limit=8 << 30)
+    ex.explore(prog, checks=["deadlock", "livelock"], memory_limit=8 << 30)
+    ex.explore(prog, checks=["deadlock"], memory_limit=8 << 30, workers=2)
+    assert [(s.disk, s.disk_at) for s in seen] == [(str(tmp_path), 4 << 30), (None, None), (None, None)]
+    assert isinstance(seen[0], Settings) and os.listdir(tmp_path) == []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GE
                                                _Expanded, _local, _pack_new, chunk_rows, complete)
 from explorer.strategies.arrays.narrow import Arena, Packed
 
-__all__ = ["disk_check", "refusal", "SPILL_FROM"]
+__all__ = ["disk_check", "moved_to_disk", "Start", "refusal", "SPILL_FROM"]
 
 # bytes of packed rows a level keeps in RAM; its next blocks are written to disk as they are (deflating them,
 # as the in-memory engine does past 32 MiB, would cost more CPU than the writes and reads they save)
@@ -109,6 +110,32 @@ def _dwalk(j0, i0, chunk, table, S, out, bounds):
     return ST_DONE, nrows, 0
 
 
+def _initial(m, S, tb: FpTable, trace: Trace, ms: int, final):
+    """The initial states stored and their records written: the first
+    level's blocks, or the Result when the run ends there."""
+    rows, fps, flags = m.array_initial()
+    trace.init_rows, trace.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
+    first = []
+    for i in range(len(fps)):
+        S[S_GEN] += 1
+        if tb.has(fps[i]):
+            continue
+        if ms >= 0 and S[S_N] >= ms:
+            return bounded(final(len(first)), "max_states", ms)
+        tb.insert(fps[i])
+        trace.append(np.array([fps[i]], np.uint64), np.array([-1], np.int64))
+        trace.known[int(fps[i])] = int(S[S_N])
+        S[S_N] += 1
+        if flags[i] & CHECK:
+            bad = m.invariants(m.array_state(rows[i]))
+            if bad:
+                return violation(m, lambda fp: trace.chain(m, fp), int(fps[i]), bad[0][0], bad[0][1],
+                                 final(len(first)))
+        first.append(i)
+    return [(Packed(np.asarray(rows, np.int64)[first]),
+             (np.asarray(flags, np.int64)[first] & DONE).astype(np.int8))] if first else []
+
+
 def _blocks(level: list):
     """A level's (block, done flags) in order, a spilled one read back
     when its turn comes; each freed once its chunks are handed out."""
@@ -145,13 +172,57 @@ def disk_check(m: Any, factory: Any, s: Settings) -> Result:
             gc.enable()
 
 
-def _disk_check(m, s: Settings, expand, memory, trace: Trace) -> Result:
+@dataclass
+class Start:
+    """Where a search the in-memory engine began goes on in the disk mode
+    (`moved_to_disk`): at the start of a level, its rows `level` (`nlevel`
+    of them, ids from `id0`), `depth`, the counters `S`, the cuts of the
+    depth bound and the chunks' size."""
+
+    S: np.ndarray
+    level: list
+    nlevel: int
+    id0: int
+    depth: int
+    cuts: list
+    size: int
+    tb: FpTable | None = None
+
+
+def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
+    """The in-memory engine's search (its store `st`, `table._Store`) goes
+    on in the disk mode from the start of a level: the records of the
+    states stored so far written to the trace, their fingerprints put in
+    a table of fingerprints, the store freed (the table of ids first:
+    the move holds at most 22 bytes a state at once, where the store held
+    20). The verdict's message says so."""
+    n = int(start.S[S_N])
+    trace = Trace(s.disk)
+    try:
+        trace.init_rows, trace.init_fps = st.init_rows, st.init_fps
+        st.drop_table(n)
+        _trim()
+        step = 1 << 20
+        for a in range(0, n, step):
+            trace.append(st.fp[a: min(n, a + step)], st.parent[a: min(n, a + step)].astype(np.int64))
+        start.tb = FpTable()
+        start.tb.insert_all(st.fp[:n])
+        st.fp = st.parent = None
+        _trim()
+        r = _disk_check(m, s, expand, MemoryGuard(s.memory_limit), trace, start)
+        r.message += f" (moved to the disk mode after {n:,} states, past {mib(s.disk_at)} of memory)"
+        return r
+    finally:
+        trace.close()
+
+
+def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | None = None) -> Result:
     max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
     check_deadlock, progress, progress_interval = s.check_deadlock, s.progress, s.progress_interval
     t0 = s.clock()
     stats = Stats(strategy="bfs")
-    tb = FpTable()
-    S = np.zeros(NS, np.int64)
+    tb = FpTable() if start is None else start.tb
+    S = np.zeros(NS, np.int64) if start is None else start.S
     ms = -1 if max_states is None else max_states
     md = -1 if max_depth is None else max_depth
     next_report = t0 + progress_interval
@@ -165,33 +236,19 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace) -> Result:
     queue_now = 0
     arena = Arena(RAW_LEVEL, np.int8, compress_from=1 << 62)  # (spilled blocks are not compressed: see SPILL_FROM)
     try:
-        rows, fps, flags = m.array_initial()
-        trace.init_rows, trace.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
-        first = []
-        for i in range(len(fps)):
-            S[S_GEN] += 1
-            if tb.has(fps[i]):
-                continue
-            if ms >= 0 and S[S_N] >= ms:
-                return bounded(final(len(first)), "max_states", max_states)
-            tb.insert(fps[i])
-            trace.append(np.array([fps[i]], np.uint64), np.array([-1], np.int64))
-            trace.known[int(fps[i])] = int(S[S_N])
-            S[S_N] += 1
-            if flags[i] & CHECK:
-                bad = m.invariants(m.array_state(rows[i]))
-                if bad:
-                    return violation(m, chain, int(fps[i]), bad[0][0], bad[0][1], final(len(first)))
-            first.append(i)
-        level: list = [(Packed(np.asarray(rows, np.int64)[first]),
-                        (np.asarray(flags, np.int64)[first] & DONE).astype(np.int8))] if first else []
-        level_n = len(first)
-        level_id0, depth = 0, 0
-        cuts: list[np.ndarray] = []
+        if start is None:
+            r = _initial(m, S, tb, trace, ms, final)
+            if isinstance(r, Result):
+                return r
+            level, level_n, level_id0, depth, cuts, size = r, sum(b[0].n for b in r), 0, 0, [], CHUNK
+        else:
+            level, level_n, level_id0, depth, cuts, size = (start.level, start.nlevel, start.id0, start.depth,
+                                                            start.cuts, start.size)
+            start.level = []
         nchunks = 0
         newidx = np.zeros(CHUNK, np.int64)
         cut = np.zeros(CHUNK, np.uint64)
-        size, width = CHUNK, 1
+        width = 1
         while level:
             gen0 = int(S[S_GEN])
             nxt: list = []

@@ -104,6 +104,15 @@ def _finsert(tab, R, sz, cnt, zero, fp, shift):
     return 1
 
 
+@njit(cache=True, nogil=True)
+def _finsert_all(tab, R, sz, cnt, zero, fps, k0, shift):
+    """Store fps[k0:] (no two alike); -1, or where a sub-table must outgrow its region."""
+    for k in range(k0, fps.shape[0]):
+        if _finsert(tab, R, sz, cnt, zero, fps[k], shift) == 2:
+            return k
+    return -1
+
+
 class FpTable:
     """The fingerprints stored (see the module's text): `tab` (NSUB
     regions of R slots, each sub-table at its region's start), `sz`, `cnt`,
@@ -152,6 +161,15 @@ class FpTable:
             r = _finsert(self.tab, self.R, self.sz, self.cnt, self.zero, np.uint64(fp), self.shift)
             if r != 2:
                 return r == 1
+            self.relayout()
+
+    def insert_all(self, fps: np.ndarray) -> None:
+        """Store every fingerprint of fps (distinct)."""
+        k = 0
+        while True:
+            k = _finsert_all(self.tab, self.R, self.sz, self.cnt, self.zero, fps, k, self.shift)
+            if k < 0:
+                return
             self.relayout()
 
     def has(self, fp: int) -> bool:
