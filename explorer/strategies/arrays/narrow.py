@@ -197,9 +197,10 @@ class Arena:
 
     __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed", "dtype", "want", "packed", "compress_from")
 
-    def __init__(self, size: int, dtype=np.int64, compress_from: int = COMPRESS_FROM) -> None:
+    def __init__(self, size: int, dtype=np.int64, compress_from: int | None = None) -> None:
         self.size = size
-        self.compress_from = compress_from  # (the disk mode compresses, and spills, from fewer bytes on)
+        # bytes of a level's packed rows past which its blocks are compressed (the disk mode: never)
+        self.compress_from = COMPRESS_FROM if compress_from is None else compress_from
         self.dtype = np.dtype(dtype)  # the type of this level's unpacked rows
         self.want = self.dtype  # the narrowest type every level's rows met so far fit (from the next level on)
         self.bufs: list = [None, None]
