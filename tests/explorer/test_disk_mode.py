@@ -43,13 +43,14 @@ def both(prog, tmp_path, symmetry=True, **kw):
 
 @pytest.fixture
 def tiny(monkeypatch):
-    """Every compressed block spilled (from the first packed byte on), rows
-    compressed from the first, chunks of 7 rows, sub-tables of 4 slots at
-    first: each growth, relayout and spill of the disk mode is met."""
+    """Every packed block spilled (from the first byte on), chunks of 7
+    rows, sub-tables of 4 slots at first, the prefetch pass from the first
+    state: each growth, relayout and spill of the disk mode is met."""
     from explorer.strategies.arrays import disk, diskstore
 
     monkeypatch.setattr(disk, "SPILL_FROM", 0)
     monkeypatch.setattr(disk, "CHUNK", 7)
+    monkeypatch.setattr(disk, "TOUCH_FROM", 0)
     monkeypatch.setattr(diskstore, "SUB0", 4)
 
 

@@ -30,7 +30,9 @@ from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
 from explorer.runtime.memory import MemoryGuard, _trim, mib
 from explorer.settings import Settings
-from explorer.strategies.arrays.diskstore import LOAD_DEN, LOAD_NUM, FpTable, Spilled, Trace, _ffind, _fgrow, _fnext
+from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, Spilled, Trace, _ffind, _fgrow, _fnext,
+                                                  _ftouch)
+from explorer.strategies.arrays.table import TOUCH_FROM
 from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_SUB,
                                                ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM, TRIM_EVERY,
                                                _Expanded, _local, _pack_new, chunk_rows, complete)
@@ -283,6 +285,8 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
                         trace.append(x.fps[idx], pid0 + x.parent[idx])
                         written = upto
 
+                if int(S[S_N]) >= TOUCH_FROM:
+                    _ftouch(x.fps, tb.tab, tb.R, tb.sz, tb.shift)
                 j, i = 0, 0
                 while True:
                     status, j, i = _dwalk(j, i, (nrows, x.pofs, x.fps, x.flags, depth, x.pdone), tb.parts(), S,

@@ -33,7 +33,7 @@ from numba import njit
 from explorer.runtime.memory import _zeros, limited
 from explorer.strategies.arrays.table import NSUB, SUB0, SUB_SHIFT, _home, chain
 
-__all__ = ["FpTable", "Trace", "Spilled", "_ffind", "_fgrow", "_fnext", "LOAD_NUM", "LOAD_DEN"]
+__all__ = ["FpTable", "Trace", "Spilled", "_ffind", "_fgrow", "_fnext", "_ftouch", "LOAD_NUM", "LOAD_DEN"]
 
 LOAD_NUM, LOAD_DEN = 17, 20  # a sub-table grows once it would be more than 85 % full
 
@@ -80,6 +80,21 @@ def _fgrow(tab, R, sz, p):
                 if k == n:
                     k = 0
             tab[base + k] = v
+
+
+@njit(cache=True, nogil=True)
+def _ftouch(fps, tab, R, sz, shift):
+    """Load the home slot of every successor of a chunk first:
+    independent loads, whose misses the memory system overlaps, so that
+    the lookups that follow find them cached (`table._touch`, for a table
+    of fingerprints: one miss a lookup, not two). Returns a sum nobody
+    reads."""
+    acc = np.uint64(0)
+    for q in range(fps.shape[0]):
+        fp = fps[q]
+        p = np.int64(fp >> np.uint64(shift))
+        acc += tab[p * R + _home(fp, sz[p])]
+    return acc
 
 
 @njit(cache=True, nogil=True)
