@@ -14,6 +14,7 @@ and the files grow linearly; the table's misses grow with its size).
     python bench/bench_disk.py --n 5                      # chat(5), no symmetry
     python bench/bench_disk.py --n 6 --reduce ranks       # chat(6), ranks reduced: 34.65M states
     python bench/bench_disk.py --n 5 --dir /var/tmp       # where the disk mode writes
+    python bench/bench_disk.py --n 6 --only disk          # chat(6) unreduced, the disk mode alone
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ def main() -> None:
     ap.add_argument("--symmetry", choices=("off", "on"), default="off")
     ap.add_argument("--reduce", choices=("ranks",))
     ap.add_argument("--time-limit", type=float, default=600.0)
+    ap.add_argument("--only", choices=("disk",), help="disk: the disk mode alone (a member too large to also run "
+                                                      "in memory in the time at hand)")
     ap.add_argument("--dir", default=None, help="where the disk mode writes (default: a new directory under /var/tmp)")
     args = ap.parse_args()
     sym = "r" if args.reduce else "1" if args.symmetry == "on" else "0"
@@ -100,21 +103,24 @@ def main() -> None:
     print(hdr)
     print("-" * len(hdr))
     for n in args.n:
-        mem = run(n, sym, args.time_limit, None)
+        mem = run(n, sym, args.time_limit, None) if args.only is None else None
         dsk = run(n, sym, args.time_limit, root)
-        if mem["verdict"] != "bound" and (mem["verdict"], mem["distinct"]) != (dsk["verdict"], dsk["distinct"]):
+        if mem and mem["verdict"] != "bound" and (mem["verdict"], mem["distinct"]) != (dsk["verdict"], dsk["distinct"]):
             raise SystemExit(f"the disk mode differs: {dsk} against {mem}")
-        rates = {}
+        rates = {"memory": 0.0}
         for mode, r in (("memory", mem), ("disk", dsk)):
+            if r is None:
+                continue
             rates[mode] = r["distinct"] / r["cpu"] if r["cpu"] else 0.0  # (per CPU second: a shared machine)
-            extra = (f" {r['disk_end']:>9.1f} {r['disk_peak']:>9.1f} {rates['disk'] / rates['memory']:>5.0%}"
-                     if mode == "disk" and rates["memory"] else "")
+            extra = f" {r['disk_end']:>9.1f} {r['disk_peak']:>9.1f}" if mode == "disk" else ""
+            extra += f" {rates['disk'] / rates['memory']:>5.0%}" if mode == "disk" and rates["memory"] else ""
             print(f"{n:>2} {mode:>6} {r['verdict']:>8} {r['distinct']:>11,} {r['seconds']:>8.1f} "
                   f"{rates[mode]:>9,.0f} {r['cpu']:>7.1f} {r['bytes']:>8.1f}{extra}")
         g = 1e9
-        print(f"   10^9 states at these figures: RAM {dsk['bytes'] * g / 2**30:.1f} GiB in the disk mode "
-              f"({mem['bytes'] * g / 2**30:.1f} GiB in memory), disk {dsk['disk_peak'] * g / 2**30:.1f} GiB, "
-              f"{g / rates['disk'] / 3600:.1f} h of CPU at {rates['disk']:,.0f} states/s")
+        inmem = f" ({mem['bytes'] * g / 2**30:.1f} GiB in memory)" if mem else ""
+        print(f"   10^9 states at these figures: RAM {dsk['bytes'] * g / 2**30:.1f} GiB in the disk mode{inmem}, "
+              f"disk {dsk['disk_peak'] * g / 2**30:.1f} GiB, {g / rates['disk'] / 3600:.1f} h of CPU at "
+              f"{rates['disk']:,.0f} states/s")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if args.dir is None:
         os.rmdir(root)
