@@ -46,7 +46,11 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     partitioned = ray is not None or partitions is not None or checkpoint is not None or resume is not None
     disk_at = None
     if disk is None and memory_limit and can_move_to_disk(ch, strategy, workers, exact, visitor, partitioned):
-        disk, disk_at = default_disk_dir(), memory_limit // 2
+        from explorer.runtime.memory import rss
+
+        held = rss()  # (a bound the process is past already stops the search at once: nothing to move)
+        if memory_limit > held:
+            disk, disk_at = default_disk_dir(), held + (memory_limit - held) // 2
     settings = Settings(strategy="partitioned" if partitioned else strategy, max_states=max_states,
                         max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                         check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit,
@@ -68,7 +72,6 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     if not partitioned:
         result.stats.exact = exact
     note_stuck(result, ch, notes)
-    note_disk(result, settings, ch)
     mark_no_return(program, result, ties=ties, symmetry=symmetry, checks=checks, reduce_ranks=reduce_ranks,
                    max_states=max_states,
                    time_limit=time_limit, memory_limit=memory_limit, graph_limit=graph_limit,
@@ -107,20 +110,15 @@ def default_disk_dir() -> str:
     return "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else tempfile.gettempdir()
 
 
-def note_disk(result, settings: Settings, ch: Checks) -> None:
-    """A search the memory bound stopped, which the disk mode could have
-    taken further: said, with how (`--disk`)."""
-    if result.verdict != "bound" or result.bound_reason != "memory" or (settings.disk is not None
-                                                                         and settings.disk_at is None):
-        return
-    if settings.disk_at is not None:  # it could move: it did, or the bound came within one level
-        return
-    if settings.strategy != "bfs" or settings.exact or settings.visitor is not None or ch.eventually:
-        return
-    how = "" if not ch.livelock else " with --check deadlock --check invariant (it checks no livelock)"
-    how += " in one worker" if settings.workers > 1 else ""
-    result.message += (f"; --disk DIR{how} keeps the trace and the large levels on disk and about 10 bytes a "
-                       "state in memory instead of about 20")
+def disk_hint(result, *, workers: int = 1, livelock: bool = False) -> str | None:
+    """What to say of a search the memory bound stopped, which the disk
+    mode could take further (`serq explore` prints it on stderr)."""
+    if result.verdict != "bound" or result.bound_reason != "memory" or "moved to the disk mode" in result.message:
+        return None
+    how = " with --check deadlock --check invariant (it checks no livelock)" if livelock else ""
+    how += " in one worker" if workers > 1 else ""
+    return (f"note: --disk DIR{how} keeps the search's trace and large levels on disk, and about 10 bytes a state "
+            "in memory instead of about 20")
 
 
 def note_stuck(result, ch: Checks, notes: list) -> None:

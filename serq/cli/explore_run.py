@@ -15,7 +15,7 @@ from serq.cli.explore import check_flags, cluster_kwargs
 from serq.cli.explore_flags import refuse_disk_checks
 from serq.cli.flags import memory_limit
 from serq.check.model import Checks, SerqModel
-from serq.check.explore import explore, mark_no_return, replay_verdict
+from serq.check.explore import disk_hint, explore, mark_no_return, replay_verdict
 from serq.check.slo import make_model, needs_product
 from serq.lang.validate import validate
 
@@ -117,6 +117,10 @@ def cmd_explore(args) -> int:
             display.close()
     make = lambda: make_model(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
                               checks=Checks.of_program(prog, args.check), reduce_ranks=reduce_ranks(args))
+    hint = None if args.swarm is not None or getattr(args, "disk", None) is not None or args.exact or cluster_kwargs(args) or \
+        args.strategy != "bfs" or checks.eventually else disk_hint(result, workers=args.workers, livelock=checks.livelock)
+    if hint:
+        print(hint, file=sys.stderr)
     if visitor is not None:
         args.coverage_found = coverage_of(args, loaded, visitor, result)
     if checks.sometimes and result.verdict not in ("interrupted", "failed"):

@@ -18,7 +18,7 @@ import pytest
 from explorer import check
 from serq.check.model import SerqModel
 from serq.lang.load import load_path
-from tests.fixtures import TWO_CHATS, liveness
+from tests.fixtures import FOREVER, TWO_CHATS, liveness
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTANCES = sorted((ROOT / "instances").glob("*.sq")) + [ROOT / "tests" / "kernel_instances" / "constructs.sq"]
@@ -175,5 +175,18 @@ def test_explore_moves_to_disk_by_itself_where_it_can(monkeypatch, tmp_path):
     ex.explore(prog, checks=["deadlock"], memory_limit=8 << 30)
     ex.explore(prog, checks=["deadlock", "livelock"], memory_limit=8 << 30)
     ex.explore(prog, checks=["deadlock"], memory_limit=8 << 30, workers=2)
-    assert [(s.disk, s.disk_at) for s in seen] == [(str(tmp_path), 4 << 30), (None, None), (None, None)]
+    assert [s.disk for s in seen] == [str(tmp_path), None, None] and 0 < seen[0].disk_at < 8 << 30
     assert isinstance(seen[0], Settings) and os.listdir(tmp_path) == []
+
+
+def test_a_memory_bound_says_how_the_disk_mode_would_go_on(tmp_path, capsys):
+    from serq.cli import main
+
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)  # no check line: livelock checked, no move to disk
+    assert main(["explore", str(inst), "--memory", "1M", "--no-timing"]) == 13
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == "bound: no violation within the bound (memory=1MiB); exploration incomplete"
+    assert "note: --disk DIR with --check deadlock --check invariant" in captured.err
+    assert main(["explore", str(inst), "--memory", "1M", "--no-timing", "--check", "deadlock"]) == 13
+    assert "note: --disk DIR keeps" in capsys.readouterr().err  # (already past the bound: nothing to move)
