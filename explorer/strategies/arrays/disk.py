@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from explorer.model import CHECK, DONE, FAIR, PROGRESS, has  # noqa: F401  (PROGRESS: the flags the walk ignores)
+from explorer.model import CHECK, DONE, FAIR, has
 from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
 from explorer.result import Result, Stats
 from explorer.runtime.interrupt import interrupt_of
@@ -35,7 +35,7 @@ from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, S
 from explorer.strategies.arrays.table import TOUCH_FROM
 from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_SUB,
                                                ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM, TRIM_EVERY,
-                                               _Expanded, _local, _pack_new, chunk_rows, complete)
+                                               _local, _pack_new, chunk_rows, complete)
 from explorer.strategies.arrays.narrow import Arena, Packed
 
 __all__ = ["disk_check", "moved_to_disk", "Start", "refusal", "SPILL_FROM"]
