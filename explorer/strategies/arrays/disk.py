@@ -43,7 +43,7 @@ __all__ = ["disk_check", "moved_to_disk", "Start", "refusal", "SPILL_FROM"]
 # bytes of packed rows a level keeps in RAM; its next blocks are written to disk as they are (deflating them,
 # as the in-memory engine does past 32 MiB, would cost more CPU than the writes and reads they save)
 SPILL_FROM = 4 << 20
-STORED_CAP = 1 << 25  # the chunks' buffers stop growing with the states stored from here on (`chunk_rows`)
+STORED_CAP = 1 << 23  # the chunks' buffers stop growing with the states stored from here on (`chunk_rows`)
 
 
 def refusal(s: Settings, fair: bool = False) -> str | None:
