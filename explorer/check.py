@@ -138,6 +138,10 @@ def _run(m: Any, factory: Any, s: Settings) -> Result:
     except ArrayFallback:
         if offers(m) == "objects":
             raise
+        if s.disk is not None and s.disk_at is None:  # (never a silent search in memory)
+            raise ValueError("the model gave up its rows during the search, and the disk mode is the array "
+                             "engine's: drop the disk mode") from None
+        s = s.but(disk=None, disk_at=None)  # (a move to the disk mode when memory runs short: rows only)
         fallback = ENGINES.get((s.strategy, "objects", s.workers > 1))
         if fallback is None:
             raise
@@ -196,6 +200,8 @@ def offers(m: Any, s: Settings | None = None) -> str:
 def engine_for(m: Any, s: Settings) -> Engine:
     """The engine `ENGINES` gives the model and the settings."""
     key = (s.strategy, offers(m, s), s.workers > 1)
+    if s.disk is not None and key[1] == "objects" and s.disk_at is None:
+        raise ValueError("the disk mode is the array engine's: this model does not offer rows; drop the disk mode")
     engine = ENGINES.get(key)
     if engine is None:
         raise ValueError(f"no engine for the strategy {s.strategy!r} with a model offering {key[1]}"
@@ -222,6 +228,10 @@ def rows(m: Any, factory: ModelFactory, s: Settings) -> Result:
     from explorer.strategies.arrays.engine import array_check
 
     with limits_on(m, Limits(s.time_limit, MemoryGuard(s.memory_limit), s.clock())):  # inside an expansion too
+        if s.disk is not None and s.disk_at is None:
+            from explorer.strategies.arrays.disk import disk_check
+
+            return disk_check(m, factory, s)
         return array_check(m, factory, s)
 
 

@@ -40,6 +40,12 @@ class Settings:
     progress_interval: float = 1.0
     # exact: states identified by their whole canonical form, not a 64-bit fingerprint (explorer/stores/exact.py)
     exact: bool = False
+    # disk: the array engine's disk mode, its files in a directory of its own under this one (removed at the
+    # end): about 10 bytes of RAM a state (strategies/arrays/disk.py); no edges, so no livelock check
+    disk: str | None = None
+    # disk_at: with disk, the search begins in memory and goes on in the disk mode from the first BFS level
+    # that starts with more than this many bytes resident (the memory bound's choice, explorer/check.py)
+    disk_at: int | None = None
     # partitioned: how many, where (a Ray address, "auto" or "local"), checkpoints
     partitions: int | None = None
     ray: str | None = None
@@ -79,6 +85,12 @@ class Settings:
                 extra.insert(0, "ray")
             if extra:
                 raise ValueError(f"{extra[0]} needs the strategy 'partitioned'")
+        if self.disk_at is not None and self.disk is None:
+            raise ValueError("disk_at needs a directory for the disk mode (disk)")
+        if self.disk is not None:
+            why = self.disk_refusal()
+            if why is not None:
+                raise ValueError(why)
         if self.visitor is not None:
             from explorer.visitor import Visitor
 
@@ -88,6 +100,23 @@ class Settings:
                 raise ValueError("a visitor is called by the sequential engine alone: strategy 'bfs' or 'dfs', "
                                  f"one worker (not strategy {self.strategy!r} with {self.workers} worker"
                                  f"{'s' if self.workers > 1 else ''})")
+
+    def disk_refusal(self) -> str | None:
+        """Why the disk mode (`disk`) cannot honour the other settings;
+        None when it can."""
+        if self.check_livelock:
+            return ("the disk mode keeps no edges, which the livelock check needs: check deadlocks and "
+                    "invariants only (check_livelock=False; serq explore: --check deadlock --check invariant), "
+                    "or drop the disk mode")
+        if self.workers > 1:
+            return "the disk mode runs in one worker: drop the workers, or the disk mode"
+        if self.strategy != "bfs":
+            return f"the disk mode explores by BFS, not by strategy {self.strategy!r}: drop the disk mode"
+        if self.exact:
+            return "the disk mode stores fingerprints, not exact states: drop exact, or the disk mode"
+        if self.visitor is not None:
+            return "a visitor is called by the sequential engine, which has no disk mode: drop the disk mode"
+        return None
 
     def clock(self) -> float:
         """The time.perf_counter() value the run's time counts from: `started`, or now."""

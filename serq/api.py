@@ -206,10 +206,10 @@ class Result:
 def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max_depth: int | None = None,
             time_limit: float | None = None, memory=None, ties: str = "all", symmetry: bool = True,
             workers: int = 1, checks=None, exact: bool = False, graph_limit: int = GRAPH_LIMIT,
-            coverage: bool = False, witness=(), reduce: str | None = None) -> Result:
+            coverage: bool = False, witness=(), reduce: str | None = None, disk: str | None = None) -> Result:
     """Explore every arrival order, tie and drawn value of a small instance
     (`serq explore`); the keywords are its flags (`reduce="ranks"`: `--reduce
-    ranks`). `coverage` (`--coverage`) counts the explored transitions of
+    ranks`; `disk="DIR"`: `--disk DIR`). `coverage` (`--coverage`) counts the explored transitions of
     each event kind (`Result.coverage`) and adds W520 to the warnings when a
     pool that could preempt or evict never did; `witness` (kinds, or "all";
     implies `coverage`) keeps a shortest trace for each."""
@@ -237,10 +237,12 @@ def explore(source, *, strategy: str = "bfs", max_states: int | None = None, max
                           "is kept", stacklevel=2)
     if checks and "sometimes" in checks and not Checks.of_program(loaded.program, checks).sometimes:
         raise ValueError("checks: 'sometimes' selects the instance's `check sometimes` lines, and it has none")
+    if disk is not None and Checks.of_program(loaded.program, checks).sometimes:
+        raise ValueError("disk: the `check sometimes` lines are searched apart, in memory; select other checks")
     raw = search(loaded.program, strategy=strategy, max_states=max_states, max_depth=max_depth,
                  time_limit=time_limit, ties=ties, symmetry=symmetry, workers=workers, checks=checks,
                  graph_limit=graph_limit, memory_limit=limit, exact=exact, visitor=visitor,
-                 reduce_ranks=reduce == "ranks")
+                 reduce_ranks=reduce == "ranks", disk=disk)
     warnings, cov = list(loaded.warnings), None
     if visitor is not None:
         from serq.check.coverage import vacuity

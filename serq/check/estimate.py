@@ -22,6 +22,8 @@ from serq.ir.fold import EvalError, NotConstant, const_eval
 # (4) and a slot of the hash table (4; docs/explorer.md, "The array
 # engine"): a memory bound holds at most bound / 16 states.
 BYTES_PER_STATE = 16
+# the disk mode (`--disk`) keeps only the fingerprint in RAM, in a table at most 85 % full
+DISK_BYTES_PER_STATE = 9
 
 
 def _width(d: ir.Domain) -> int | None:
@@ -96,13 +98,13 @@ def _states(groups: list[tuple[int, int]], symmetry: bool) -> int | float:
     return exp(logs) if logs < 700 else float("inf")
 
 
-def capacity(memory: int | None) -> tuple[int, str] | None:
+def capacity(memory: int | None, per_state: int = BYTES_PER_STATE) -> tuple[int, str] | None:
     """The most states the memory bound can hold, and the words for it. A
     `--max-states` is a cut the user asked for: no reason to warn."""
     if not memory:
         return None
-    n = memory // BYTES_PER_STATE
-    return n, f"the memory bound ({memory / 2**30:.1f} GiB) holds at most {n:,} states of {BYTES_PER_STATE} bytes"
+    n = memory // per_state
+    return n, f"the memory bound ({memory / 2**30:.1f} GiB) holds at most {n:,} states of {per_state} bytes"
 
 
 def _num(n: int | float) -> str:
@@ -111,10 +113,11 @@ def _num(n: int | float) -> str:
     return f"{int(n):,}" if n < 10**12 else f"{n:.2e}".replace("e+", "e")
 
 
-def too_large(prog: ir.Program, sink, *, symmetry: bool, memory: int | None) -> None:
-    """W509 when the drawn values alone make more states than the memory bound can hold."""
+def too_large(prog: ir.Program, sink, *, symmetry: bool, memory: int | None, disk: bool = False) -> None:
+    """W509 when the drawn values alone make more states than the memory
+    bound can hold (`disk`: in the disk mode)."""
     est = estimate(prog, symmetry)
-    cap = capacity(memory)
+    cap = capacity(memory, DISK_BYTES_PER_STATE if disk else BYTES_PER_STATE)
     if est is None or cap is None or est.states <= cap[0]:
         return
     why = " × ".join(f"`{st.attr}`: {w:,} values" for st, w in est.draws) or "its draws"
@@ -134,5 +137,5 @@ def size_warning(prog: ir.Program, args, memory: int | None) -> list:
     from serq.diagnostics import Sink
 
     sink = Sink(prog.source)
-    too_large(prog, sink, symmetry=not args.no_symmetry, memory=memory)
+    too_large(prog, sink, symmetry=not args.no_symmetry, memory=memory, disk=getattr(args, "disk", None) is not None)
     return sink.items

@@ -21,7 +21,7 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
             symmetry: bool = True, workers: int = 1, checks: list[str] | None = None, progress=None,
             graph_limit: int = GRAPH_LIMIT, memory_limit: int | None = None, ray: str | None = None,
             partitions: int | None = None, checkpoint: str | None = None, resume: str | None = None,
-            exact: bool = False, visitor=None, reduce_ranks: bool = False):
+            exact: bool = False, visitor=None, reduce_ranks: bool = False, disk: str | None = None):
     """Explore an instance; returns the engine's Result. A counterexample
     gets its point of no return, computed on the whole state graph (at most
     `graph_limit` states; 0 skips it). `memory_limit`: bytes of resident
@@ -36,18 +36,27 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
     engine, one process); one with a `bind` method is given the model
     built, before the search (`--coverage`, serq/check/coverage.py).
     `reduce_ranks`: identify states that differ only in ranks no order can
-    read any more (serq/semantics/ranks.py; `--reduce ranks`)."""
+    read any more (serq/semantics/ranks.py; `--reduce ranks`). `disk`: a
+    directory for the array engine's disk mode (`--disk`,
+    explorer/strategies/arrays/disk.py)."""
     ch = checks_of(program, checks)
     notes: list = []  # the first stuck session, when `completes` watches them (shared by the search's models)
     factory = ModelFactory(make_model, (program,), {"ties": ties, "symmetry": symmetry, "checks": ch,
                                                       "notes": notes, "reduce_ranks": reduce_ranks})
     partitioned = ray is not None or partitions is not None or checkpoint is not None or resume is not None
+    disk_at = None
+    if disk is None and memory_limit and can_move_to_disk(ch, strategy, workers, exact, visitor, partitioned):
+        from explorer.runtime.memory import rss
+
+        held = rss()  # (a bound the process is past already stops the search at once: nothing to move)
+        if memory_limit > held:
+            disk, disk_at = default_disk_dir(), held + (memory_limit - held) // 2
     settings = Settings(strategy="partitioned" if partitioned else strategy, max_states=max_states,
                         max_depth=max_depth, time_limit=time_limit, check_deadlock=ch.deadlock,
                         check_livelock=ch.livelock, workers=workers, progress=progress, memory_limit=memory_limit,
                         partitions=partitions, ray=ray, checkpoint=checkpoint, resume=resume, exact=exact,
                         identity=model_identity(program, ties, symmetry, ch, reduce_ranks) if partitioned else None,
-                        visitor=visitor)
+                        visitor=visitor, disk=disk, disk_at=disk_at)
     model = factory  # check() builds it: a model too large to build is its verdict bound (memory)
     built = exact or visitor is not None
     if built:  # its own state identities: kept for the point of no return; or the model a visitor reads
@@ -73,6 +82,43 @@ def explore(program: ir.Program, *, strategy: str = "bfs", max_states: int | Non
 def checks_of(program: ir.Program, checks) -> Checks:
     """`checks`: property names (None: the instance's `check` lines), or a Checks."""
     return checks if isinstance(checks, Checks) else Checks.of_program(program, checks)
+
+
+def can_move_to_disk(ch: Checks, strategy: str, workers: int, exact: bool, visitor, partitioned: bool) -> bool:
+    """Whether a search can go on in the disk mode when memory runs short
+    (past half the memory bound, at the start of a BFS level: the array
+    engine's choice, explorer/strategies/arrays/disk.py): one worker's BFS
+    over fingerprints, without edges (no livelock, no `check eventually`),
+    on the instance's own rows (no per-request SLO product)."""
+    from serq.check.slo import needs_product
+
+    return (strategy == "bfs" and workers == 1 and not exact and visitor is None and not partitioned
+            and not ch.livelock and not ch.eventually and not needs_product(ch))
+
+
+def default_disk_dir() -> str:
+    """Where a search that moves to the disk mode by itself writes (a
+    directory of its own there, removed at its end): $SERQ_DISK, else
+    /var/tmp (on disk, where /tmp may be memory), else the system's
+    temporary directory."""
+    import os
+    import tempfile
+
+    d = os.environ.get("SERQ_DISK")
+    if d:
+        return d
+    return "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else tempfile.gettempdir()
+
+
+def disk_hint(result, *, workers: int = 1, livelock: bool = False) -> str | None:
+    """What to say of a search the memory bound stopped, which the disk
+    mode could take further (`serq explore` prints it on stderr)."""
+    if result.verdict != "bound" or result.bound_reason != "memory" or "moved to the disk mode" in result.message:
+        return None
+    how = " with --check deadlock --check invariant (it checks no livelock)" if livelock else ""
+    how += " in one worker" if workers > 1 else ""
+    return (f"note: --disk DIR{how} keeps the search's trace and large levels on disk, and about 10 bytes a state "
+            "in memory instead of about 20")
 
 
 def note_stuck(result, ch: Checks, notes: list) -> None:

@@ -29,6 +29,12 @@ def register(sub) -> None:
                    help="stop (verdict bound) when this process and its workers hold more than SIZE of "
                         "memory: 512M, 4G (a unit is required); default: four fifths of the memory "
                         "available at the start")
+    e.add_argument("--disk", metavar="DIR",
+                   help="keep the search's trace (each state's fingerprint and parent) and its large BFS levels "
+                        "in files under DIR (removed at the end), and only the fingerprints in memory: about 10 "
+                        "bytes a state instead of 20, for runs past the memory; the same states, verdicts and "
+                        "shortest counterexamples; checks no livelock (give --check deadlock --check invariant); "
+                        "one worker")
     e.add_argument("--ties", choices=("all", "seq"), default="all",
                    help="all: explore every order of elements tied on declared keys (default); "
                         "seq: break ties by the tie event as the simulator does")
@@ -131,9 +137,10 @@ def check_flags(args) -> None:
     if prob and args.html:
         raise flag_error("--html", args.html, "E012", f"--html cannot be honoured with {prob}: there is no trace "
                          "to draw (the answers are numbers); drop --html")
-    from serq.cli.explore_flags import refuse_unhonoured
+    from serq.cli.explore_flags import refuse_disk, refuse_unhonoured
 
     refuse_unhonoured(args)
+    refuse_disk(args)
 
 
 # ---------------------------------------------------------------- past one machine

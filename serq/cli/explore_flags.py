@@ -103,3 +103,51 @@ def refuse_unhonoured(args) -> None:
                 mode = "--expected"
             shown = ",".join(value) if isinstance(value, list) else name if isinstance(value, bool) else str(value)
             raise flag_error(name, shown, "E012", f"{name} cannot be honoured with {mode}: {why}")
+
+
+def refuse_disk(args) -> None:
+    """`--disk DIR`: the array engine's disk mode, one process, one BFS
+    over fingerprints; a located E012 for a flag it cannot honour."""
+    if getattr(args, "disk", None) is None:
+        return
+    if not args.disk.strip():
+        raise flag_error("--disk", args.disk, "E013", "empty directory: expected where the search's files go")
+    mode = mode_of(args)
+    if mode is not None:
+        raise flag_error("--disk", args.disk, "E012", f"--disk cannot be honoured with {mode}: it is the "
+                         "exhaustive search's; drop --disk")
+    for flag, on, what in (("--workers", args.workers > 1, str(args.workers)),
+                           ("--strategy", args.strategy == "dfs", "dfs"),
+                           ("--exact", args.exact, "--exact"),
+                           ("--coverage", args.coverage, "--coverage")):
+        if on:
+            raise flag_error(flag, what, "E012", f"{flag} cannot be honoured with --disk: the disk mode is one "
+                             "worker's BFS over fingerprints, with no visitor; drop one of them")
+    for flag in ("partitions", "ray", "checkpoint", "resume"):
+        if getattr(args, flag, None) is not None:
+            raise flag_error(f"--{flag}", str(getattr(args, flag)), "E012", f"--{flag} cannot be honoured with "
+                             "--disk: partitions keep their tables in memory; drop one of them")
+
+
+def refuse_disk_checks(args, checks) -> None:
+    """`--disk` and the properties the search checks: the disk mode keeps
+    no edges (no livelock, no `check eventually`), and explores the
+    instance's own states (no per-request SLO product, no witnesses of
+    `check sometimes`, each a search of its own)."""
+    if getattr(args, "disk", None) is None:
+        return
+    from serq.check.slo import needs_product
+
+    why = None
+    if checks.livelock:
+        why = ("the disk mode keeps no edges, which the livelock check needs; check deadlocks and invariants "
+               "only (--check deadlock --check invariant), or drop --disk")
+    elif checks.eventually:
+        why = f"the disk mode keeps no edges, which `check {checks.eventually[0].text}` needs; drop --disk"
+    elif needs_product(checks):
+        why = (f"a per-request SLO check ({checks.slo[0].text}) is explored on a product without rows, which the "
+               "disk mode needs; drop --disk")
+    elif checks.sometimes:
+        why = "the `check sometimes` lines are searched apart, in memory; drop --disk, or select other checks (--check)"
+    if why:
+        raise flag_error("--disk", args.disk, "E012", f"--disk cannot be honoured: {why}")

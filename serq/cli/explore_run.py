@@ -12,9 +12,10 @@ from explorer.check import CheckpointError, PartitionError, RayUnavailable, Work
 from explorer.runtime.verdict import EXIT_NONDETERMINISTIC, EXIT_WORKER_LOST
 from serq.diagnostics import Diagnostic, SerqError
 from serq.cli.explore import check_flags, cluster_kwargs
+from serq.cli.explore_flags import refuse_disk_checks
 from serq.cli.flags import memory_limit
 from serq.check.model import Checks, SerqModel
-from serq.check.explore import explore, mark_no_return, replay_verdict
+from serq.check.explore import disk_hint, explore, mark_no_return, replay_verdict
 from serq.check.slo import make_model, needs_product
 from serq.lang.validate import validate
 
@@ -78,6 +79,7 @@ def cmd_explore(args) -> int:
     refuse_for_slo(args, checks)  # a bad `--check ttft<=x` is E012 here
     refuse_for_sometimes(args, prog, checks)
     refuse_for_liveness(args, prog, checks)
+    refuse_disk_checks(args, checks)
     warn_unreduced(args, prog)
     if args.replay:
         return _replay(args, prog)
@@ -100,7 +102,8 @@ def cmd_explore(args) -> int:
                              time_limit=args.time_limit, ties=args.ties, symmetry=not args.no_symmetry,
                              workers=args.workers, checks=args.check, progress=display,
                              graph_limit=args.graph_limit, memory_limit=memory_limit(args), exact=args.exact,
-                             visitor=visitor, reduce_ranks=reduce_ranks(args), **cluster_kwargs(args))
+                             visitor=visitor, reduce_ranks=reduce_ranks(args), disk=getattr(args, "disk", None),
+                             **cluster_kwargs(args))
     except WorkerLost as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_WORKER_LOST
@@ -114,6 +117,10 @@ def cmd_explore(args) -> int:
             display.close()
     make = lambda: make_model(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
                               checks=Checks.of_program(prog, args.check), reduce_ranks=reduce_ranks(args))
+    hint = None if args.swarm is not None or getattr(args, "disk", None) is not None or args.exact or cluster_kwargs(args) or \
+        args.strategy != "bfs" or checks.eventually else disk_hint(result, workers=args.workers, livelock=checks.livelock)
+    if hint:
+        print(hint, file=sys.stderr)
     if visitor is not None:
         args.coverage_found = coverage_of(args, loaded, visitor, result)
     if checks.sometimes and result.verdict not in ("interrupted", "failed"):

@@ -69,6 +69,22 @@ def test_explore_interrupted(tmp_path, sig, flags):
     assert not [k for k in kids if alive(k)]  # workers stopped and joined
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_explore_on_disk_interrupted_leaves_no_file(tmp_path, sig):
+    """The disk mode's files (a directory of its own under --disk DIR) are
+    removed when a signal stops the search."""
+    disk = tmp_path / "disk"
+    p = _start(tmp_path, "explore", "--progress", "--check", "deadlock", "--disk", str(disk))
+
+    def ready():
+        _progress_lines(p, 2)
+        return os.listdir(disk)  # the run's directory, during the search
+
+    during, out, err = _interrupt(p, sig, ready)
+    _interrupted(p, out, err, sig, workers=1)
+    assert len(during) == 1 and during[0].startswith("serq-disk-") and os.listdir(disk) == []
+
+
 def _interrupted(p, out: str, err: str, sig, workers: int) -> None:
     """An exploration stopped by `sig`: exit 16, no traceback, the verdict
     line and statistics that agree on the distinct states."""

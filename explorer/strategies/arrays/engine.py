@@ -46,7 +46,7 @@ from explorer.strategies.arrays.narrow import Arena, Packed, Raw, pack_rows
 from explorer.graph.cycles import _acyclic_part, _cycle, _scc
 from explorer.graph.fair import fair_lasso, fair_pass, fair_result
 from explorer.strategies.arrays.fairrec import FairRecord
-from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib
+from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib, rss
 from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
 from explorer.model import CHECK, DONE, FAIR, PROGRESS, has
@@ -527,6 +527,10 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
             depth += 1
             level = nxt
             _trim()
+            if s.disk_at is not None and not livelock and level and rss() > s.disk_at:  # on in the disk mode
+                from explorer.strategies.arrays.disk import Start, moved_to_disk
+
+                return moved_to_disk(m, s, st, Start(S, level, next_count, level_id0, depth, cuts, size), expand)
         def graph():  # the non-progress edges, the table's room handed back first
             n = int(S[S_N])
             st.drop_table(n)

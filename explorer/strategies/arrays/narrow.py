@@ -195,10 +195,12 @@ class Arena:
     large run holds no more than one buffer's worth of unpacked rows
     beside the level being written."""
 
-    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed", "dtype", "want", "packed")
+    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed", "dtype", "want", "packed", "compress_from")
 
-    def __init__(self, size: int, dtype=np.int64) -> None:
+    def __init__(self, size: int, dtype=np.int64, compress_from: int | None = None) -> None:
         self.size = size
+        # bytes of a level's packed rows past which its blocks are compressed (the disk mode: never)
+        self.compress_from = COMPRESS_FROM if compress_from is None else compress_from
         self.dtype = np.dtype(dtype)  # the type of this level's unpacked rows
         self.want = self.dtype  # the narrowest type every level's rows met so far fit (from the next level on)
         self.bufs: list = [None, None]
@@ -225,7 +227,7 @@ class Arena:
         threads pack blocks at once: the count is kept under a lock.)"""
         with _WIDEN:
             self.packed += block.nbytes
-            return self.packed > COMPRESS_FROM
+            return self.packed > self.compress_from
 
     def take(self, n: int, width: int, dtype=None) -> np.ndarray | None:
         """Room for n more rows of this level (of that width, and of that

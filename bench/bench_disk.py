@@ -1,0 +1,130 @@
+"""The array engine's disk mode (`serq explore --disk DIR`) against the
+same search in memory, on the chat family of bench_chat_family.py
+(without symmetry by default), checking deadlocks and invariants (the
+disk mode checks no livelock, so neither run does): for each, the
+verdict, distinct states, wall seconds, states per second, and bytes of
+RAM per stored state (peak RSS above the process's RSS once the instance
+is loaded and the engine warm, over the states). For the disk mode also
+the bytes on disk at the end of the search (its trace and the level
+files left, per state) and the largest the directory got, and the
+ratio of its rate to the in-memory one. Then what 10^9 states would take
+at these figures (RAM, disk, hours), the rate taken as it is (the table
+and the files grow linearly; the table's misses grow with its size).
+
+    python bench/bench_disk.py --n 5                      # chat(5), no symmetry
+    python bench/bench_disk.py --n 6 --reduce ranks       # chat(6), ranks reduced: 34.65M states
+    python bench/bench_disk.py --n 5 --dir /var/tmp       # where the disk mode writes
+    python bench/bench_disk.py --n 6 --only disk          # chat(6) unreduced, the disk mode alone
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_chat_family import TEMPLATE  # noqa: E402
+
+CHILD = textwrap.dedent("""
+    import json, os, resource, sys, threading, time
+    from serq.lang.load import load_text
+    from serq.check.explore import explore
+    from explorer.strategies.arrays import diskstore
+    text, sym, limit, disk = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] or None
+    red = sym == "r"
+    symmetry = sym == "1"
+    checks = ["deadlock", "invariant"]
+    seen = {"end": 0, "peak": 0}
+    def du(d):
+        return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+    close = diskstore.Trace.close
+    def closing(self):  # the files' size at the end of the search, before they go
+        try:
+            seen["end"] = du(self.dir)
+        except OSError:
+            pass
+        close(self)
+    diskstore.Trace.close = closing
+    drop = diskstore.Trace.drop_level
+    def dropping(self, depth):  # the directory at its largest: at the end of a level, before its file goes
+        try:
+            seen["peak"] = max(seen["peak"], du(self.dir))
+        except OSError:
+            pass
+        drop(self, depth)
+    diskstore.Trace.drop_level = dropping
+    small = load_text(sys.argv[5], "small.sq", explorer=True).program
+    for s in (True, False):
+        explore(small, symmetry=s, reduce_ranks=red, checks=checks, disk=disk)
+    prog = load_text(text, "bench.sq", explorer=True).program
+    explore(prog, symmetry=symmetry, max_states=50, reduce_ranks=red, checks=checks, disk=disk)
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    c = time.process_time()
+    r = explore(prog, symmetry=symmetry, time_limit=limit, reduce_ranks=red, checks=checks, disk=disk)
+    dt, cpu = time.perf_counter() - t, time.process_time() - c
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    n = max(r.stats.distinct, 1)
+    print(json.dumps({"verdict": r.verdict, "distinct": r.stats.distinct, "seconds": dt, "cpu": cpu,
+                      "bytes": (rss - base) * 1024 / n, "disk_end": seen["end"] / n,
+                      "disk_peak": max(seen["peak"], seen["end"]) / n}))
+""")
+
+
+def run(n: int, sym: str, limit: float, disk: str | None) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, TEMPLATE.replace("{N}", str(n)), sym, str(limit), disk or "",
+                          TEMPLATE.replace("{N}", "2")], capture_output=True, text=True)
+    if out.returncode:
+        raise SystemExit(out.stderr)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, nargs="+", default=[5])
+    ap.add_argument("--symmetry", choices=("off", "on"), default="off")
+    ap.add_argument("--reduce", choices=("ranks",))
+    ap.add_argument("--time-limit", type=float, default=600.0)
+    ap.add_argument("--only", choices=("disk",), help="disk: the disk mode alone (a member too large to also run "
+                                                      "in memory in the time at hand)")
+    ap.add_argument("--dir", default=None, help="where the disk mode writes (default: a new directory under /var/tmp)")
+    args = ap.parse_args()
+    sym = "r" if args.reduce else "1" if args.symmetry == "on" else "0"
+    root = args.dir or tempfile.mkdtemp(prefix="bench-disk-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores); "
+          f"disk mode under {root}")
+    hdr = (f"{'N':>2} {'mode':>6} {'verdict':>8} {'distinct':>11} {'seconds':>8} {'st/cpu s':>9} {'cpu s':>7} "
+           f"{'RAM B/st':>8} {'disk B/st':>9} {'disk peak':>9} {'rate':>6}")
+    print(hdr)
+    print("-" * len(hdr))
+    for n in args.n:
+        mem = run(n, sym, args.time_limit, None) if args.only is None else None
+        dsk = run(n, sym, args.time_limit, root)
+        if mem and mem["verdict"] != "bound" and (mem["verdict"], mem["distinct"]) != (dsk["verdict"], dsk["distinct"]):
+            raise SystemExit(f"the disk mode differs: {dsk} against {mem}")
+        rates = {"memory": 0.0}
+        for mode, r in (("memory", mem), ("disk", dsk)):
+            if r is None:
+                continue
+            rates[mode] = r["distinct"] / r["cpu"] if r["cpu"] else 0.0  # (per CPU second: a shared machine)
+            extra = f" {r['disk_end']:>9.1f} {r['disk_peak']:>9.1f}" if mode == "disk" else ""
+            extra += f" {rates['disk'] / rates['memory']:>5.0%}" if mode == "disk" and rates["memory"] else ""
+            print(f"{n:>2} {mode:>6} {r['verdict']:>8} {r['distinct']:>11,} {r['seconds']:>8.1f} "
+                  f"{rates[mode]:>9,.0f} {r['cpu']:>7.1f} {r['bytes']:>8.1f}{extra}")
+        g = 1e9
+        inmem = f" ({mem['bytes'] * g / 2**30:.1f} GiB in memory)" if mem else ""
+        print(f"   10^9 states at these figures: RAM {dsk['bytes'] * g / 2**30:.1f} GiB in the disk mode{inmem}, "
+              f"disk {dsk['disk_peak'] * g / 2**30:.1f} GiB, {g / rates['disk'] / 3600:.1f} h of CPU at "
+              f"{rates['disk']:,.0f} states/s")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.dir is None:
+        os.rmdir(root)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,346 @@
+"""The array engine's disk mode (`Settings.disk`, `serq explore --disk
+DIR`): the BFS of `arrays/engine.py`, with the same distinct states, ids,
+counts, verdicts and shortest counterexamples, holding about 10 bytes of
+RAM a stored state instead of about 20: the hash table holds the
+fingerprints themselves, and the parent links, the states' fingerprints
+by id and the large levels' rows are on disk (`arrays/diskstore.py`;
+docs/notes/disk-mode.md: the design, after TLC's).
+
+A level is walked chunk by chunk as in `engine._array_check`: `_dwalk`
+(numba) looks each successor up in (parent, action) order and stores the
+new ones; Python then appends their records (fingerprint, parent id) to
+the trace and packs their rows into the next level. The disk mode keeps
+no edges, so it checks no livelock and no liveness under fairness: a
+run asking for them is refused (`refusal`), never run without them."""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from explorer.model import CHECK, DONE, FAIR, has
+from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
+from explorer.result import Result, Stats
+from explorer.runtime.interrupt import interrupt_of
+from explorer.runtime.limits import LimitReached
+from explorer.runtime.memory import MemoryGuard, _trim, mib
+from explorer.settings import Settings
+from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, Spilled, Trace, _ffind, _fgrow, _fnext,
+                                                  _ftouch)
+from explorer.strategies.arrays.table import TOUCH_FROM
+from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_SUB,
+                                               ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM, TRIM_EVERY,
+                                               _local, _pack_new, chunk_rows, complete)
+from explorer.strategies.arrays.narrow import Arena, Packed
+
+__all__ = ["disk_check", "moved_to_disk", "Start", "refusal", "SPILL_FROM"]
+
+# bytes of packed rows a level keeps in RAM; its next blocks are written to disk as they are (deflating them,
+# as the in-memory engine does past 32 MiB, would cost more CPU than the writes and reads they save)
+SPILL_FROM = 4 << 20
+STORED_CAP = 1 << 23  # the chunks' buffers stop growing with the states stored from here on (`chunk_rows`)
+
+
+def refusal(s: Settings, fair: bool = False) -> str | None:
+    """Why the disk mode cannot honour these settings and a model that
+    declares FAIR or not (None: it can)."""
+    if fair:
+        return ("the disk mode keeps no edges, which liveness under fairness (`check eventually`) needs: "
+                "drop the disk mode, or the `check eventually` lines")
+    return s.disk_refusal()
+
+
+@njit(cache=True, nogil=True)
+def _dwalk(j0, i0, chunk, table, S, out, bounds):
+    """`engine._walk` over a table of fingerprints (`diskstore.FpTable`),
+    without edges: walk successors from parent j0, successor i0; returns
+    (status, j, i). `chunk` (nrows, pofs, fps, flags, pdepth, pdone);
+    `table` (tab, R, sz, cnt, zero, shift); `out` (newidx, cut); `bounds`
+    (max_states, max_depth, deadlock_check)."""
+    nrows, pofs, fps, flags, pdepth, pdone = chunk
+    tab, R, sz, cnt, zero, shift = table
+    newidx, cut = out
+    max_states, max_depth, deadlock_check = bounds
+    for j in range(j0, nrows):
+        a = pofs[j]
+        b = pofs[j + 1]
+        start = i0 if j == j0 else a
+        if a == b and start == a:
+            if deadlock_check and pdone[j] == 0:
+                return ST_DEADLOCK, j, a
+            continue
+        for i in range(start, b):
+            fp = fps[i]
+            p, slot = -1, -1
+            if fp == 0:
+                found = zero[0] != 0
+            else:
+                found, p, slot = _ffind(tab, R, sz, fp, shift)
+            S[S_GEN] += 1
+            if found:
+                continue
+            if max_depth >= 0 and pdepth >= max_depth:
+                cut[S[S_CUT]] = fp
+                S[S_CUT] += 1
+                continue
+            if max_states >= 0 and S[S_N] >= max_states:
+                return ST_MAXSTATES, j, i
+            if p < 0:
+                zero[0] = 1
+            else:
+                if LOAD_DEN * (cnt[p] + 1) > LOAD_NUM * sz[p]:
+                    if _fnext(sz[p]) > R:
+                        S[S_SUB] = p
+                        S[S_GEN] -= 1  # walked again once the table is laid out anew
+                        return ST_ROOM, j, i
+                    _fgrow(tab, R, sz, p)
+                    _, p, slot = _ffind(tab, R, sz, fp, shift)
+                tab[slot] = fp
+                cnt[p] += 1
+            S[S_N] += 1
+            if pdepth + 1 > S[S_MAXD]:
+                S[S_MAXD] = pdepth + 1
+            newidx[S[S_NEW]] = i
+            S[S_NEW] += 1
+            if flags[i] & CHECK:
+                return ST_CHECK, j, i + 1
+    return ST_DONE, nrows, 0
+
+
+def _initial(m, S, tb: FpTable, trace: Trace, ms: int, final):
+    """The initial states stored and their records written: the first
+    level's blocks, or the Result when the run ends there."""
+    rows, fps, flags = m.array_initial()
+    trace.init_rows, trace.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
+    first = []
+    for i in range(len(fps)):
+        S[S_GEN] += 1
+        if tb.has(fps[i]):
+            continue
+        if ms >= 0 and S[S_N] >= ms:
+            return bounded(final(len(first)), "max_states", ms)
+        tb.insert(fps[i])
+        trace.append(np.array([fps[i]], np.uint64), np.array([-1], np.int64))
+        trace.known[int(fps[i])] = int(S[S_N])
+        S[S_N] += 1
+        if flags[i] & CHECK:
+            bad = m.invariants(m.array_state(rows[i]))
+            if bad:
+                return violation(m, lambda fp: trace.chain(m, fp), int(fps[i]), bad[0][0], bad[0][1],
+                                 final(len(first)))
+        first.append(i)
+    return [(Packed(np.asarray(rows, np.int64)[first]),
+             (np.asarray(flags, np.int64)[first] & DONE).astype(np.int8))] if first else []
+
+
+def _blocks(level: list):
+    """A level's (block, done flags) in order, a spilled one read back
+    when its turn comes; each freed once its chunks are handed out."""
+    level.reverse()
+    while level:
+        item = level.pop()
+        yield item.load() if isinstance(item, Spilled) else item
+
+
+def _chunks(level: list, size: int):
+    pos = 0
+    for block, bdone in _blocks(level):
+        for c0 in range(0, block.n, size):
+            c1 = min(c0 + size, block.n)
+            yield (pos, c1 - c0), (block, c0, c1, bdone[c0:c1])
+            pos += c1 - c0
+        del block, bdone
+
+
+def disk_check(m: Any, factory: Any, s: Settings) -> Result:
+    """`engine.array_check` in the disk mode: the run's files under
+    `s.disk`, removed on every way out."""
+    why = refusal(s, has(m, FAIR))
+    if why is not None:
+        raise ValueError(why)
+    gc_was = gc.isenabled()
+    gc.disable()
+    trace = Trace(s.disk)
+    try:
+        return _disk_check(m, s, _local(m), MemoryGuard(s.memory_limit), trace)
+    finally:
+        trace.close()
+        if gc_was:
+            gc.enable()
+
+
+@dataclass
+class Start:
+    """Where a search the in-memory engine began goes on in the disk mode
+    (`moved_to_disk`): at the start of a level, its rows `level` (`nlevel`
+    of them, ids from `id0`), `depth`, the counters `S`, the cuts of the
+    depth bound and the chunks' size."""
+
+    S: np.ndarray
+    level: list
+    nlevel: int
+    id0: int
+    depth: int
+    cuts: list
+    size: int
+    tb: FpTable | None = None
+
+
+def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
+    """The in-memory engine's search (its store `st`, `table._Store`) goes
+    on in the disk mode from the start of a level: the records of the
+    states stored so far written to the trace, their fingerprints put in
+    a table of fingerprints, the store freed (the table of ids first:
+    the move holds at most 22 bytes a state at once, where the store held
+    20). The verdict's message says so."""
+    n = int(start.S[S_N])
+    trace = Trace(s.disk)
+    try:
+        trace.init_rows, trace.init_fps = st.init_rows, st.init_fps
+        st.drop_table(n)
+        _trim()
+        step = 1 << 20
+        for a in range(0, n, step):
+            trace.append(st.fp[a: min(n, a + step)], st.parent[a: min(n, a + step)].astype(np.int64))
+        start.tb = FpTable()
+        start.tb.insert_all(st.fp[:n])
+        st.fp = st.parent = None
+        _trim()
+        r = _disk_check(m, s, expand, MemoryGuard(s.memory_limit), trace, start)
+        r.message += f" (moved to the disk mode after {n:,} states, past {mib(s.disk_at)} of memory)"
+        return r
+    finally:
+        trace.close()
+
+
+def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | None = None) -> Result:
+    max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
+    check_deadlock, progress, progress_interval = s.check_deadlock, s.progress, s.progress_interval
+    t0 = s.clock()
+    stats = Stats(strategy="bfs")
+    tb = FpTable() if start is None else start.tb
+    S = np.zeros(NS, np.int64) if start is None else start.S
+    ms = -1 if max_states is None else max_states
+    md = -1 if max_depth is None else max_depth
+    next_report = t0 + progress_interval
+    chain = lambda fp: trace.chain(m, fp)  # noqa: E731
+
+    def final(pending: int) -> Stats:
+        stats.generated, stats.distinct, stats.max_depth = int(S[S_GEN]), int(S[S_N]), int(S[S_MAXD])
+        stats.queue, stats.elapsed = pending, time.perf_counter() - t0
+        return stats
+
+    queue_now = 0
+    arena = Arena(RAW_LEVEL, np.int8, compress_from=1 << 62)  # (spilled blocks are not compressed: see SPILL_FROM)
+    try:
+        if start is None:
+            r = _initial(m, S, tb, trace, ms, final)
+            if isinstance(r, Result):
+                return r
+            level, level_n, level_id0, depth, cuts, size = r, sum(b[0].n for b in r), 0, 0, [], CHUNK
+        else:
+            level, level_n, level_id0, depth, cuts, size = (start.level, start.nlevel, start.id0, start.depth,
+                                                            start.cuts, start.size)
+            start.level = []
+        nchunks = 0
+        newidx = np.zeros(CHUNK, np.int64)
+        cut = np.zeros(CHUNK, np.uint64)
+        width = 1
+        while level:
+            gen0 = int(S[S_GEN])
+            nxt: list = []
+            nlevel = level_n
+            next_count = 0
+            in_ram = 0  # bytes of packed rows of the next level kept in RAM
+            arena.next_level()
+            for (pos, nrows), x in expand(_chunks(level, size)):
+                queue_now = nlevel - pos + next_count
+                now = time.perf_counter()
+                if time_limit is not None and now - t0 >= time_limit:
+                    return bounded(final(queue_now), "time_limit", time_limit)
+                if memory.over():
+                    return bounded(final(queue_now), "memory", mib(memory.limit))
+                if progress is not None and now >= next_report:
+                    next_report = now + progress_interval
+                    progress(final(queue_now).snapshot())
+                k = x.fps.shape[0]
+                width = x.succ.shape[1]
+                if newidx.shape[0] < k:
+                    newidx = np.zeros(2 * k, np.int64)
+                    cut = np.zeros(2 * k, np.uint64)
+                S[S_NEW] = 0
+                S[S_CUT] = 0
+                pid0 = level_id0 + pos
+                written = 0  # the chunk's new states whose records are written
+
+                def records(upto: int) -> None:
+                    nonlocal written
+                    if upto > written:
+                        idx = newidx[written:upto]
+                        trace.append(x.fps[idx], pid0 + x.parent[idx])
+                        written = upto
+
+                if int(S[S_N]) >= TOUCH_FROM:
+                    _ftouch(x.fps, tb.tab, tb.R, tb.sz, tb.shift)
+                j, i = 0, 0
+                while True:
+                    status, j, i = _dwalk(j, i, (nrows, x.pofs, x.fps, x.flags, depth, x.pdone), tb.parts(), S,
+                                          (newidx, cut), (ms, md, check_deadlock))
+                    pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
+                    if status == ST_DONE:
+                        break
+                    if status == ST_ROOM:
+                        tb.relayout()
+                        continue
+                    if status == ST_DEADLOCK:
+                        records(int(S[S_NEW]))
+                        fp = int(trace.fp_of(pid0 + j))
+                        trace.known[fp] = pid0 + j
+                        return deadlock(m, chain, fp, final(pending))
+                    if status == ST_MAXSTATES:
+                        return bounded(final(pending), "max_states", max_states)
+                    bad = m.invariants(m.array_state(np.asarray(x.succ[i - 1], np.int64)))
+                    if bad:
+                        records(int(S[S_NEW]))
+                        fp = int(x.fps[i - 1])
+                        trace.known[fp] = int(S[S_N]) - 1
+                        return violation(m, chain, fp, bad[0][0], bad[0][1], final(pending - 1))
+                nnew = int(S[S_NEW])
+                records(nnew)
+                if nnew:
+                    block, done = _pack_new(x, newidx[:nnew], arena.take(nnew, width), arena)
+                    if isinstance(block, Packed) and in_ram + block.nbytes > SPILL_FROM:  # on disk
+                        nxt.append(trace.spill(depth + 1, block, done))
+                        del block, done
+                    else:
+                        in_ram += block.nbytes if isinstance(block, Packed) else 0
+                        nxt.append((block, done))
+                next_count += nnew
+                if S[S_CUT]:
+                    cuts.append(cut[: int(S[S_CUT])].copy())
+                arena.consumed(pos + nrows)
+                del x
+                nchunks += 1
+                if nchunks % TRIM_EVERY == 0:
+                    _trim()
+            trace.drop_level(depth)
+            size = chunk_rows(CHUNK, int(S[S_GEN]) - gen0, nlevel, width, min(int(S[S_N]), STORED_CAP))
+            level_id0 += nlevel
+            depth += 1
+            level, level_n = nxt, next_count
+            _trim()
+        return complete(m, lambda: final(0), cuts, tb.has, max_depth, None, lambda ids: [], chain,
+                        livelock=False)
+    except (KeyboardInterrupt, SystemError) as e:
+        return interrupted(final(queue_now), interrupt_of(e))
+    except MemoryError:
+        return bounded(final(queue_now), "memory", "MemoryError")
+    except LimitReached as e:
+        return bounded(final(queue_now), e.reason, e.value)
+    except WorkerFailed as e:
+        return failed(final(queue_now), e)

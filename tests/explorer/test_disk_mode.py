@@ -1,0 +1,192 @@
+"""The array engine's disk mode (explorer/strategies/arrays/disk.py,
+`Settings.disk`, `serq explore --disk`) gives what the engine gives in
+memory: verdict, message, counts, queue figure, depth and the shortest
+counterexample, on every instance of the library (without the livelock
+check, which it refuses) and under limits; its files are gone after
+every run, an interrupted one included."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from explorer import check
+from serq.check.model import SerqModel
+from serq.lang.load import load_path
+from tests.fixtures import FOREVER, TWO_CHATS, liveness
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTANCES = sorted((ROOT / "instances").glob("*.sq")) + [ROOT / "tests" / "kernel_instances" / "constructs.sq"]
+SAFE = [p for p in INSTANCES if not liveness(p)]
+
+
+def same(a, b):
+    assert (a.verdict, a.message, a.kind, a.replay_path, a.fingerprint, a.bound_reason) == \
+        (b.verdict, b.message, b.kind, b.replay_path, b.fingerprint, b.bound_reason)
+    sa, sb = a.stats, b.stats
+    assert (sa.generated, sa.distinct, sa.queue, sa.max_depth) == (sb.generated, sb.distinct, sb.queue, sb.max_depth)
+    assert [(s.action_index, s.fingerprint) for s in a.trace] == [(s.action_index, s.fingerprint) for s in b.trace]
+
+
+def both(prog, tmp_path, symmetry=True, **kw):
+    kw.setdefault("check_livelock", False)
+    a = check(SerqModel(prog, symmetry=symmetry), **kw)
+    b = check(SerqModel(prog, symmetry=symmetry), disk=str(tmp_path), **kw)
+    assert os.listdir(tmp_path) == []  # the run's directory is gone
+    return a, b
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Every packed block spilled (from the first byte on), chunks of 7
+    rows, sub-tables of 4 slots at first, the prefetch pass from the first
+    state: each growth, relayout and spill of the disk mode is met."""
+    from explorer.strategies.arrays import disk, diskstore
+
+    monkeypatch.setattr(disk, "SPILL_FROM", 0)
+    monkeypatch.setattr(disk, "CHUNK", 7)
+    monkeypatch.setattr(disk, "TOUCH_FROM", 0)
+    monkeypatch.setattr(diskstore, "SUB0", 4)
+
+
+@pytest.mark.parametrize("path", SAFE, ids=lambda p: p.stem)
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_disk_mode_matches_memory(path, symmetry, tmp_path):
+    a, b = both(load_path(path).program, tmp_path, symmetry, max_states=20_000)
+    same(a, b)
+
+
+@pytest.mark.parametrize("name", ["vllm_chat", "hol_none", "join_in_hold", "agent_subagents", "self_preempt"])
+def test_disk_mode_spilling_everything(name, tiny, tmp_path):
+    a, b = both(load_path(ROOT / "instances" / f"{name}.sq").program, tmp_path, max_states=20_000)
+    same(a, b)
+
+
+@pytest.mark.parametrize("kw", [dict(max_states=50), dict(max_depth=3), dict(max_states=1), dict(max_depth=0)])
+def test_disk_mode_limits(kw, tmp_path):
+    same(*both(load_path(ROOT / "instances" / "vllm_chat.sq").program, tmp_path, **kw))
+
+
+def test_fingerprint_table_holds_zero_and_colliding_homes(monkeypatch):
+    from explorer.strategies.arrays import diskstore
+
+    monkeypatch.setattr(diskstore, "SUB0", 4)
+    t = diskstore.FpTable()
+    fps = [0, 1, 2, 1 << 32, 3 << 32, (1 << 60) | 5, 2**64 - 1] + [int(x) for x in
+                                                                 np.random.default_rng(7).integers(0, 2**63, 3000)]
+    for f in fps:
+        assert not t.has(f)
+        assert t.insert(f)
+        assert not t.insert(f)
+    assert all(t.has(f) for f in fps) and not t.has(4)
+    assert int(t.cnt.sum()) == len(fps) - 1 and t.zero[0] == 1  # (0: a flag of its own)
+
+
+def test_disk_mode_refuses_what_it_cannot_honour(tmp_path):
+    prog = load_path(ROOT / "instances" / "vllm_chat.sq").program
+    with pytest.raises(ValueError, match="livelock"):
+        check(SerqModel(prog), disk=str(tmp_path))
+    with pytest.raises(ValueError, match="one worker"):
+        check(SerqModel(prog), disk=str(tmp_path), check_livelock=False, workers=2)
+    with pytest.raises(ValueError, match="BFS"):
+        check(SerqModel(prog), disk=str(tmp_path), check_livelock=False, strategy="dfs")
+    fair = next(p for p in INSTANCES if liveness(p))
+    from serq.check.model import Checks
+
+    p2 = load_path(fair).program
+    with pytest.raises(ValueError, match="eventually"):
+        check(SerqModel(p2, checks=Checks.of_program(p2)), disk=str(tmp_path), check_livelock=False)
+    assert os.listdir(tmp_path) == []
+
+
+def test_interrupted_disk_run_leaves_no_file(tmp_path):
+    """An interrupt (here raised from the progress callback, between two
+    chunks, as a signal is) ends the run "interrupted" and removes its files."""
+    prog = load_path(ROOT / "instances" / "vllm_chat.sq").program
+    seen = []
+
+    def progress(stats):
+        seen.append(os.listdir(tmp_path))
+        raise KeyboardInterrupt
+
+    r = check(SerqModel(prog), disk=str(tmp_path), check_livelock=False, progress=progress, progress_interval=0.0)
+    assert r.verdict == "interrupted" and seen and seen[0]  # (its directory existed during the run)
+    assert os.listdir(tmp_path) == []
+
+
+def test_cli_disk_flag(tmp_path):
+    inst = ROOT / "instances" / "hol_none.sq"
+    run = lambda *a: subprocess.run([sys.executable, "-m", "serq", "explore", str(inst), "--no-timing", *a],  # noqa: E731
+                                    cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    mem = run("--check", "deadlock", "--check", "invariant")
+    disk = run("--check", "deadlock", "--check", "invariant", "--disk", str(tmp_path))
+    assert disk.returncode == mem.returncode and disk.stdout == mem.stdout
+    assert os.listdir(tmp_path) == []
+    two = tmp_path.parent / "two.sq"
+    two.write_text(TWO_CHATS)  # no check line: the livelock check is selected
+    refused = subprocess.run([sys.executable, "-m", "serq", "explore", str(two), "--disk", str(tmp_path)], cwd=ROOT,
+                             capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert refused.returncode == 2 and "--disk" in refused.stderr and "--check deadlock" in refused.stderr
+    refused = run("--check", "deadlock", "--disk", str(tmp_path), "--workers", "2")
+    assert refused.returncode == 2 and "--workers" in refused.stderr
+
+
+@pytest.mark.parametrize("name", ["vllm_chat", "hol_none", "join_in_hold", "agent_subagents", "decode_preempt"])
+@pytest.mark.parametrize("spill", [False, True])
+def test_moving_to_disk_mid_search(name, spill, tmp_path, monkeypatch):
+    """`disk_at`: the search begins in memory and goes on in the disk mode
+    from the first level past that many resident bytes (0: the second
+    level): the same result, its message saying so."""
+    if spill:
+        from explorer.strategies.arrays import disk
+
+        monkeypatch.setattr(disk, "SPILL_FROM", 0)
+    path = ROOT / "instances" / f"{name}.sq"
+    if not path.exists():
+        pytest.skip(f"no instance {name}")
+    prog = load_path(path).program
+    kw = dict(check_livelock=False, max_states=20_000)
+    a = check(SerqModel(prog), **kw)
+    b = check(SerqModel(prog), disk=str(tmp_path), disk_at=0, **kw)
+    assert os.listdir(tmp_path) == []
+    if a.stats.max_depth > 0:
+        assert b.message.startswith(a.message) and "moved to the disk mode after" in b.message
+        b.message = a.message
+    same(a, b)
+
+
+def test_explore_moves_to_disk_by_itself_where_it_can(monkeypatch, tmp_path):
+    """serq's explore lets the array engine move to the disk mode past half
+    the memory bound when the checks allow it (no livelock), and never
+    where they do not."""
+    from explorer.settings import Settings
+    from serq.check import explore as ex
+
+    seen = []
+    real = ex.check
+    monkeypatch.setattr(ex, "check", lambda model, settings: seen.append(settings) or real(model, settings))
+    monkeypatch.setenv("SERQ_DISK", str(tmp_path))
+    prog = load_path(ROOT / "instances" / "hol_none.sq").program
+    ex.explore(prog, checks=["deadlock"], memory_limit=8 << 30)
+    ex.explore(prog, checks=["deadlock", "livelock"], memory_limit=8 << 30)
+    ex.explore(prog, checks=["deadlock"], memory_limit=8 << 30, workers=2)
+    assert [s.disk for s in seen] == [str(tmp_path), None, None] and 0 < seen[0].disk_at < 8 << 30
+    assert isinstance(seen[0], Settings) and os.listdir(tmp_path) == []
+
+
+def test_a_memory_bound_says_how_the_disk_mode_would_go_on(tmp_path, capsys):
+    from serq.cli import main
+
+    inst = tmp_path / "forever.sq"
+    inst.write_text(FOREVER)  # no check line: livelock checked, no move to disk
+    assert main(["explore", str(inst), "--memory", "1M", "--no-timing"]) == 13
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0] == "bound: no violation within the bound (memory=1MiB); exploration incomplete"
+    assert "note: --disk DIR with --check deadlock --check invariant" in captured.err
+    assert main(["explore", str(inst), "--memory", "1M", "--no-timing", "--check", "deadlock"]) == 13
+    assert "note: --disk DIR keeps" in capsys.readouterr().err  # (already past the bound: nothing to move)
