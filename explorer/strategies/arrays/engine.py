@@ -277,17 +277,41 @@ def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None, arena: A
 def _local(m):
     def expand(items):
         buf = None  # the chunk's rows, unpacked (read only by the expansion)
-        for meta, (block, c0, c1, pdone) in items:
-            rows, buf = _unpack(block, c0, c1, buf)
+        for meta, pieces in items:
+            rows, buf, pdone = _unpack_pieces(pieces, buf)
             yield meta, _Expanded(m.array_expand(rows), pdone)
     return expand
+
+
+def _unpack_pieces(pieces, buf: np.ndarray | None):
+    """A chunk's rows as int64 (its pieces, (block, first, end, done
+    flags), one after the other), the buffer they went into, and their
+    done flags."""
+    if len(pieces) == 1:
+        block, c0, c1, pdone = pieces[0]
+        rows, buf = _unpack(block, c0, c1, buf)
+        return rows, buf, pdone
+    n = sum(c1 - c0 for _, c0, c1, _ in pieces)
+    width = pieces[0][0].width
+    if buf is None or buf.shape[1] != width or buf.shape[0] < n:
+        buf = np.empty((n, width), np.int64)
+    at = 0
+    for block, c0, c1, _ in pieces:
+        got = block.rows(c0, c1, buf[at:])
+        if not np.may_share_memory(got, buf):  # (a view of rows kept as int64: copied in)
+            buf[at: at + c1 - c0] = got
+        at += c1 - c0
+    return buf[:n], buf, np.concatenate([d for *_, d in pieces])
 
 
 def _procs(pool):
     def expand(items):
         def plain():
-            for meta, (block, c0, c1, pdone) in items:
-                yield (meta, pdone), block.rows(c0, c1)
+            for meta, pieces in items:
+                rows = [block.rows(c0, c1) for block, c0, c1, _ in pieces]
+                pdone = [d for *_, d in pieces]
+                yield ((meta, pdone[0] if len(pieces) == 1 else np.concatenate(pdone)),
+                       rows[0] if len(rows) == 1 else np.concatenate(rows))
         for (meta, pdone), res in pool.expand(plain()):
             yield meta, _Expanded(res, pdone)
     return expand
@@ -380,18 +404,31 @@ def _livelock(m, final, n, ofs, dst, fps_of, chain) -> Result | None:
 
 def _chunks(level, size: int = CHUNK):
     """The chunks of a level (blocks of (rows, done flags)), of `size` rows
-    at most: ((position in the level,
-    rows in the chunk), (block, first, end, done flags)); each block is
-    freed once its chunks are handed out."""
+    at most, a chunk taking rows of the next blocks where a block ends
+    before it is full (a level's blocks are the new states of the last
+    level's chunks: small ones where that level gave few, and each chunk
+    costs a few calls): ((position in the level, rows in the chunk),
+    pieces (block, first, end, done flags)); each block is freed once its
+    chunks are handed out."""
     pos = 0
     level.reverse()
+    pieces: list = []
+    n = 0
     while level:
         block, bdone = level.pop()
-        for c0 in range(0, block.n, size):
-            c1 = min(c0 + size, block.n)
-            yield (pos, c1 - c0), (block, c0, c1, bdone[c0:c1])
-            pos += c1 - c0
+        c0 = 0
+        while c0 < block.n:
+            c1 = min(c0 + size - n, block.n)
+            pieces.append((block, c0, c1, bdone[c0:c1]))
+            n += c1 - c0
+            c0 = c1
+            if n == size:
+                yield (pos, n), pieces
+                pos += n
+                pieces, n = [], 0
         del block, bdone
+    if pieces:
+        yield (pos, n), pieces
 
 
 def _array_check(m, s: Settings, expand, memory) -> Result:

@@ -84,14 +84,19 @@ TOUCH_FROM = 1 << 18
 NO_ORDER = np.zeros(0, np.int32)  # `_touch` of every successor in turn
 
 
+TOUCH_RUN = 4  # occupied slots of a lookup's run whose fingerprints `_touch` loads
+
+
 @njit(cache=True, nogil=True)
 def _touch(fps, table, order, q0, q1, shift):
     """Load the table slot of successors q0..q1 (fps[order[q]] where order
     is given, a walker's group; fps[q] where it is empty), then the
-    fingerprint each slot names: independent loads, so the memory system
-    overlaps their misses, and the lookups that follow find them cached (a
-    large table costs two misses a lookup otherwise). Returns a sum nobody
-    reads (so that the loads are not optimized away). `table`: (tab, R, sz, fparr)."""
+    fingerprints the first TOUCH_RUN slots of its run name (up to an empty
+    slot or its own): independent loads, so the memory system overlaps their misses,
+    and the lookups that follow find them cached (a large table costs two
+    misses a lookup otherwise, and one more for each occupied slot a new
+    state's lookup passes). Returns a sum nobody reads (so that the loads
+    are not optimized away). `table`: (tab, R, sz, fparr)."""
     tab, R, sz, fparr = table
     acc = 0
     by = order.shape[0] > 0
@@ -102,9 +107,20 @@ def _touch(fps, table, order, q0, q1, shift):
     for q in range(q0, q1):
         fp = fps[order[q]] if by else fps[q]
         p = np.int64(fp >> np.uint64(shift))
-        v = tab[p * R + _home(fp, sz[p])]
-        if v != 0:
-            acc += np.int64(fparr[v - 1] & np.uint64(1))
+        base = p * R
+        n = sz[p]
+        j = _home(fp, n)
+        for _ in range(TOUCH_RUN):
+            v = tab[base + j]
+            if v == 0:
+                break
+            f = fparr[v - 1]
+            acc += np.int64(f & np.uint64(1))
+            if f == fp:  # (found: the rest of the run is not read)
+                break
+            j += 1
+            if j == n:
+                j = 0
     return acc
 
 
