@@ -35,7 +35,7 @@ from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, S
 from explorer.strategies.arrays.table import TOUCH_FROM
 from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_SUB,
                                                ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM, TRIM_EVERY,
-                                               _local, _pack_new, chunk_rows, complete)
+                                               _chunks, _local, _pack_new, chunk_rows, complete)
 from explorer.strategies.arrays.narrow import Arena, Packed
 
 __all__ = ["disk_check", "moved_to_disk", "Start", "refusal", "SPILL_FROM"]
@@ -147,16 +147,6 @@ def _blocks(level: list):
         yield item.load() if isinstance(item, Spilled) else item
 
 
-def _chunks(level: list, size: int):
-    pos = 0
-    for block, bdone in _blocks(level):
-        for c0 in range(0, block.n, size):
-            c1 = min(c0 + size, block.n)
-            yield (pos, c1 - c0), (block, c0, c1, bdone[c0:c1])
-            pos += c1 - c0
-        del block, bdone
-
-
 def disk_check(m: Any, factory: Any, s: Settings) -> Result:
     """`engine.array_check` in the disk mode: the run's files under
     `s.disk`, removed on every way out."""
@@ -258,7 +248,7 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
             next_count = 0
             in_ram = 0  # bytes of packed rows of the next level kept in RAM
             arena.next_level()
-            for (pos, nrows), x in expand(_chunks(level, size)):
+            for (pos, nrows), x in expand(_chunks(level, size, _blocks(level))):
                 queue_now = nlevel - pos + next_count
                 now = time.perf_counter()
                 if time_limit is not None and now - t0 >= time_limit:

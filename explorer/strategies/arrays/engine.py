@@ -402,20 +402,27 @@ def _livelock(m, final, n, ofs, dst, fps_of, chain) -> Result | None:
     return livelock_result(m, chain, fps[0], fps[1:], final())
 
 
-def _chunks(level, size: int = CHUNK):
-    """The chunks of a level (blocks of (rows, done flags)), of `size` rows
-    at most, a chunk taking rows of the next blocks where a block ends
-    before it is full (a level's blocks are the new states of the last
-    level's chunks: small ones where that level gave few, and each chunk
-    costs a few calls): ((position in the level, rows in the chunk),
-    pieces (block, first, end, done flags)); each block is freed once its
-    chunks are handed out."""
-    pos = 0
+def _taken(level: list):
+    """A level's (block, done flags) in order, each dropped from the list
+    as it is taken."""
     level.reverse()
+    while level:
+        yield level.pop()
+
+
+def _chunks(level, size: int = CHUNK, blocks=None):
+    """The chunks of a level (blocks of (rows, done flags); or `blocks`, an
+    iterator of them: the disk mode's, reading spilled ones back), of
+    `size` rows at most, a chunk taking rows of the next blocks where a
+    block ends before it is full (a level's blocks are the new states of
+    the last level's chunks: small ones where that level gave few, and
+    each chunk costs a few calls): ((position in the level, rows in the
+    chunk), pieces (block, first, end, done flags)); each block is freed
+    once its chunks are handed out."""
+    pos = 0
     pieces: list = []
     n = 0
-    while level:
-        block, bdone = level.pop()
+    for block, bdone in (_taken(level) if blocks is None else blocks):
         c0 = 0
         while c0 < block.n:
             c1 = min(c0 + size - n, block.n)
