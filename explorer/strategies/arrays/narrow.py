@@ -54,7 +54,8 @@ def _unpack(data, layout, a, b, out):
     for i in range(b - a):
         d = data[a + i]
         o = out[i]
-        o[:] = const
+        for t in range(o.shape[0]):  # not o[:] = const (its shapes' check: see cycles._grow32)
+            o[t] = const[t]
         for k in range(var.shape[0]):
             v = d[wd[k]] >> sh[k]
             if spill[k]:
