@@ -36,6 +36,7 @@ ALLOWED = {
     "explorer.runtime.interrupt": "runtime: signals",
     "explorer.runtime.limits": "runtime: time and memory limits",
     "explorer.runtime.compiled": "runtime: compiled code loaded before a search (the kernel's entry points)",
+    "explorer.runtime.jit": "runtime: how compiled functions are compiled (the kernel is compiled so too)",
     "explorer.runtime.memory": "runtime: the memory bound",
     "explorer.runtime.threads": "runtime: worker threads",
     "explorer.runtime.supervise": "runtime: supervised worker processes",

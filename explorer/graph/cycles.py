@@ -14,14 +14,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from explorer.runtime.jit import inner
+
 from typing import Callable, Iterable, Mapping, Sequence
 
 __all__ = ["DONE_NODE", "_acyclic_part", "_scc", "_cycle", "_grow32", "csr", "components", "find_livelock"]
 
-@njit(cache=True, nogil=True)
+@inner  # called only from compiled code: compiled into each caller
 def _grow32(a, n):
     b = np.empty(2 * a.shape[0], a.dtype)
-    b[:n] = a[:n]
+    for i in range(n):  # not b[:n] = a[:n]: numba's check of the shapes compiles its message's formatting (3 s)
+        b[i] = a[i]
     return b
 
 

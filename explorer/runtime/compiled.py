@@ -85,7 +85,7 @@ def _explorer_table() -> list:
         ("explorer.strategies.arrays.table", "_by_walker", [(a(u64), i64, a(i32), a(i64))]),
         ("explorer.strategies.arrays.table", "_codes", [(a(u64), a(i64), a(i64, 2), i64)]),
         ("explorer.strategies.arrays.table", "_codes_to_ids", [(a(u8), i64, i64, a(i32), i64)]),
-        ("explorer.strategies.arrays.table", "_ids_to_codes", [(a(u8), i64, a(i64))]),
+        ("explorer.strategies.arrays.table", "_ids_to_codes", [(a(u8), i64, a(i64), a(i64))]),
         ("explorer.strategies.arrays.walkers", "_decide", [(
             i64, i64, i64, T((a(i32), a(i64), a(i64), a(u64), a(i32))),
             T((a(i32), i64, a(i64), a(i64), a(u64), a(i32), a(i64), i64)), nt.UniTuple(i64, 3),
@@ -166,6 +166,8 @@ def load(only: Sequence[str] | None = None) -> None:
     compiled): at once the first time, nothing after (about a millisecond
     a specialization when the cache is warm)."""
     _no_scipy_for_numba()
+    import explorer.runtime.jit  # noqa: F401  (how what is not cached yet is compiled)
+
     with _LOCK:
         for name, (table, _inner) in _TABLES.items():
             if name in _DONE or (only is not None and name not in only):

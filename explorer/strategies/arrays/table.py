@@ -144,7 +144,8 @@ def _by_walker(fps, W, order, starts):
         cnt[_walker(fps[i], W) + 1] += 1
     for t in range(W):
         cnt[t + 1] += cnt[t]
-    starts[:] = cnt
+    for t in range(W + 1):  # not starts[:] = cnt (its shapes' check: see cycles._grow32)
+        starts[t] = cnt[t]
     for i in range(fps.shape[0]):
         t = _walker(fps[i], W)
         order[cnt[t]] = i
@@ -168,7 +169,10 @@ def _codes_to_ids(wk, n, W, edst, ne):
     cnt = np.zeros(W, np.int64)
     for g in range(n):
         cnt[wk[g]] += 1
-    c2g = np.empty(max(1, cnt.max()) * W, np.int32)
+    most = 1
+    for w in range(W):  # not cnt.max(): numba's max compiles numba's own helpers (1 s)
+        most = max(most, cnt[w])
+    c2g = np.empty(most * W, np.int32)
     cnt[:] = 0
     for g in range(n):
         w = wk[g]
@@ -179,13 +183,13 @@ def _codes_to_ids(wk, n, W, edst, ne):
 
 
 @njit(cache=True)
-def _ids_to_codes(wk, W, ids):
-    """The codes of the states `ids` (see `_codes_to_ids`)."""
+def _ids_to_codes(wk, W, ids, order):
+    """The codes of the states `ids` (see `_codes_to_ids`); `order`:
+    np.argsort(ids), numpy's (numba's sort compiles for 2.5 s)."""
     out = np.empty(ids.shape[0], np.int64)
-    order = np.argsort(ids)
     cnt = np.zeros(W, np.int64)
     k = 0
-    for g in range(ids.max() + 1 if ids.shape[0] else 0):
+    for g in range(ids[order[ids.shape[0] - 1]] + 1 if ids.shape[0] else 0):  # ids.max(), without numba's max
         w = wk[g]
         while k < ids.shape[0] and ids[order[k]] == g:
             out[order[k]] = cnt[w] * W + w

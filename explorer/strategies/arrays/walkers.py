@@ -570,7 +570,7 @@ class _Run:
             return n, ofs, dst
 
         def fps_of(ids):
-            codes = _ids_to_codes(self.wk, W, ids) if W > 1 else ids
+            codes = _ids_to_codes(self.wk, W, ids, np.argsort(ids)) if W > 1 else ids
             return [int(self.fp_of(int(c))) for c in codes]
 
         return complete(self.m, lambda: self.final(0), self.cuts, lambda fp: self.code_of(fp) >= 0, self.max_depth,

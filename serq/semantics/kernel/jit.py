@@ -22,8 +22,10 @@ whole and emits its machine code. For a call tree such as the kernel's
 optimises and compiles again everything below it: 176 libraries, most of
 them a large part of the kernel, 2 minutes of CPU. So (1) an internal
 function's library only links its callees: no module optimisation, no
-machine code (both come once, in the exported function that links it);
-and (2) a call with a constant argument (`fault(K, w, 19, x, 6, -1)`)
+machine code (both come once, in the exported function that links it;
+explorer/runtime/jit.py does this for every function compiled without a
+Python wrapper, numba's own implementations of numpy calls too, and
+makes numba's typing cheaper); and (2) a call with a constant argument (`fault(K, w, 19, x, 6, -1)`)
 does not make a specialization of its own for that constant: numba would
 type the constant as a literal and compile the callee again for it (24
 specializations of `fault`), where one for int64 serves every call.
@@ -37,6 +39,8 @@ from __future__ import annotations
 
 from numba import njit
 
+import explorer.runtime.jit  # noqa: F401  (numba compiles a function with no Python wrapper into its callers only)
+
 __all__ = ["exported", "internal"]
 
 _OPTS = dict(error_model="numpy", _nrt=False, nogil=True)
@@ -44,7 +48,6 @@ exported = njit(cache=True, **_OPTS)
 internal = njit(no_cpython_wrapper=True, no_cfunc_wrapper=True, **_OPTS)
 
 _PACKAGE = __name__.rsplit(".", 1)[0]  # serq.semantics.kernel
-_MARK = "".join(f"{len(p)}{p}" for p in _PACKAGE.split("."))  # in the mangled name of each kernel function
 
 
 def _one_specialization_per_function() -> None:
@@ -69,62 +72,4 @@ def _one_specialization_per_function() -> None:
     cls.get_call_template = get_call_template
 
 
-def _internal_functions_link_only() -> None:
-    """An internal kernel function's library (a kernel function's code and
-    no Python wrapper) is finalized by linking its callees only."""
-    try:
-        from numba.core import codegen
-        from numba.core.compiler_lock import require_global_compiler_lock
-    except ImportError:  # pragma: no cover
-        return
-    cls = codegen.CPUCodeLibrary
-    orig = getattr(cls, "finalize", None)
-    if orig is None or getattr(orig, "_serq_kernel", False):
-        return
-    if not all(hasattr(cls, n) for n in ("_raise_if_finalized", "_get_module_for_linking")):
-        return
-    needed = ("_linking_libraries", "_final_module", "_reload_init", "_finalized")  # a library's attributes
-
-    def internal_library(lib) -> bool:
-        own = False
-        for fn in lib._final_module.functions:
-            if fn.is_declaration:
-                continue
-            if fn.name.startswith("cpython.") or fn.name.startswith("cfunc."):
-                return False
-            own = own or _MARK in fn.name
-        return own
-
-    def finalize(self):
-        if not all(hasattr(self, n) for n in needed) or not internal_library(self):
-            return orig(self)
-        require_global_compiler_lock()
-        self._raise_if_finalized()
-        seen = set()
-        for lib in self._linking_libraries:
-            if lib not in seen:
-                seen.add(lib)
-                self._reload_init.update(lib._reload_init)
-                self._final_module.link_in(lib._get_module_for_linking(), preserve=True)
-        self._finalized = True
-
-    finalize._serq_kernel = True
-    cls.finalize = finalize
-
-    # the environment of a function with no machine code has no address to set (and needs none: the kernel calls
-    # no Python object)
-    jit_codegen = getattr(codegen, "JITCPUCodegen", None)
-    set_env = getattr(jit_codegen, "set_env", None)
-    if set_env is not None and not getattr(set_env, "_serq_kernel", False):
-        def set_env_if_defined(self, env_name, env):
-            engine = getattr(self, "_engine", None)
-            if engine is not None and not engine.get_global_value_address(env_name):
-                return
-            set_env(self, env_name, env)
-
-        set_env_if_defined._serq_kernel = True
-        jit_codegen.set_env = set_env_if_defined
-
-
 _one_specialization_per_function()
-_internal_functions_link_only()
