@@ -11,8 +11,9 @@ the names serq gives to states, sessions, holds, pools and cache entries.
 A name in SEQUENCES holds a sequence of them: `pools[0]` is its first
 element (not counted), `pools[p][2]` a field of an element (counted).
 IR nodes, actions and other tuples are not states and are not counted;
-nor are the language's front end and the IR (FRONT_END: serq/lang/ and
-serq/ir/, where `s`, `st`, `c` are IR nodes and parse children) nor the
+nor are the language's front end and the IR (FRONT_END: serq/lang/,
+serq/ir/ and the expression printer serq/exprtext.py, where `s`, `st`,
+`c` are IR nodes and parse children) nor the
 module that defines the layout (serq/semantics/state.py). A name in the
 set that holds something else is counted too; a state read under another
 name (a cache entry called `e`, like an event) is missed.
@@ -43,7 +44,7 @@ STATE_NAMES = {
 }
 
 
-FRONT_END = ("serq/lang/", "serq/ir/")
+FRONT_END = ("serq/lang/", "serq/ir/", "serq/exprtext.py")
 DEFINES = "serq/semantics/state.py"
 DEFINES_EVENTS = "serq/semantics/events.py"
 
