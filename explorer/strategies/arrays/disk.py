@@ -16,7 +16,6 @@ run asking for them is refused (`refusal`), never run without them."""
 from __future__ import annotations
 
 import gc
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,7 @@ from numba import njit
 
 from explorer.model import CHECK, DONE, FAIR, has
 from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
-from explorer.result import Result, Stats
+from explorer.result import Result
 from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
 from explorer.runtime.memory import MemoryGuard, _trim, mib
@@ -35,7 +34,7 @@ from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, S
 from explorer.strategies.arrays.table import TOUCH_FROM
 from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_SUB,
                                                ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM, TRIM_EVERY,
-                                               _chunks, _local, _pack_new, chunk_rows, complete)
+                                               Watch, _chunks, _local, _pack_new, chunk_rows, complete)
 from explorer.strategies.arrays.narrow import Arena, Packed
 
 __all__ = ["disk_check", "moved_to_disk", "Start", "refusal", "SPILL_FROM"]
@@ -209,21 +208,15 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
 
 
 def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | None = None) -> Result:
-    max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
-    check_deadlock, progress, progress_interval = s.check_deadlock, s.progress, s.progress_interval
-    t0 = s.clock()
-    stats = Stats(strategy="bfs")
+    max_states, max_depth = s.max_states, s.max_depth
+    check_deadlock = s.check_deadlock
     tb = FpTable() if start is None else start.tb
     S = np.zeros(NS, np.int64) if start is None else start.S
     ms = -1 if max_states is None else max_states
     md = -1 if max_depth is None else max_depth
-    next_report = t0 + progress_interval
+    watch = Watch(s, memory, S)
+    final = watch.final
     chain = lambda fp: trace.chain(m, fp)  # noqa: E731
-
-    def final(pending: int) -> Stats:
-        stats.generated, stats.distinct, stats.max_depth = int(S[S_GEN]), int(S[S_N]), int(S[S_MAXD])
-        stats.queue, stats.elapsed = pending, time.perf_counter() - t0
-        return stats
 
     queue_now = 0
     arena = Arena(RAW_LEVEL, np.int8, compress_from=1 << 62)  # (spilled blocks are not compressed: see SPILL_FROM)
@@ -250,14 +243,9 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
             arena.next_level()
             for (pos, nrows), x in expand(_chunks(level, size, _blocks(level))):
                 queue_now = nlevel - pos + next_count
-                now = time.perf_counter()
-                if time_limit is not None and now - t0 >= time_limit:
-                    return bounded(final(queue_now), "time_limit", time_limit)
-                if memory.over():
-                    return bounded(final(queue_now), "memory", mib(memory.limit))
-                if progress is not None and now >= next_report:
-                    next_report = now + progress_interval
-                    progress(final(queue_now).snapshot())
+                end = watch.chunk(queue_now)
+                if end is not None:
+                    return end
                 k = x.fps.shape[0]
                 width = x.succ.shape[1]
                 if newidx.shape[0] < k:

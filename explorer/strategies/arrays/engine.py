@@ -438,22 +438,48 @@ def _chunks(level, size: int = CHUNK, blocks=None):
         yield (pos, n), pieces
 
 
+class Watch:
+    """A level loop's clock and counters (the array engine's and the disk
+    mode's): the statistics at a point (`final`), and the checks made
+    before each chunk (`chunk`): the time limit, the memory bound, the
+    progress report."""
+
+    def __init__(self, s: Settings, memory, S: np.ndarray) -> None:
+        self.s, self.memory, self.S = s, memory, S
+        self.stats = Stats(strategy="bfs")
+        self.t0 = s.clock()  # the check's start: building the model counted (explorer/check.py)
+        self.next_report = self.t0 + s.progress_interval
+
+    def final(self, pending: int) -> Stats:
+        stats, S = self.stats, self.S
+        stats.generated, stats.distinct, stats.max_depth = int(S[S_GEN]), int(S[S_N]), int(S[S_MAXD])
+        stats.queue, stats.elapsed = pending, time.perf_counter() - self.t0
+        return stats
+
+    def chunk(self, queue_now: int) -> Result | None:
+        """The run's end (bounded) if a limit is reached before the next
+        chunk, with queue_now states left; else None, a progress report
+        given when due."""
+        s, now = self.s, time.perf_counter()
+        if s.time_limit is not None and now - self.t0 >= s.time_limit:
+            return bounded(self.final(queue_now), "time_limit", s.time_limit)
+        if self.memory.over():
+            return bounded(self.final(queue_now), "memory", mib(self.memory.limit))
+        if s.progress is not None and now >= self.next_report:
+            self.next_report = now + s.progress_interval
+            s.progress(self.final(queue_now).snapshot())
+        return None
+
+
 def _array_check(m, s: Settings, expand, memory) -> Result:
     max_states, max_depth, time_limit = s.max_states, s.max_depth, s.time_limit
     check_deadlock, check_livelock = s.check_deadlock, s.check_livelock
-    progress, progress_interval = s.progress, s.progress_interval
-    t0 = s.clock()  # the check's start: building the model counted (explorer/check.py)
-    stats = Stats(strategy="bfs")
     st = _Store(m)
     S = np.zeros(NS, np.int64)
     ms = -1 if max_states is None else max_states
     md = -1 if max_depth is None else max_depth
-    next_report = t0 + progress_interval
-
-    def final(pending: int) -> Stats:
-        stats.generated, stats.distinct, stats.max_depth = int(S[S_GEN]), int(S[S_N]), int(S[S_MAXD])
-        stats.queue, stats.elapsed = pending, time.perf_counter() - t0
-        return stats
+    watch = Watch(s, memory, S)
+    t0, final = watch.t0, watch.final
 
     def limits() -> None:  # the analyses after the search are cut by the same limits
         if time_limit is not None and time.perf_counter() - t0 >= time_limit:
@@ -507,14 +533,9 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
             arena.next_level()  # the next level's unpacked rows (at most RAW_LEVEL bytes)
             for (pos, nrows), x in expand(_chunks(level, size)):
                 queue_now = nlevel - pos + next_count
-                now = time.perf_counter()
-                if time_limit is not None and now - t0 >= time_limit:
-                    return bounded(final(queue_now), "time_limit", time_limit)
-                if memory.over():
-                    return bounded(final(queue_now), "memory", mib(memory.limit))
-                if progress is not None and now >= next_report:
-                    next_report = now + progress_interval
-                    progress(final(queue_now).snapshot())
+                end = watch.chunk(queue_now)
+                if end is not None:
+                    return end
                 k = x.fps.shape[0]
                 n = int(S[S_N])
                 width = x.succ.shape[1]
