@@ -53,13 +53,11 @@ from explorer.model import CHECK, DONE, FAIR, PROGRESS, has
 from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
 from explorer.result import Result, Stats
 from explorer.settings import Settings
+from explorer.strategies.arrays.watch import NS, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP, S_OVF, S_ROW0, S_SUB, Watch
 
 __all__ = ["array_check", "array_check_on_processes"]
 
 ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
-# counters in S (S_ROW0: the non-progress edges before the row being walked; S_OVF: counts in the overflow)
-S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB, S_ROW0, S_OVF = range(9)
-NS = S_OVF + 1  # counters in S
 ECNT_MAX = 255  # a state's count of non-progress edges in one byte; from this many on, the count is in the overflow
 CHUNK = 1024  # rows a chunk has at most
 SUCC_CHUNK = 1024  # successors a chunk should give (at least this many in a large run; see `chunk_rows`)
@@ -436,39 +434,6 @@ def _chunks(level, size: int = CHUNK, blocks=None):
         del block, bdone
     if pieces:
         yield (pos, n), pieces
-
-
-class Watch:
-    """A level loop's clock and counters (the array engine's and the disk
-    mode's): the statistics at a point (`final`), and the checks made
-    before each chunk (`chunk`): the time limit, the memory bound, the
-    progress report."""
-
-    def __init__(self, s: Settings, memory, S: np.ndarray) -> None:
-        self.s, self.memory, self.S = s, memory, S
-        self.stats = Stats(strategy="bfs")
-        self.t0 = s.clock()  # the check's start: building the model counted (explorer/check.py)
-        self.next_report = self.t0 + s.progress_interval
-
-    def final(self, pending: int) -> Stats:
-        stats, S = self.stats, self.S
-        stats.generated, stats.distinct, stats.max_depth = int(S[S_GEN]), int(S[S_N]), int(S[S_MAXD])
-        stats.queue, stats.elapsed = pending, time.perf_counter() - self.t0
-        return stats
-
-    def chunk(self, queue_now: int) -> Result | None:
-        """The run's end (bounded) if a limit is reached before the next
-        chunk, with queue_now states left; else None, a progress report
-        given when due."""
-        s, now = self.s, time.perf_counter()
-        if s.time_limit is not None and now - self.t0 >= s.time_limit:
-            return bounded(self.final(queue_now), "time_limit", s.time_limit)
-        if self.memory.over():
-            return bounded(self.final(queue_now), "memory", mib(self.memory.limit))
-        if s.progress is not None and now >= self.next_report:
-            self.next_report = now + s.progress_interval
-            s.progress(self.final(queue_now).snapshot())
-        return None
 
 
 def _array_check(m, s: Settings, expand, memory) -> Result:
