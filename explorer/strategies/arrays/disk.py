@@ -23,15 +23,14 @@ import numpy as np
 from numba import njit
 
 from explorer.model import CHECK, DONE, FAIR, has
-from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, violation
+from explorer.outcome import bounded, deadlock, violation
 from explorer.result import Result
-from explorer.runtime.interrupt import interrupt_of
-from explorer.runtime.limits import LimitReached
 from explorer.runtime.memory import MemoryGuard, _trim, mib
 from explorer.settings import Settings
 from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, Spilled, Trace, _ffind, _fgrow, _fnext,
                                                   _ftouch)
 from explorer.strategies.arrays.table import TOUCH_FROM
+from explorer.strategies.arrays.watch import STOPS
 from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_SUB,
                                                ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM, TRIM_EVERY,
                                                Watch, _chunks, _local, _pack_new, chunk_rows, complete)
@@ -314,11 +313,5 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
             _trim()
         return complete(m, lambda: final(0), cuts, tb.has, max_depth, None, lambda ids: [], chain,
                         livelock=False)
-    except (KeyboardInterrupt, SystemError) as e:
-        return interrupted(final(queue_now), interrupt_of(e))
-    except MemoryError:
-        return bounded(final(queue_now), "memory", "MemoryError")
-    except LimitReached as e:
-        return bounded(final(queue_now), e.reason, e.value)
-    except WorkerFailed as e:
-        return failed(final(queue_now), e)
+    except STOPS as e:  # SIGINT/SIGTERM, tables that could not grow, a limit inside an expansion, a worker lost
+        return watch.stopped(e, queue_now)

@@ -47,13 +47,12 @@ from explorer.graph.cycles import _acyclic_part, _cycle, _scc
 from explorer.graph.fair import fair_lasso, fair_pass, fair_result
 from explorer.strategies.arrays.fairrec import FairRecord
 from explorer.runtime.memory import MemoryGuard, _reserve, _trim, mib, rss
-from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
 from explorer.model import CHECK, DONE, FAIR, PROGRESS, has
-from explorer.outcome import WorkerFailed, bounded, deadlock, failed, interrupted, livelock_result, passed, violation
+from explorer.outcome import bounded, deadlock, livelock_result, passed, violation
 from explorer.result import Result, Stats
 from explorer.settings import Settings
-from explorer.strategies.arrays.watch import NS, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP, S_OVF, S_ROW0, S_SUB, Watch
+from explorer.strategies.arrays.watch import NS, STOPS, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP, S_OVF, S_ROW0, S_SUB, Watch
 
 __all__ = ["array_check", "array_check_on_processes"]
 
@@ -571,11 +570,5 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
                         graph if livelock and (S[S_NP] or fair is not None) else None,
                         lambda ids: [int(st.fp[x]) for x in ids], st.chain, fair=fair, livelock=bool(check_livelock),
                         check=limits)
-    except (KeyboardInterrupt, SystemError) as e:  # SIGINT/SIGTERM: S holds the counts of every state walked so far
-        return interrupted(final(queue_now), interrupt_of(e))
-    except MemoryError:  # the tables could not grow: what was stored so far
-        return bounded(final(queue_now), "memory", "MemoryError")
-    except LimitReached as e:  # inside one expansion (explorer/runtime/limits.py)
-        return bounded(final(queue_now), e.reason, e.value)
-    except WorkerFailed as e:  # a worker died, raised or hung: what was stored so far
-        return failed(final(queue_now), e)
+    except STOPS as e:  # SIGINT/SIGTERM, tables that could not grow, a limit inside an expansion, a worker lost
+        return watch.stopped(e, queue_now)

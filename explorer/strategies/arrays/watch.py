@@ -7,12 +7,16 @@ import time
 
 import numpy as np
 
-from explorer.outcome import bounded
+from explorer.outcome import WorkerFailed, bounded, failed, interrupted
 from explorer.result import Result, Stats
+from explorer.runtime.interrupt import interrupt_of
+from explorer.runtime.limits import LimitReached
 from explorer.runtime.memory import mib
 from explorer.settings import Settings
 
-__all__ = ["NS", "S_CUT", "S_GEN", "S_MAXD", "S_N", "S_NEW", "S_NP", "S_OVF", "S_ROW0", "S_SUB", "Watch"]
+STOPS = (KeyboardInterrupt, SystemError, MemoryError, LimitReached, WorkerFailed)  # what `Watch.stopped` ends
+
+__all__ = ["STOPS", "NS", "S_CUT", "S_GEN", "S_MAXD", "S_N", "S_NEW", "S_NP", "S_OVF", "S_ROW0", "S_SUB", "Watch"]
 
 # the level loops' counters in S (S_ROW0: the non-progress edges before the row being walked; S_OVF: counts in the overflow)
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB, S_ROW0, S_OVF = range(9)
@@ -50,3 +54,18 @@ class Watch:
             self.next_report = now + s.progress_interval
             s.progress(self.final(queue_now).snapshot())
         return None
+
+    def stopped(self, e: BaseException, queue_now: int) -> Result:
+        """The run's end by an exception out of the level loop, with
+        queue_now states left: SIGINT/SIGTERM (S holds the counts of every
+        state walked so far), the tables that could not grow (what was
+        stored so far), a limit reached inside one expansion
+        (explorer/runtime/limits.py), a worker that died, raised or hung."""
+        if isinstance(e, (KeyboardInterrupt, SystemError)):
+            return interrupted(self.final(queue_now), interrupt_of(e))
+        if isinstance(e, MemoryError):
+            return bounded(self.final(queue_now), "memory", "MemoryError")
+        if isinstance(e, LimitReached):
+            return bounded(self.final(queue_now), e.reason, e.value)
+        assert isinstance(e, WorkerFailed)
+        return failed(self.final(queue_now), e)
