@@ -32,7 +32,7 @@ from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, S
 from explorer.strategies.arrays.table import TOUCH_FROM
 from explorer.strategies.arrays.watch import STOPS
 from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_SUB,
-                                               ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM, TRIM_EVERY,
+                                               ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM,
                                                Watch, _chunks, _local, _pack_new, chunk_rows, complete)
 from explorer.strategies.arrays.narrow import Arena, Packed
 
@@ -229,7 +229,6 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
             level, level_n, level_id0, depth, cuts, size = (start.level, start.nlevel, start.id0, start.depth,
                                                             start.cuts, start.size)
             start.level = []
-        nchunks = 0
         newidx = np.zeros(CHUNK, np.int64)
         cut = np.zeros(CHUNK, np.uint64)
         width = 1
@@ -298,13 +297,8 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
                         in_ram += block.nbytes if isinstance(block, Packed) else 0
                         nxt.append((block, done))
                 next_count += nnew
-                if S[S_CUT]:
-                    cuts.append(cut[: int(S[S_CUT])].copy())
-                arena.consumed(pos + nrows)
                 del x
-                nchunks += 1
-                if nchunks % TRIM_EVERY == 0:
-                    _trim()
+                watch.chunk_done(cut, cuts, arena, pos + nrows)
             trace.drop_level(depth)
             size = chunk_rows(CHUNK, int(S[S_GEN]) - gen0, nlevel, width, min(int(S[S_N]), STORED_CAP))
             level_id0 += nlevel

@@ -52,7 +52,7 @@ from explorer.model import CHECK, DONE, FAIR, PROGRESS, has
 from explorer.outcome import bounded, deadlock, livelock_result, passed, violation
 from explorer.result import Result, Stats
 from explorer.settings import Settings
-from explorer.strategies.arrays.watch import NS, STOPS, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP, S_OVF, S_ROW0, S_SUB, Watch
+from explorer.strategies.arrays.watch import NS, STOPS, TRIM_EVERY, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP, S_OVF, S_ROW0, S_SUB, Watch
 
 __all__ = ["array_check", "array_check_on_processes"]
 
@@ -61,7 +61,6 @@ ECNT_MAX = 255  # a state's count of non-progress edges in one byte; from this m
 CHUNK = 1024  # rows a chunk has at most
 SUCC_CHUNK = 1024  # successors a chunk should give (at least this many in a large run; see `chunk_rows`)
 RAW_LEVEL = 2 << 20  # bytes of a level's rows kept unpacked, int8 where they fit (a small level is not worth packing)
-TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
 # a walk's decisions when it makes its own (`_walk`): none
 NO_DNEW, NO_DTGT, NO_WK = np.zeros((1, 0), np.int8), np.zeros((1, 0), np.int64), np.zeros(0, np.uint8)
 
@@ -485,7 +484,6 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
         edges = Edges(livelock)
         if fair is not None and first:
             fair.states(0, m.array_waiting(np.asarray(rows, np.int64)[first]))
-        nchunks = 0
         newidx = np.zeros(CHUNK, np.int64)
         cut = np.zeros(CHUNK, np.uint64)
         size, width = CHUNK, 1  # rows a chunk of the level has; the rows' width
@@ -544,13 +542,8 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
                 if nnew:
                     nxt.append(_pack_new(x, newidx[:nnew], arena.take(nnew, x.succ.shape[1]), arena))
                 next_count += nnew
-                if S[S_CUT]:
-                    cuts.append(cut[: int(S[S_CUT])].copy())
-                arena.consumed(pos + nrows)
                 del x
-                nchunks += 1
-                if nchunks % TRIM_EVERY == 0:
-                    _trim()
+                watch.chunk_done(cut, cuts, arena, pos + nrows)
             size = chunk_rows(CHUNK, int(S[S_GEN]) - gen0, nlevel, width, int(S[S_N]))
             level_id0 += nlevel
             depth += 1

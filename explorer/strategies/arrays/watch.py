@@ -11,12 +11,13 @@ from explorer.outcome import WorkerFailed, bounded, failed, interrupted
 from explorer.result import Result, Stats
 from explorer.runtime.interrupt import interrupt_of
 from explorer.runtime.limits import LimitReached
-from explorer.runtime.memory import mib
+from explorer.runtime.memory import _trim, mib
 from explorer.settings import Settings
 
+TRIM_EVERY = 64  # chunks between two hand-backs of freed heap memory
 STOPS = (KeyboardInterrupt, SystemError, MemoryError, LimitReached, WorkerFailed)  # what `Watch.stopped` ends
 
-__all__ = ["STOPS", "NS", "S_CUT", "S_GEN", "S_MAXD", "S_N", "S_NEW", "S_NP", "S_OVF", "S_ROW0", "S_SUB", "Watch"]
+__all__ = ["STOPS", "TRIM_EVERY", "NS", "S_CUT", "S_GEN", "S_MAXD", "S_N", "S_NEW", "S_NP", "S_OVF", "S_ROW0", "S_SUB", "Watch"]
 
 # the level loops' counters in S (S_ROW0: the non-progress edges before the row being walked; S_OVF: counts in the overflow)
 S_N, S_GEN, S_MAXD, S_NP, S_CUT, S_NEW, S_SUB, S_ROW0, S_OVF = range(9)
@@ -34,6 +35,7 @@ class Watch:
         self.stats = Stats(strategy="bfs")
         self.t0 = s.clock()  # the check's start: building the model counted (explorer/check.py)
         self.next_report = self.t0 + s.progress_interval
+        self.chunks = 0  # chunks walked
 
     def final(self, pending: int) -> Stats:
         stats, S = self.stats, self.S
@@ -54,6 +56,17 @@ class Watch:
             self.next_report = now + s.progress_interval
             s.progress(self.final(queue_now).snapshot())
         return None
+
+    def chunk_done(self, cut: np.ndarray, cuts: list, arena, upto: int) -> None:
+        """After a chunk's walk: the successors the depth bound cut kept
+        (S[S_CUT] of them in cut), the level's rows up to upto handed back
+        to the arena, memory trimmed every TRIM_EVERY chunks."""
+        if self.S[S_CUT]:
+            cuts.append(cut[: int(self.S[S_CUT])].copy())
+        arena.consumed(upto)
+        self.chunks += 1
+        if self.chunks % TRIM_EVERY == 0:
+            _trim()
 
     def stopped(self, e: BaseException, queue_now: int) -> Result:
         """The run's end by an exception out of the level loop, with
