@@ -6,17 +6,11 @@ starts clean.
 
 The compiler makes its IR nodes without pydantic's validation
 (serq.ir.trusted); in the tests every node it makes is checked against the
-validated one, types and fields set included (serq.ir.CHECK_TRUSTED).
-
-`-n auto` (pyproject's addopts) starts one worker more than the cores:
-about a fifth of the suite's time is tests waiting (a server, a browser,
-a worker's timer, a signal), which the extra worker fills (on 2 cores,
-4 min 54 s against 5 min 16 s with two workers)."""
+validated one, types and fields set included (serq.ir.CHECK_TRUSTED)."""
 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import time
 
 import pytest
@@ -24,11 +18,6 @@ import pytest
 import serq.ir
 
 serq.ir.CHECK_TRUSTED = True
-
-
-def pytest_xdist_auto_num_workers(config):
-    """`-n auto`: the cores this process may run on, plus one."""
-    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.fixture(autouse=True)
