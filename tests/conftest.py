@@ -6,11 +6,22 @@ starts clean.
 
 The compiler makes its IR nodes without pydantic's validation
 (serq.ir.trusted); in the tests every node it makes is checked against the
-validated one, types and fields set included (serq.ir.CHECK_TRUSTED)."""
+validated one, types and fields set included (serq.ir.CHECK_TRUSTED).
+
+`-n auto` (pyproject's addopts) starts one worker more than the cores:
+about a fifth of the suite's time is tests waiting (a server, a browser,
+a worker's timer, a signal), which the extra worker fills. Before the
+workers start, the controller loads every compiled function once
+(`explorer.runtime.compiled.load()`), compiling them into numba's cache
+when it is cold (a clean checkout: about 50 s of CPU), so that the
+workers load them from the cache rather than each compiling the kernel
+at once, which on two cores would hold up the tests that run a command
+with a time limit."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 
 import pytest
@@ -18,6 +29,24 @@ import pytest
 import serq.ir
 
 serq.ir.CHECK_TRUSTED = True
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: the cores this process may run on, plus one."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session):
+    """In the controller of a run with workers, before they start: every
+    compiled function loaded (compiled into the cache if it is cold)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    import serq.semantics.entries  # noqa: F401  (registers the kernel's table)
+    from explorer.runtime import compiled
+
+    compiled.load()
 
 
 @pytest.fixture(autouse=True)

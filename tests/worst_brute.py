@@ -53,6 +53,12 @@ class Run:
         r.iters, r.ticks, r.best = self.iters, self.ticks, dict(self.best)
         return r
 
+    def key(self) -> tuple:
+        """What the rest of a path counts from here depends on: two paths
+        to one state with equal keys count the same from there on."""
+        return (tuple(sorted((k, tuple(v)) for k, v in self.req.items())), tuple(sorted(self.pre.items())),
+                tuple(sorted((k, tuple(v)) for k, v in self.redo.items())), self.iters, self.ticks)
+
     def up(self, metric: str, v: int) -> None:
         if v > self.best[metric]:
             self.best[metric] = v
@@ -137,6 +143,12 @@ def brute_force(prog, visits: int = 1, max_depth: int | None = None,
     r0.see(s0, caps)
     best = dict(r0.best)
     cyclic = False
+    # Without a cycle, two paths that reach one state with the same counts
+    # (Run.key) count the same from there on: the second is not followed
+    # again (its maxima are in `best` already). With a cycle, a path's
+    # future depends on the states it has visited, and every path is
+    # followed (and with `max_depth`, the graph may be infinite).
+    done: set | None = set() if max_depth is None and _acyclic(s0, transitions) else None
     on_path = {s0: 1}
     stack = [(s0, r0, iter(transitions(s0)))]
     paths = 0
@@ -159,12 +171,39 @@ def brute_force(prog, visits: int = 1, max_depth: int | None = None,
             if seen >= visits:
                 continue
         r = run.step(m, caps, a, ev, nxt)
+        if done is not None:
+            k = (nxt, r.key())
+            if k in done:
+                continue
+            done.add(k)
         for k, v in r.best.items():
             if v > best[k]:
                 best[k] = v
         on_path[nxt] = seen + 1
         stack.append((nxt, r, iter(transitions(nxt))))
     return best, cyclic
+
+
+def _acyclic(s0, transitions) -> bool:
+    """Whether no path from `s0` meets a state twice (an iterative
+    depth-first search, colouring the states on the path)."""
+    colour = {s0: 1}  # 1 on the path, 2 done
+    stack = [(s0, iter(transitions(s0)))]
+    while stack:
+        s, it = stack[-1]
+        t = next(it, None)
+        if t is None:
+            colour[s] = 2
+            stack.pop()
+            continue
+        nxt = t[1]
+        c = colour.get(nxt)
+        if c == 1:
+            return False
+        if c is None:
+            colour[nxt] = 1
+            stack.append((nxt, iter(transitions(nxt))))
+    return True
 
 
 def along(prog, actions) -> dict[str, int]:
