@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 from serq import ir
 from serq.vocab import MAX_INT
+from serq.ir.fold import EvalError
 from serq.ir.util import walk_expr
 from serq.semantics.view import StateView
 
@@ -380,7 +381,7 @@ class _ShapeEval:
         if v is self:
             try:
                 v = self.m.cost(self.si, {"ntok": ntok, "ndec": ndec, "nreq": nreq, "kvb": key[3]}, now)
-            except Exception:
+            except EvalError:  # a cost the kernel cannot compute: the step itself reports it
                 v = None
             if len(self.costs) >= MEMO_MAX:
                 self.costs.clear()
