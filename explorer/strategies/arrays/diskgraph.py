@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+from numba import njit
 
 __all__ = ["EdgeFiles", "BUCKET"]
 
@@ -112,56 +113,124 @@ def _mapped(path: str, dtype, n: int) -> np.memmap:
 
 def _resolve(d: str, fps_path: str, n: int, tgt_path: str, E: int, out: np.ndarray) -> None:
     """out[e]: the id of the state whose fingerprint is the e-th of
-    `tgt_path` (ids: positions in `fps_path`, n of them)."""
+    `tgt_path` (ids: positions in `fps_path`, n of them): the states'
+    fingerprints hashed a bucket at a time (`_index`), each edge of the
+    bucket looked up (`_lookup`)."""
     if E == 0:
         return
     bits = 0
     while (n >> bits) > BUCKET and (1 << bits) < MAX_BUCKETS:
         bits += 1
+    none = np.zeros(0, np.int64)
     if bits == 0:  # one bucket: no files
-        fps = np.fromfile(fps_path, np.uint64, n)
-        order = np.argsort(fps, kind="stable")
-        sf = fps[order]
-        del fps
+        keys, vals, zero = _table(n)
+        for a in range(0, n, STEP):
+            f = np.fromfile(fps_path, np.uint64, min(STEP, n - a), offset=8 * a)
+            zero = _index(f, none, a, keys, vals, zero)
         for a in range(0, E, STEP):
             t = np.fromfile(tgt_path, np.uint64, min(STEP, E - a), offset=8 * a)
-            out[a: a + t.shape[0]] = order[_found(sf, t)]
+            _check(_lookup(keys, vals, zero, t, none, out[a: a + t.shape[0]]))
         return
     shift = np.uint64(64 - bits)
     nb = 1 << bits
-    rec = np.dtype([("fp", np.uint64), ("at", np.int64)])
     for kind, path, total in (("s", fps_path, n), ("e", tgt_path, E)):
-        files = [open(os.path.join(d, f"bucket-{kind}{b}"), "wb") for b in range(nb)]
+        files = [(open(os.path.join(d, f"bucket-{kind}{b}-fp"), "wb"), open(os.path.join(d, f"bucket-{kind}{b}-at"), "wb"))
+                 for b in range(nb)]
         try:
             for a in range(0, total, STEP):
                 f = np.fromfile(path, np.uint64, min(STEP, total - a), offset=8 * a)
-                bk = (f >> shift).astype(np.int64)
-                o = np.argsort(bk, kind="stable")
-                r = np.empty(f.shape[0], rec)
-                r["fp"], r["at"] = f[o], a + o
-                ends = np.cumsum(np.bincount(bk, minlength=nb))
+                fo, at, ends = np.empty_like(f), np.empty(f.shape[0], np.int64), np.zeros(nb, np.int64)
+                _by_bucket(f, a, shift, fo, at, ends)
                 for b in range(nb):
                     lo = 0 if b == 0 else int(ends[b - 1])
                     if ends[b] > lo:
-                        files[b].write(r[lo: int(ends[b])].tobytes())
+                        files[b][0].write(fo[lo: int(ends[b])].tobytes())
+                        files[b][1].write(at[lo: int(ends[b])].tobytes())
         finally:
-            for f in files:
-                f.close()
+            for fp, at in files:
+                fp.close()
+                at.close()
     for b in range(nb):
-        sp, ep = os.path.join(d, f"bucket-s{b}"), os.path.join(d, f"bucket-e{b}")
-        s = np.fromfile(sp, rec)
-        e = np.fromfile(ep, rec)
-        os.unlink(sp)
-        os.unlink(ep)
-        if e.shape[0]:
-            o = np.argsort(s["fp"], kind="stable")
-            sf, sid = s["fp"][o], s["at"][o]
-            out[e["at"]] = sid[_found(sf, e["fp"])]
+        paths = [os.path.join(d, f"bucket-{k}{b}-{x}") for k in "se" for x in ("fp", "at")]
+        sf, sid, ef, eat = (np.fromfile(p, np.uint64 if p.endswith("fp") else np.int64) for p in paths)
+        for p in paths:
+            os.unlink(p)
+        if ef.shape[0]:
+            keys, vals, zero = _table(sf.shape[0])
+            zero = _index(sf, sid, 0, keys, vals, zero)
+            _check(_lookup(keys, vals, zero, ef, eat, out))
 
 
-def _found(sorted_fps: np.ndarray, fps: np.ndarray) -> np.ndarray:
-    """Where each of fps is in sorted_fps (each is there: an edge's target is stored)."""
-    pos = np.searchsorted(sorted_fps, fps)
-    if pos.shape[0] and (pos.max() >= sorted_fps.shape[0] or (sorted_fps[pos] != fps).any()):
+def _table(n: int):
+    """An empty hash table for n fingerprints (at most 2/3 full)."""
+    size = 1 << max(4, (3 * n // 2).bit_length())
+    return np.zeros(size, np.uint64), np.zeros(size, np.int64), -1
+
+
+def _check(bad: int) -> None:
+    if bad >= 0:
         raise RuntimeError("the disk mode's edges name a state its trace does not hold")
-    return pos
+
+
+@njit(cache=True, nogil=True)
+def _by_bucket(f, a, shift, fo, at, ends):
+    """f in order of bucket (the top bits, f >> shift), in order within
+    each (a counting sort): fo, their positions a + i (at), and where each
+    bucket ends (ends, zeros given)."""
+    nb = ends.shape[0]
+    for i in range(f.shape[0]):
+        ends[np.int64(f[i] >> shift)] += 1
+    put = np.zeros(nb, np.int64)
+    for b in range(1, nb):
+        ends[b] += ends[b - 1]
+        put[b] = ends[b - 1]
+    for i in range(f.shape[0]):
+        b = np.int64(f[i] >> shift)
+        fo[put[b]] = f[i]
+        at[put[b]] = a + i
+        put[b] += 1
+
+
+@njit(cache=True, nogil=True)
+def _index(fps, ids, id0, keys, vals, zero):
+    """Each of fps put in the table (keys: the fingerprints, 0 for an
+    empty slot; vals: their ids, ids[i], or id0 + i where ids is empty);
+    returns the id of the fingerprint 0 (`zero`, -1: not seen)."""
+    mask = keys.shape[0] - 1
+    for i in range(fps.shape[0]):
+        f = fps[i]
+        v = ids[i] if ids.shape[0] else id0 + i
+        if f == 0:
+            zero = v
+            continue
+        h = np.int64(f & np.uint64(mask))
+        while keys[h] != 0:
+            h = (h + 1) & mask
+        keys[h] = f
+        vals[h] = v
+    return zero
+
+
+@njit(cache=True, nogil=True)
+def _lookup(keys, vals, zero, fps, at, out):
+    """out[at[e]] (out[e] where at is empty): the id of fps[e]; -1, or
+    the first e not in the table."""
+    mask = keys.shape[0] - 1
+    for e in range(fps.shape[0]):
+        f = fps[e]
+        if f == 0:
+            v = zero
+            if v < 0:
+                return e
+        else:
+            h = np.int64(f & np.uint64(mask))
+            while keys[h] != f:
+                if keys[h] == 0:
+                    return e
+                h = (h + 1) & mask
+            v = vals[h]
+        if at.shape[0]:
+            out[at[e]] = v
+        else:
+            out[e] = v
+    return -1
