@@ -9,6 +9,7 @@ its files are gone after every run, an interrupted one included."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -311,3 +312,49 @@ def test_explore_moves_to_disk_with_the_default_checks(tmp_path, monkeypatch):
     b.message = re.sub(r" \(moved to the disk mode after [^)]*\)", "", b.message)
     same(a, b)
     assert a.verdict == "livelock" and os.listdir(tmp_path) == []
+
+
+def test_cycle_within_its_component_is_the_cycle():
+    """`cycles._cycle_within` (arrays the size of the entry's component)
+    gives `cycles._cycle`'s cycle, on random graphs."""
+    from explorer.graph.cycles import _acyclic_part, _cycle, _cycle_within, _scc, csr
+
+    rng = np.random.default_rng(3)
+    small = 0
+    for _ in range(400):
+        n = int(rng.integers(1, 60))
+        p = rng.uniform(0.01, 0.15)
+        n, ofs, dst = csr([[int(v) for v in rng.integers(0, n, rng.binomial(n, p))] for _ in range(n)])
+        comp, left = _acyclic_part(n, ofs, dst)
+        entry = _scc(n, ofs, dst, comp) if left else -1
+        if entry >= 0:
+            assert list(_cycle_within(n, ofs, dst, comp, entry)) == list(_cycle(n, ofs, dst, comp, entry))
+            small += 13 * int((comp == comp[entry]).sum()) < 9 * n
+    assert small > 50
+
+
+def test_the_disk_modes_compiled_code_is_named(tmp_path):
+    """After runs in the disk mode (begun there, moved there, the edges'
+    targets in buckets), no specialization was loaded that a table of
+    explorer/runtime/compiled.py (the disk mode's own, `disk._compiled_table`)
+    does not name."""
+    code = f"""
+import contextlib, io, json
+from explorer import check
+from explorer.runtime import compiled
+from explorer.strategies.arrays import disk, diskgraph, diskstore
+from serq.check.model import SerqModel
+from serq.lang.load import load_path
+disk.TOUCH_FROM, diskstore.SUB0 = 0, 4
+for name in ("theorem_no_fit", "vllm_chat"):
+    prog = load_path({str(ROOT / "instances")!r} + "/" + name + ".sq").program
+    for at in (None, 0):
+        for b in (1 << 22, 8):
+            diskgraph.BUCKET = b
+            check(SerqModel(prog), disk={str(tmp_path)!r}, disk_at=at, max_states=5000)
+print(json.dumps(compiled.missing()))
+"""
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == []

@@ -26,8 +26,10 @@ import numpy as np
 from numba import njit
 
 from explorer.model import CHECK, DONE, FAIR, PROGRESS, has
-from explorer.outcome import bounded, deadlock, violation
+from explorer.graph.cycles import _acyclic_part, _cycle_within, _scc
+from explorer.outcome import bounded, deadlock, livelock_result, violation
 from explorer.result import Result
+from explorer.runtime import compiled
 from explorer.runtime.memory import MemoryGuard, _trim, mib
 from explorer.settings import Settings
 from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, Spilled, Trace, _ffind, _fgrow, _fnext,
@@ -42,6 +44,39 @@ from explorer.strategies.arrays.engine import (CHUNK, ECNT_MAX, NS, RAW_LEVEL, S
 from explorer.strategies.arrays.narrow import Arena, Packed
 
 __all__ = ["disk_check", "moved_to_disk", "Start", "refusal", "SPILL_FROM"]
+
+
+def _compiled_table() -> list:
+    """The disk mode's compiled functions called from Python, with their
+    argument types (explorer/runtime/compiled.py): a table of their own,
+    loaded when the disk mode begins (`disk_check`) or a search moves to
+    it (`moved_to_disk`, with half the memory bound still free), so that
+    searches that never use it do not load it."""
+    from numba import types as nt
+
+    def a(dt):
+        return nt.Array(dt, 1, "C")
+
+    i8, i32, i64, u64, b1, T = nt.int8, nt.int32, nt.int64, nt.uint64, nt.boolean, nt.Tuple
+    d, st, g = "explorer.strategies.arrays.disk", "explorer.strategies.arrays.diskstore", \
+        "explorer.strategies.arrays.diskgraph"
+    return [
+        (d, "_dwalk", [(i64, i64, T((i64, a(i64), a(u64), a(i64), i64, a(i8))),
+                        T((a(u64), i64, a(i64), a(i64), a(i64), i64)), a(i64), T((a(i64), a(u64), a(i32), a(u64))),
+                        T((i64, i64, b1, b1)))]),
+        (st, "_ffind", [(a(u64), i64, a(i64), u64, i64)]),
+        (st, "_finsert", [(a(u64), i64, a(i64), a(i64), a(i64), u64, i64)]),
+        (st, "_finsert_all", [(a(u64), i64, a(i64), a(i64), a(i64), a(u64), i64, i64)]),
+        (st, "_ftouch", [(a(u64), a(u64), i64, a(i64), i64)]),
+        (g, "_by_bucket", [(a(u64), i64, u64, a(u64), a(i64), a(i64))]),
+        (g, "_index", [(a(u64), a(i64), i64, a(u64), a(i64), i64)]),
+        (g, "_lookup", [(a(u64), a(i64), i64, a(u64), a(i64), a(i32))]),
+        ("explorer.graph.cycles", "_cycle_within", [(i64, a(i32), a(i32), a(i32), i64)]),
+    ]
+
+
+compiled.register("explorer disk", _compiled_table, inner=(
+    "explorer.strategies.arrays.diskstore._fnext", "explorer.strategies.arrays.diskstore._fgrow"))
 
 # bytes of packed rows a level keeps in RAM; its next blocks are written to disk as they are (deflating them,
 # as the in-memory engine does past 32 MiB, would cost more CPU than the writes and reads they save)
@@ -166,6 +201,7 @@ def disk_check(m: Any, factory: Any, s: Settings) -> Result:
     why = refusal(s, has(m, FAIR))
     if why is not None:
         raise ValueError(why)
+    compiled.load(only=("explorer disk",))
     gc_was = gc.isenabled()
     gc.disable()
     trace = Trace(s.disk)
@@ -203,6 +239,7 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
     the move holds at most 22 bytes a state at once, where the store held
     20); with the livelock check, the edges so far written as the first
     of the edge files (`_moved_edges`). The verdict's message says so."""
+    compiled.load(only=("explorer disk",))
     n = int(start.S[S_N])
     trace = Trace(s.disk)
     try:
@@ -223,6 +260,22 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
         return r
     finally:
         trace.close()
+
+
+def _livelock(m, final, trace: Trace, graph) -> Result | None:
+    """`engine._livelock` over the graph made of the edge files: the same
+    passes and the same lasso, the cycle searched with arrays the size of
+    its component (`cycles._cycle_within`); None: no livelock."""
+    n, ofs, dst = graph
+    comp, left = _acyclic_part(n, ofs, dst)
+    entry = _scc(n, ofs, dst, comp) if left else -1
+    if entry < 0:
+        return None
+    ids = [entry] + [int(v) for v in _cycle_within(n, ofs, dst, comp, entry)]
+    del comp
+    fps = [int(trace.fp_of(x)) for x in ids]
+    trace.known.update(zip(fps, ids))
+    return livelock_result(m, lambda fp: trace.chain(m, fp), fps[0], fps[1:], final(0))
 
 
 def _moved_edges(files: EdgeFiles, edges, id0: int, nedges: int) -> EdgeFiles:
@@ -359,21 +412,13 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
             depth += 1
             level, level_n = nxt, next_count
             _trim()
-
-        def graph():  # the non-progress edges, made into the in-memory engine's graph; the table dropped first
-            n = int(S[S_N])
-            tb.drop()
-            _trim()
-            trace.fps.flush()
-            return edges.graph(n, trace.fps.name)
-
-        def fps_of(ids):
-            fps = [int(trace.fp_of(int(x))) for x in ids]
-            trace.known.update(zip(fps, (int(x) for x in ids)))
-            return fps
-
-        return complete(m, lambda: final(0), cuts, tb.has, max_depth, graph if livelock and edges.edges else None,
-                        fps_of, chain, livelock=livelock)
+        r = complete(m, lambda: final(0), cuts, tb.has, max_depth, None, lambda ids: [], chain, livelock=False)
+        if r.verdict != "pass" or not livelock or not edges.edges:
+            return r
+        tb.drop()  # the table's memory handed back before the edges' graph is made
+        _trim()
+        trace.fps.flush()
+        return _livelock(m, final, trace, edges.graph(int(S[S_N]), trace.fps.name)) or r
     except STOPS as e:  # SIGINT/SIGTERM, tables that could not grow, a limit inside an expansion, a worker lost
         return watch.stopped(e, queue_now)
     finally:

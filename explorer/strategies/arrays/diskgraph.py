@@ -9,15 +9,16 @@ edge's target fingerprint (8 bytes, sources in id order): the table of
 fingerprints gives no id, and nothing in RAM grows with the edges.
 
 After it (`EdgeFiles.graph`, the table of fingerprints dropped first):
-the targets are resolved to ids by sorting, a bucket of fingerprints at
-a time (`_resolve`: the states' (fingerprint, id) and the edges'
-(fingerprint, position) written to BUCKETS files by the fingerprints'
-top bits, then each bucket's states sorted and its edges looked up in
-them), into a file of the edges' target ids (int32); the offsets, from
-the counts, into another. Both are memory-mapped: the passes read them
+the targets are resolved to ids a bucket of fingerprints at a time
+(`_resolve`: the states' (fingerprint, id) and the edges' (fingerprint,
+position) written to files by the fingerprints' top bits, then each
+bucket's states put in a hash table and its edges looked up in it), into
+a file of the edges' target ids (int32); the offsets, from the counts,
+into another. Both are memory-mapped: the passes read them
 through the page cache, so RAM holds only what the passes allocate per
-state (`_acyclic_part`'s and `_scc`'s 4 bytes; `_cycle`'s 9 more when a
-livelock is found) and a bucket at a time. A search that began in memory
+state (`_acyclic_part`'s and `_scc`'s 4 bytes; when a livelock is found,
+`_cycle_within`'s 13 bytes a state of its component) and a bucket at a
+time (at most about 160 MiB). A search that began in memory
 (`moved`) writes the edges it has, already ids, as the first ones."""
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from numba import njit
 
 __all__ = ["EdgeFiles", "BUCKET"]
 
-BUCKET = 1 << 22  # states sorted at once when the edges' targets are resolved (about 100 MiB with the edges')
-MAX_BUCKETS = 256
-STEP = 1 << 22  # records read from a file at once
+BUCKET = 1 << 21  # states hashed at once when the edges' targets are resolved (a table of at most 64 MiB)
+MAX_BUCKETS = 256  # (two files each, open at once: past 256 x BUCKET states, the buckets grow instead)
+STEP = 1 << 20  # records read from a file at once
 I32 = 2**31 - 1
 
 
