@@ -26,7 +26,8 @@ memory (RssAnon above the process's once warm: the store and the edges
 still held, the pass's own arrays), and "pass cpu",
 its CPU seconds (the graph made, then Kahn's peeling and the components
 search); "rate" is then that of the search and the pass together, and
-"disk B/st" counts the edge files too. The RAM column is the whole run's
+"disk B/st" counts the edge files too, and "disk peak" the files of
+the buckets the edges' targets are resolved in. The RAM column is the whole run's
 peak RSS, which in the disk mode includes the pages of the memory-mapped
 graph that the page cache holds (file pages: reclaimable, not the
 process's own).
@@ -78,6 +79,21 @@ CHILD = textwrap.dedent("""
             seen["on"] = True
             return graph(self, *a)
         return wrapped
+    resolve, table = diskgraph._resolve, diskgraph._table
+    def resolving(d, *a):  # the edges' targets resolved: the directory at its largest once the buckets are written
+        seen["dir"] = d
+        try:
+            seen["peak"] = max(seen["peak"], du(d))
+        except OSError:
+            pass
+        return resolve(d, *a)
+    def tabling(n):
+        try:
+            seen["peak"] = max(seen["peak"], du(seen["dir"]))
+        except OSError:
+            pass
+        return table(n)
+    diskgraph._resolve, diskgraph._table = resolving, tabling
     engine.Edges.graph = marking(engine.Edges.graph)
     diskgraph.EdgeFiles.graph = marking(diskgraph.EdgeFiles.graph)
     def du(d):
