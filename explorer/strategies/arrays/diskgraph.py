@@ -71,7 +71,7 @@ class EdgeFiles:
         """(n, the first edge of each state, the edges' target ids), memory-mapped."""
         assert self.n == n, (self.n, n)
         self.cnt.flush()
-        self.tgt.flush()
+        self.tgt.close()  # (its file is removed once read: `_resolve`)
         E = self.edges
         wide = np.int64 if max(n, E) > I32 else np.int32  # (ids and edges past 2^31: another compiled specialization)
         path = os.path.join(self.d, "edst")
@@ -98,7 +98,7 @@ class EdgeFiles:
         return n, ofs.view(np.ndarray), dst.view(np.ndarray)
 
     def close(self) -> None:
-        for f in (self.cnt, self.tgt):
+        for f in (self.cnt, self.tgt):  # (closing a closed file does nothing)
             try:
                 f.close()
             except OSError:
@@ -131,6 +131,7 @@ def _resolve(d: str, fps_path: str, n: int, tgt_path: str, E: int, out: np.ndarr
         for a in range(0, E, STEP):
             t = np.fromfile(tgt_path, np.uint64, min(STEP, E - a), offset=8 * a)
             _check(_lookup(keys, vals, zero, t, none, out[a: a + t.shape[0]]))
+        os.unlink(tgt_path)
         return
     shift = np.uint64(64 - bits)
     nb = 1 << bits
@@ -151,6 +152,7 @@ def _resolve(d: str, fps_path: str, n: int, tgt_path: str, E: int, out: np.ndarr
             for fp, at in files:
                 fp.close()
                 at.close()
+    os.unlink(tgt_path)  # (split into the buckets' files)
     for b in range(nb):
         paths = [os.path.join(d, f"bucket-{k}{b}-{x}") for k in "se" for x in ("fp", "at")]
         sf, sid, ef, eat = (np.fromfile(p, np.uint64 if p.endswith("fp") else np.int64) for p in paths)
