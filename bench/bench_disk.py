@@ -187,7 +187,10 @@ def main() -> None:
                   f"{rates[mode]:>9,.0f} {r['cpu']:>7.1f} {r['bytes']:>8.1f}{extra}")
         g = 1e9
         inmem = f" ({mem['bytes'] * g / 2**30:.1f} GiB in memory)" if mem else ""
-        print(f"   10^9 states at these figures: RAM {dsk['bytes'] * g / 2**30:.1f} GiB in the disk mode{inmem}, "
+        ram = dsk["bytes"]
+        if dsk.get("pass_cpu") is not None:  # the search's peak, or the pass's anonymous memory (page cache aside)
+            ram = max(dsk["search_bytes"], dsk["pass_anon"])
+        print(f"   10^9 states at these figures: RAM {ram * g / 2**30:.1f} GiB in the disk mode{inmem}, "
               f"disk {dsk['disk_peak'] * g / 2**30:.1f} GiB, {g / rates['disk'] / 3600:.1f} h of CPU at "
               f"{rates['disk']:,.0f} states/s")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
