@@ -1,7 +1,10 @@
 """The array engine's disk mode (`serq explore --disk DIR`) against the
 same search in memory, on the chat family of bench_chat_family.py
-(without symmetry by default), checking deadlocks and invariants (the
-disk mode checks no livelock, so neither run does): for each, the
+(without symmetry by default), checking deadlocks and invariants, and
+with `--livelock` the livelock check too (the non-progress edges: in
+RAM in memory, in files in the disk mode, made into a graph once the
+search is over; the time and memory of that pass are given apart): for
+each, the
 verdict, distinct states, wall seconds, states per second, and bytes of
 RAM per stored state (peak RSS above the process's RSS once the instance
 is loaded and the engine warm, over the states). For the disk mode also
@@ -15,6 +18,19 @@ and the files grow linearly; the table's misses grow with its size).
     python bench/bench_disk.py --n 6 --reduce ranks       # chat(6), ranks reduced: 34.65M states
     python bench/bench_disk.py --n 5 --dir /var/tmp       # where the disk mode writes
     python bench/bench_disk.py --n 6 --only disk          # chat(6) unreduced, the disk mode alone
+    python bench/bench_disk.py --n 5 --livelock           # the livelock check too
+
+With `--livelock`, also: "search B/st", the peak RSS while the search
+ran (before the livelock pass); "pass anon", the pass's peak of anonymous
+memory (RssAnon above the process's once warm: the store and the edges
+still held, the pass's own arrays), and "pass cpu",
+its CPU seconds (the graph made, then Kahn's peeling and the components
+search); "rate" is then that of the search and the pass together, and
+"disk B/st" counts the edge files too, and "disk peak" the files of
+the buckets the edges' targets are resolved in. The RAM column is the whole run's
+peak RSS, which in the disk mode includes the pages of the memory-mapped
+graph that the page cache holds (file pages: reclaimable, not the
+process's own).
 """
 
 from __future__ import annotations
@@ -38,8 +54,48 @@ CHILD = textwrap.dedent("""
     text, sym, limit, disk = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] or None
     red = sym == "r"
     symmetry = sym == "1"
-    checks = ["deadlock", "invariant"]
-    seen = {"end": 0, "peak": 0}
+    livelock = sys.argv[6] == "1"
+    checks = ["deadlock", "invariant"] + (["livelock"] if livelock else [])
+    seen = {"end": 0, "peak": 0, "search_rss": 0, "pass_cpu0": None, "pass_anon": 0, "on": False}
+    from explorer.strategies.arrays import diskgraph, engine
+    def status():
+        got = {}
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("RssAnon:", "VmRSS:")):
+                    got[line.split(":")[0]] = int(line.split()[1]) * 1024
+        return got
+    def sample():  # the pass's peak of anonymous memory
+        while True:
+            if seen["on"]:
+                seen["pass_anon"] = max(seen["pass_anon"], status().get("RssAnon", 0))
+            time.sleep(0.01)
+    threading.Thread(target=sample, daemon=True).start()
+    def marking(graph):
+        def wrapped(self, *a):
+            seen["search_rss"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            seen["pass_cpu0"] = time.process_time()
+            seen["pass_anon"] = status().get("RssAnon", 0)
+            seen["on"] = True
+            return graph(self, *a)
+        return wrapped
+    resolve, table = diskgraph._resolve, diskgraph._table
+    def resolving(d, *a):  # the edges' targets resolved: the directory at its largest once the buckets are written
+        seen["dir"] = d
+        try:
+            seen["peak"] = max(seen["peak"], du(d))
+        except OSError:
+            pass
+        return resolve(d, *a)
+    def tabling(n):
+        try:
+            seen["peak"] = max(seen["peak"], du(seen["dir"]))
+        except OSError:
+            pass
+        return table(n)
+    diskgraph._resolve, diskgraph._table = resolving, tabling
+    engine.Edges.graph = marking(engine.Edges.graph)
+    diskgraph.EdgeFiles.graph = marking(diskgraph.EdgeFiles.graph)
     def du(d):
         return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
     close = diskstore.Trace.close
@@ -66,19 +122,26 @@ CHILD = textwrap.dedent("""
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
     c = time.process_time()
+    seen["on"] = False
+    anon0 = status().get("RssAnon", 0)
     r = explore(prog, symmetry=symmetry, time_limit=limit, reduce_ranks=red, checks=checks, disk=disk)
     dt, cpu = time.perf_counter() - t, time.process_time() - c
+    seen["on"] = False
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     n = max(r.stats.distinct, 1)
+    passed = seen["pass_cpu0"] is not None
     print(json.dumps({"verdict": r.verdict, "distinct": r.stats.distinct, "seconds": dt, "cpu": cpu,
                       "bytes": (rss - base) * 1024 / n, "disk_end": seen["end"] / n,
-                      "disk_peak": max(seen["peak"], seen["end"]) / n}))
+                      "disk_peak": max(seen["peak"], seen["end"]) / n,
+                      "search_bytes": (seen["search_rss"] - base * 1024) / n if passed else None,
+                      "pass_cpu": time.process_time() - seen["pass_cpu0"] if passed else None,
+                      "pass_anon": (seen["pass_anon"] - anon0) / n if passed else None}))
 """)
 
 
-def run(n: int, sym: str, limit: float, disk: str | None) -> dict:
+def run(n: int, sym: str, limit: float, disk: str | None, livelock: bool) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, TEMPLATE.replace("{N}", str(n)), sym, str(limit), disk or "",
-                          TEMPLATE.replace("{N}", "2")], capture_output=True, text=True)
+                          TEMPLATE.replace("{N}", "2"), "1" if livelock else "0"], capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(out.stderr)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -92,6 +155,7 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=600.0)
     ap.add_argument("--only", choices=("disk",), help="disk: the disk mode alone (a member too large to also run "
                                                       "in memory in the time at hand)")
+    ap.add_argument("--livelock", action="store_true", help="the livelock check too, in both modes")
     ap.add_argument("--dir", default=None, help="where the disk mode writes (default: a new directory under /var/tmp)")
     args = ap.parse_args()
     sym = "r" if args.reduce else "1" if args.symmetry == "on" else "0"
@@ -99,12 +163,13 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores); "
           f"disk mode under {root}")
     hdr = (f"{'N':>2} {'mode':>6} {'verdict':>8} {'distinct':>11} {'seconds':>8} {'st/cpu s':>9} {'cpu s':>7} "
-           f"{'RAM B/st':>8} {'disk B/st':>9} {'disk peak':>9} {'rate':>6}")
+           f"{'RAM B/st':>8}" + (f" {'search B/st':>11} {'pass anon':>9} {'pass cpu':>8}" if args.livelock else "")
+           + f" {'disk B/st':>9} {'disk peak':>9} {'rate':>6}")
     print(hdr)
     print("-" * len(hdr))
     for n in args.n:
-        mem = run(n, sym, args.time_limit, None) if args.only is None else None
-        dsk = run(n, sym, args.time_limit, root)
+        mem = run(n, sym, args.time_limit, None, args.livelock) if args.only is None else None
+        dsk = run(n, sym, args.time_limit, root, args.livelock)
         if mem and mem["verdict"] != "bound" and (mem["verdict"], mem["distinct"]) != (dsk["verdict"], dsk["distinct"]):
             raise SystemExit(f"the disk mode differs: {dsk} against {mem}")
         rates = {"memory": 0.0}
@@ -112,13 +177,20 @@ def main() -> None:
             if r is None:
                 continue
             rates[mode] = r["distinct"] / r["cpu"] if r["cpu"] else 0.0  # (per CPU second: a shared machine)
-            extra = f" {r['disk_end']:>9.1f} {r['disk_peak']:>9.1f}" if mode == "disk" else ""
+            extra = ""
+            if args.livelock:
+                extra = (f" {r['search_bytes']:>11.1f} {r['pass_anon']:>9.1f} {r['pass_cpu']:>8.1f}"
+                         if r["pass_cpu"] is not None else f" {'':>11} {'':>9} {'':>8}")
+            extra += f" {r['disk_end']:>9.1f} {r['disk_peak']:>9.1f}" if mode == "disk" else ""
             extra += f" {rates['disk'] / rates['memory']:>5.0%}" if mode == "disk" and rates["memory"] else ""
             print(f"{n:>2} {mode:>6} {r['verdict']:>8} {r['distinct']:>11,} {r['seconds']:>8.1f} "
                   f"{rates[mode]:>9,.0f} {r['cpu']:>7.1f} {r['bytes']:>8.1f}{extra}")
         g = 1e9
         inmem = f" ({mem['bytes'] * g / 2**30:.1f} GiB in memory)" if mem else ""
-        print(f"   10^9 states at these figures: RAM {dsk['bytes'] * g / 2**30:.1f} GiB in the disk mode{inmem}, "
+        ram = dsk["bytes"]
+        if dsk.get("pass_cpu") is not None:  # the search's peak, or the pass's anonymous memory (page cache aside)
+            ram = max(dsk["search_bytes"], dsk["pass_anon"])
+        print(f"   10^9 states at these figures: RAM {ram * g / 2**30:.1f} GiB in the disk mode{inmem}, "
               f"disk {dsk['disk_peak'] * g / 2**30:.1f} GiB, {g / rates['disk'] / 3600:.1f} h of CPU at "
               f"{rates['disk']:,.0f} states/s")
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

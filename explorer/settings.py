@@ -41,7 +41,7 @@ class Settings:
     # exact: states identified by their whole canonical form, not a 64-bit fingerprint (explorer/stores/exact.py)
     exact: bool = False
     # disk: the array engine's disk mode, its files in a directory of its own under this one (removed at the
-    # end): about 10 bytes of RAM a state (strategies/arrays/disk.py); no edges, so no livelock check
+    # end): about 10 bytes of RAM a state (strategies/arrays/disk.py); the livelock check's edges on disk too
     disk: str | None = None
     # disk_at: with disk, the search begins in memory and goes on in the disk mode from the first BFS level
     # that starts with more than this many bytes resident (the memory bound's choice, explorer/check.py)
@@ -104,10 +104,6 @@ class Settings:
     def disk_refusal(self) -> str | None:
         """Why the disk mode (`disk`) cannot honour the other settings;
         None when it can."""
-        if self.check_livelock:
-            return ("the disk mode keeps no edges, which the livelock check needs: check deadlocks and "
-                    "invariants only (check_livelock=False; serq explore: --check deadlock --check invariant), "
-                    "or drop the disk mode")
         if self.workers > 1:
             return "the disk mode runs in one worker: drop the workers, or the disk mode"
         if self.strategy != "bfs":

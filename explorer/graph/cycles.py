@@ -18,7 +18,7 @@ from explorer.runtime.jit import inner
 
 from typing import Callable, Iterable, Mapping, Sequence
 
-__all__ = ["DONE_NODE", "_acyclic_part", "_scc", "_cycle", "_grow32", "csr", "components", "find_livelock"]
+__all__ = ["DONE_NODE", "_acyclic_part", "_scc", "_cycle", "_cycle_within", "_grow32", "csr", "components", "find_livelock"]
 
 @inner  # called only from compiled code: compiled into each caller
 def _grow32(a, n):
@@ -170,6 +170,58 @@ def _cycle(n, ofs, dst, comp, entry):
                 par[v] = u
                 q[qt] = v
                 qt += 1
+    return np.empty(0, np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _cycle_within(n, ofs, dst, comp, entry):
+    """`_cycle`, with its arrays the size of entry's component (13 bytes a
+    node of it: the component's ids, sorted, and the search's own arrays
+    by position among them) instead of the graph's (9 bytes a node), when
+    that is less: the same cycle."""
+    c = comp[entry]
+    k = 0
+    for v in range(n):
+        if comp[v] == c:
+            k += 1
+    if 13 * k >= 9 * n:
+        return _cycle(n, ofs, dst, comp, entry)
+    nodes = np.empty(k, np.int32)
+    j = 0
+    for v in range(n):
+        if comp[v] == c:
+            nodes[j] = v
+            j += 1
+    par = np.full(k, -1, np.int32)
+    seen = np.zeros(k, np.bool_)
+    q = np.empty(k, np.int32)
+    at = np.searchsorted(nodes, entry)
+    qh = 0
+    qt = 1
+    q[0] = at
+    seen[at] = True
+    while qh < qt:
+        lu = q[qh]
+        qh += 1
+        u = nodes[lu]
+        for e in range(ofs[u], ofs[u + 1]):
+            v = dst[e]
+            if v == entry:
+                path = [np.int64(entry)]
+                while nodes[lu] != entry:
+                    path.append(np.int64(nodes[lu]))
+                    lu = par[lu]
+                out = np.empty(len(path), np.int64)
+                for i in range(len(path)):
+                    out[i] = path[len(path) - 1 - i]
+                return out
+            if comp[v] == c:
+                lv = np.searchsorted(nodes, v)
+                if not seen[lv]:
+                    seen[lv] = True
+                    par[lv] = lu
+                    q[qt] = lv
+                    qt += 1
     return np.empty(0, np.int64)
 
 

@@ -88,12 +88,13 @@ def can_move_to_disk(ch: Checks, strategy: str, workers: int, exact: bool, visit
     """Whether a search can go on in the disk mode when memory runs short
     (past half the memory bound, at the start of a BFS level: the array
     engine's choice, explorer/strategies/arrays/disk.py): one worker's BFS
-    over fingerprints, without edges (no livelock, no `check eventually`),
-    on the instance's own rows (no per-request SLO product)."""
+    over fingerprints, the livelock check's edges on disk too (no `check
+    eventually`, whose edges stay in memory), on the instance's own rows
+    (no per-request SLO product)."""
     from serq.check.slo import needs_product
 
     return (strategy == "bfs" and workers == 1 and not exact and visitor is None and not partitioned
-            and not ch.livelock and not ch.eventually and not needs_product(ch))
+            and not ch.eventually and not needs_product(ch))
 
 
 def default_disk_dir() -> str:
@@ -110,13 +111,12 @@ def default_disk_dir() -> str:
     return "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else tempfile.gettempdir()
 
 
-def disk_hint(result, *, workers: int = 1, livelock: bool = False) -> str | None:
+def disk_hint(result, *, workers: int = 1) -> str | None:
     """What to say of a search the memory bound stopped, which the disk
     mode could take further (`serq explore` prints it on stderr)."""
     if result.verdict != "bound" or result.bound_reason != "memory" or "moved to the disk mode" in result.message:
         return None
-    how = " with --check deadlock --check invariant (it checks no livelock)" if livelock else ""
-    how += " in one worker" if workers > 1 else ""
+    how = " in one worker" if workers > 1 else ""
     return (f"note: --disk DIR{how} keeps the search's trace and large levels on disk, and about 10 bytes a state "
             "in memory instead of about 20")
 

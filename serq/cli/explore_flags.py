@@ -131,19 +131,18 @@ def refuse_disk(args) -> None:
 
 def refuse_disk_checks(args, checks) -> None:
     """`--disk` and the properties the search checks: the disk mode keeps
-    no edges (no livelock, no `check eventually`), and explores the
-    instance's own states (no per-request SLO product, no witnesses of
-    `check sometimes`, each a search of its own)."""
+    the non-progress edges only (the livelock check, not `check
+    eventually`), and explores the instance's own states (no per-request
+    SLO product, no witnesses of `check sometimes`, each a search of its
+    own)."""
     if getattr(args, "disk", None) is None:
         return
     from serq.check.slo import needs_product
 
     why = None
-    if checks.livelock:
-        why = ("the disk mode keeps no edges, which the livelock check needs; check deadlocks and invariants "
-               "only (--check deadlock --check invariant), or drop --disk")
-    elif checks.eventually:
-        why = f"the disk mode keeps no edges, which `check {checks.eventually[0].text}` needs; drop --disk"
+    if checks.eventually:
+        why = (f"the disk mode keeps only the non-progress edges, not the ones `check {checks.eventually[0].text}` "
+               "needs; drop --disk")
     elif needs_product(checks):
         why = (f"a per-request SLO check ({checks.slo[0].text}) is explored on a product without rows, which the "
                "disk mode needs; drop --disk")

@@ -1,13 +1,17 @@
 """The array engine's disk mode (explorer/strategies/arrays/disk.py,
 `Settings.disk`, `serq explore --disk`) gives what the engine gives in
 memory: verdict, message, counts, queue figure, depth and the shortest
-counterexample, on every instance of the library (without the livelock
-check, which it refuses) and under limits; its files are gone after
-every run, an interrupted one included."""
+counterexample (a livelock's lasso too: its edges go to disk and are
+made into the same graph, `arrays/diskgraph.py`), on every instance of
+the library, on random instances, on the toys of the array engine's own
+tests and under limits, begun in the disk mode or moved there mid-search;
+its files are gone after every run, an interrupted one included."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +38,6 @@ def same(a, b):
 
 
 def both(prog, tmp_path, symmetry=True, **kw):
-    kw.setdefault("check_livelock", False)
     a = check(SerqModel(prog, symmetry=symmetry), **kw)
     b = check(SerqModel(prog, symmetry=symmetry), disk=str(tmp_path), **kw)
     assert os.listdir(tmp_path) == []  # the run's directory is gone
@@ -89,8 +92,6 @@ def test_fingerprint_table_holds_zero_and_colliding_homes(monkeypatch):
 
 def test_disk_mode_refuses_what_it_cannot_honour(tmp_path):
     prog = load_path(ROOT / "instances" / "vllm_chat.sq").program
-    with pytest.raises(ValueError, match="livelock"):
-        check(SerqModel(prog), disk=str(tmp_path))
     with pytest.raises(ValueError, match="one worker"):
         check(SerqModel(prog), disk=str(tmp_path), check_livelock=False, workers=2)
     with pytest.raises(ValueError, match="BFS"):
@@ -99,8 +100,9 @@ def test_disk_mode_refuses_what_it_cannot_honour(tmp_path):
     from serq.check.model import Checks
 
     p2 = load_path(fair).program
-    with pytest.raises(ValueError, match="eventually"):
-        check(SerqModel(p2, checks=Checks.of_program(p2)), disk=str(tmp_path), check_livelock=False)
+    for livelock in (False, True):
+        with pytest.raises(ValueError, match="eventually"):
+            check(SerqModel(p2, checks=Checks.of_program(p2)), disk=str(tmp_path), check_livelock=livelock)
     assert os.listdir(tmp_path) == []
 
 
@@ -119,6 +121,11 @@ def test_interrupted_disk_run_leaves_no_file(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def run_on(inst, *a):
+    return subprocess.run([sys.executable, "-m", "serq", "explore", str(inst), "--no-timing", *a], cwd=ROOT,
+                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
 def test_cli_disk_flag(tmp_path):
     inst = ROOT / "instances" / "hol_none.sq"
     run = lambda *a: subprocess.run([sys.executable, "-m", "serq", "explore", str(inst), "--no-timing", *a],  # noqa: E731
@@ -127,18 +134,20 @@ def test_cli_disk_flag(tmp_path):
     disk = run("--check", "deadlock", "--check", "invariant", "--disk", str(tmp_path))
     assert disk.returncode == mem.returncode and disk.stdout == mem.stdout
     assert os.listdir(tmp_path) == []
-    two = tmp_path.parent / "two.sq"
-    two.write_text(TWO_CHATS)  # no check line: the livelock check is selected
-    refused = subprocess.run([sys.executable, "-m", "serq", "explore", str(two), "--disk", str(tmp_path)], cwd=ROOT,
-                             capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    assert refused.returncode == 2 and "--disk" in refused.stderr and "--check deadlock" in refused.stderr
+    for inst in (tmp_path.parent / "two.sq", ROOT / "instances" / "theorem_no_fit.sq"):
+        if inst.name == "two.sq":
+            inst.write_text(TWO_CHATS)  # no check line: the livelock check is selected
+        mem, disk = run_on(inst), run_on(inst, "--disk", str(tmp_path))
+        assert (disk.returncode, disk.stdout) == (mem.returncode, mem.stdout) and os.listdir(tmp_path) == []
+    assert "livelock" in mem.stdout.splitlines()[0]
     refused = run("--check", "deadlock", "--disk", str(tmp_path), "--workers", "2")
     assert refused.returncode == 2 and "--workers" in refused.stderr
 
 
 @pytest.mark.parametrize("name", ["vllm_chat", "hol_none", "join_in_hold", "agent_subagents", "decode_preempt"])
 @pytest.mark.parametrize("spill", [False, True])
-def test_moving_to_disk_mid_search(name, spill, tmp_path, monkeypatch):
+@pytest.mark.parametrize("livelock", [False, True])
+def test_moving_to_disk_mid_search(name, spill, livelock, tmp_path, monkeypatch):
     """`disk_at`: the search begins in memory and goes on in the disk mode
     from the first level past that many resident bytes (0: the second
     level): the same result, its message saying so."""
@@ -150,7 +159,7 @@ def test_moving_to_disk_mid_search(name, spill, tmp_path, monkeypatch):
     if not path.exists():
         pytest.skip(f"no instance {name}")
     prog = load_path(path).program
-    kw = dict(check_livelock=False, max_states=20_000)
+    kw = dict(check_livelock=livelock, max_states=20_000)
     a = check(SerqModel(prog), **kw)
     b = check(SerqModel(prog), disk=str(tmp_path), disk_at=0, **kw)
     assert os.listdir(tmp_path) == []
@@ -162,8 +171,8 @@ def test_moving_to_disk_mid_search(name, spill, tmp_path, monkeypatch):
 
 def test_explore_moves_to_disk_by_itself_where_it_can(monkeypatch, tmp_path):
     """serq's explore lets the array engine move to the disk mode past half
-    the memory bound when the checks allow it (no livelock), and never
-    where they do not."""
+    the memory bound when the search allows it (one worker; the livelock
+    check too), and never where it does not."""
     from explorer.settings import Settings
     from serq.check import explore as ex
 
@@ -175,7 +184,7 @@ def test_explore_moves_to_disk_by_itself_where_it_can(monkeypatch, tmp_path):
     ex.explore(prog, checks=["deadlock"], memory_limit=8 << 30)
     ex.explore(prog, checks=["deadlock", "livelock"], memory_limit=8 << 30)
     ex.explore(prog, checks=["deadlock"], memory_limit=8 << 30, workers=2)
-    assert [s.disk for s in seen] == [str(tmp_path), None, None] and 0 < seen[0].disk_at < 8 << 30
+    assert [s.disk for s in seen] == [str(tmp_path), str(tmp_path), None] and 0 < seen[0].disk_at < 8 << 30
     assert isinstance(seen[0], Settings) and os.listdir(tmp_path) == []
 
 
@@ -183,10 +192,169 @@ def test_a_memory_bound_says_how_the_disk_mode_would_go_on(tmp_path, capsys):
     from serq.cli import main
 
     inst = tmp_path / "forever.sq"
-    inst.write_text(FOREVER)  # no check line: livelock checked, no move to disk
-    assert main(["explore", str(inst), "--memory", "1M", "--no-timing"]) == 13
-    captured = capsys.readouterr()
-    assert captured.out.splitlines()[0] == "bound: no violation within the bound (memory=1MiB); exploration incomplete"
-    assert "note: --disk DIR with --check deadlock --check invariant" in captured.err
-    assert main(["explore", str(inst), "--memory", "1M", "--no-timing", "--check", "deadlock"]) == 13
-    assert "note: --disk DIR keeps" in capsys.readouterr().err  # (already past the bound: nothing to move)
+    inst.write_text(FOREVER)  # no check line: livelock checked
+    for flags in ([], ["--check", "deadlock"]):
+        assert main(["explore", str(inst), "--memory", "1M", "--no-timing", *flags]) == 13
+        captured = capsys.readouterr()
+        assert captured.out.splitlines()[0] == ("bound: no violation within the bound (memory=1MiB); "
+                                                "exploration incomplete")
+        assert "note: --disk DIR keeps" in captured.err  # (already past the bound: nothing to move)
+    assert main(["explore", str(inst), "--memory", "1M", "--no-timing", "--workers", "2"]) == 13
+    assert "note: --disk DIR in one worker keeps" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- the livelock check on disk
+
+
+LIVELOCKS = ["self_preempt", "theorem_no_fit", "theorem_no_lifo"]
+
+
+@pytest.fixture
+def buckets(monkeypatch):
+    """The edges' targets resolved 8 states at a time (files of buckets of
+    fingerprints), and read back 5 records at a time."""
+    from explorer.strategies.arrays import diskgraph
+
+    monkeypatch.setattr(diskgraph, "BUCKET", 8)
+    monkeypatch.setattr(diskgraph, "STEP", 5)
+
+
+@pytest.mark.parametrize("name", LIVELOCKS + ["vllm_chat", "agent_subagents", "decode_preempt"])
+@pytest.mark.parametrize("at", [None, 0])
+def test_livelock_on_disk_in_buckets(name, at, buckets, tiny, tmp_path):
+    """The lasso (stem and cycle), or its absence, is the in-memory
+    engine's, with every spill, growth and bucket of the disk mode met;
+    begun on disk, or moved there after the first level."""
+    prog = load_path(ROOT / "instances" / f"{name}.sq").program
+    a = check(SerqModel(prog), max_states=20_000)
+    b = check(SerqModel(prog), disk=str(tmp_path), disk_at=at, max_states=20_000)
+    assert os.listdir(tmp_path) == []
+    if at is not None and a.stats.max_depth > 0:
+        assert "moved to the disk mode after" in b.message
+        b.message = b.message.split(" (moved")[0]
+    same(a, b)
+    assert a.lasso_start == b.lasso_start
+    assert (a.verdict == "livelock") == (name in LIVELOCKS)
+
+
+def test_livelock_on_disk_on_the_array_toys(tmp_path):
+    """The array engine's own toys (a cycle, a self-loop, states with
+    hundreds of non-progress edges, whose counts pass a byte in memory):
+    the same results on disk, and moved there from memory."""
+    sys.path.insert(0, str(ROOT / "tests" / "explorer"))
+    from explorer_toys import AsArrays
+    from test_explorer_arrays import CASES, _hubs, key
+
+    cases = [(name, make, width) for name, make, width in CASES] + \
+        [(f"hubs {c}", lambda c=c: _hubs(c), 1) for c in (False, True)]
+    for name, make, width in cases:
+        for kw in ({}, {"max_states": 7}, {"max_depth": 2}):
+            a = check(AsArrays(make(), width), **kw)
+            for at in (None, 0):
+                b = check(AsArrays(make(), width), disk=str(tmp_path), disk_at=at, **kw)
+                if at is not None:
+                    b.message = b.message.split(" (moved")[0]
+                assert key(a) == key(b), (name, kw, at)
+                assert [st.state for st in a.trace] == [st.state for st in b.trace]
+    assert os.listdir(tmp_path) == []
+
+
+def test_livelock_on_disk_on_random_instances(tmp_path):
+    """Random instances (turns, prefixes, preemption, a slot around the
+    session: tests/semantics/test_semantics_properties.py), their pool cut
+    to 1-4 blocks so that sessions preempt one another or themselves: the
+    same verdict, counts and lasso on disk, begun there or moved there."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from serq.lang.load import load_text
+    from tests.semantics.test_semantics_properties import instances
+
+    @st.composite
+    def tight(draw):
+        text = draw(instances())
+        bs = int(re.search(r"pool kv \{ cap \d+; block (\d+)", text).group(1))
+        return re.sub(r"pool kv \{ cap \d+", f"pool kv {{ cap {bs * draw(st.integers(1, 4))}", text)
+
+    seen = []
+
+    @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(tight())
+    def run(text):
+        prog = load_text(text, "r.sq").program
+        a = check(SerqModel(prog), max_states=3000)
+        for at in (None, 0):
+            b = check(SerqModel(prog), disk=str(tmp_path), disk_at=at, max_states=3000)
+            b.message = b.message.split(" (moved")[0]
+            same(a, b)
+            assert a.lasso_start == b.lasso_start
+        seen.append(a.verdict)
+
+    run()
+    assert "livelock" in seen and "pass" in seen, seen
+    assert os.listdir(tmp_path) == []
+
+
+def test_explore_moves_to_disk_with_the_default_checks(tmp_path, monkeypatch):
+    """serq's explore with the instance's own checks (the livelock check
+    among them) and a move at the second level: the verdict and lasso of
+    the search in memory."""
+    from serq.check import explore as ex
+
+    real = ex.check
+    monkeypatch.setattr(ex, "check", lambda model, settings: real(model, settings.but(disk_at=0)))
+    monkeypatch.setenv("SERQ_DISK", str(tmp_path))
+    prog = load_path(ROOT / "instances" / "theorem_no_fit.sq").program
+    b = ex.explore(prog, memory_limit=8 << 30)
+    monkeypatch.setattr(ex, "check", real)
+    a = ex.explore(prog)
+    assert "moved to the disk mode after" in b.message
+    b.message = re.sub(r" \(moved to the disk mode after [^)]*\)", "", b.message)
+    same(a, b)
+    assert a.verdict == "livelock" and os.listdir(tmp_path) == []
+
+
+def test_cycle_within_its_component_is_the_cycle():
+    """`cycles._cycle_within` (arrays the size of the entry's component)
+    gives `cycles._cycle`'s cycle, on random graphs."""
+    from explorer.graph.cycles import _acyclic_part, _cycle, _cycle_within, _scc, csr
+
+    rng = np.random.default_rng(3)
+    small = 0
+    for _ in range(400):
+        n = int(rng.integers(1, 60))
+        p = rng.uniform(0.01, 0.15)
+        n, ofs, dst = csr([[int(v) for v in rng.integers(0, n, rng.binomial(n, p))] for _ in range(n)])
+        comp, left = _acyclic_part(n, ofs, dst)
+        entry = _scc(n, ofs, dst, comp) if left else -1
+        if entry >= 0:
+            assert list(_cycle_within(n, ofs, dst, comp, entry)) == list(_cycle(n, ofs, dst, comp, entry))
+            small += 13 * int((comp == comp[entry]).sum()) < 9 * n
+    assert small > 50
+
+
+def test_the_disk_modes_compiled_code_is_named(tmp_path):
+    """After runs in the disk mode (begun there, moved there, the edges'
+    targets in buckets), no specialization was loaded that a table of
+    explorer/runtime/compiled.py (the disk mode's own, `disk._compiled_table`)
+    does not name."""
+    code = f"""
+import contextlib, io, json
+from explorer import check
+from explorer.runtime import compiled
+from explorer.strategies.arrays import disk, diskgraph, diskstore
+from serq.check.model import SerqModel
+from serq.lang.load import load_path
+disk.TOUCH_FROM, diskstore.SUB0 = 0, 4
+for name in ("theorem_no_fit", "vllm_chat"):
+    prog = load_path({str(ROOT / "instances")!r} + "/" + name + ".sq").program
+    for at in (None, 0):
+        for b in (1 << 22, 8):
+            diskgraph.BUCKET = b
+            check(SerqModel(prog), disk={str(tmp_path)!r}, disk_at=at, max_states=5000)
+print(json.dumps(compiled.missing()))
+"""
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1]) == []

@@ -9,9 +9,12 @@ docs/notes/disk-mode.md: the design, after TLC's).
 A level is walked chunk by chunk as in `engine._array_check`: `_dwalk`
 (numba) looks each successor up in (parent, action) order and stores the
 new ones; Python then appends their records (fingerprint, parent id) to
-the trace and packs their rows into the next level. The disk mode keeps
-no edges, so it checks no livelock and no liveness under fairness: a
-run asking for them is refused (`refusal`), never run without them."""
+the trace and packs their rows into the next level. With the livelock
+check, the walk also gives each row's non-progress edges (their targets'
+fingerprints), which go to files (`arrays/diskgraph.py`), to be made
+into the in-memory engine's graph, with its ids, once the search is
+over: the same livelock pass, the same lasso. Liveness under fairness
+(`check eventually`) is refused (`refusal`), never run without it."""
 
 from __future__ import annotations
 
@@ -22,21 +25,58 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from explorer.model import CHECK, DONE, FAIR, has
-from explorer.outcome import bounded, deadlock, violation
+from explorer.model import CHECK, DONE, FAIR, PROGRESS, has
+from explorer.graph.cycles import _acyclic_part, _cycle_within, _scc
+from explorer.outcome import bounded, deadlock, livelock_result, violation
 from explorer.result import Result
+from explorer.runtime import compiled
 from explorer.runtime.memory import MemoryGuard, _trim, mib
 from explorer.settings import Settings
 from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, Spilled, Trace, _ffind, _fgrow, _fnext,
                                                   _ftouch)
+from explorer.strategies.arrays.diskgraph import EdgeFiles
 from explorer.strategies.arrays.table import TOUCH_FROM
 from explorer.strategies.arrays.watch import STOPS
-from explorer.strategies.arrays.engine import (CHUNK, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_SUB,
+from explorer.strategies.arrays.engine import (CHUNK, ECNT_MAX, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
+                                               S_SUB,
                                                ST_CHECK, ST_DEADLOCK, ST_DONE, ST_MAXSTATES, ST_ROOM,
                                                Watch, _chunks, _local, _pack_new, chunk_rows, complete)
 from explorer.strategies.arrays.narrow import Arena, Packed
 
 __all__ = ["disk_check", "moved_to_disk", "Start", "refusal", "SPILL_FROM"]
+
+
+def _compiled_table() -> list:
+    """The disk mode's compiled functions called from Python, with their
+    argument types (explorer/runtime/compiled.py): a table of their own,
+    loaded when the disk mode begins (`disk_check`) or a search moves to
+    it (`moved_to_disk`, with half the memory bound still free), so that
+    searches that never use it do not load it."""
+    from numba import types as nt
+
+    def a(dt):
+        return nt.Array(dt, 1, "C")
+
+    i8, i32, i64, u64, b1, T = nt.int8, nt.int32, nt.int64, nt.uint64, nt.boolean, nt.Tuple
+    d, st, g = "explorer.strategies.arrays.disk", "explorer.strategies.arrays.diskstore", \
+        "explorer.strategies.arrays.diskgraph"
+    return [
+        (d, "_dwalk", [(i64, i64, T((i64, a(i64), a(u64), a(i64), i64, a(i8))),
+                        T((a(u64), i64, a(i64), a(i64), a(i64), i64)), a(i64), T((a(i64), a(u64), a(i32), a(u64))),
+                        T((i64, i64, b1, b1)))]),
+        (st, "_ffind", [(a(u64), i64, a(i64), u64, i64)]),
+        (st, "_finsert", [(a(u64), i64, a(i64), a(i64), a(i64), u64, i64)]),
+        (st, "_finsert_all", [(a(u64), i64, a(i64), a(i64), a(i64), a(u64), i64, i64)]),
+        (st, "_ftouch", [(a(u64), a(u64), i64, a(i64), i64)]),
+        (g, "_by_bucket", [(a(u64), i64, u64, a(u64), a(i64), a(i64))]),
+        (g, "_index", [(a(u64), a(i64), i64, a(u64), a(i64), i64)]),
+        (g, "_lookup", [(a(u64), a(i64), i64, a(u64), a(i64), a(i32))]),
+        ("explorer.graph.cycles", "_cycle_within", [(i64, a(i32), a(i32), a(i32), i64)]),
+    ]
+
+
+compiled.register("explorer disk", _compiled_table, inner=(
+    "explorer.strategies.arrays.diskstore._fnext", "explorer.strategies.arrays.diskstore._fgrow"))
 
 # bytes of packed rows a level keeps in RAM; its next blocks are written to disk as they are (deflating them,
 # as the in-memory engine does past 32 MiB, would cost more CPU than the writes and reads they save)
@@ -48,22 +88,24 @@ def refusal(s: Settings, fair: bool = False) -> str | None:
     """Why the disk mode cannot honour these settings and a model that
     declares FAIR or not (None: it can)."""
     if fair:
-        return ("the disk mode keeps no edges, which liveness under fairness (`check eventually`) needs: "
-                "drop the disk mode, or the `check eventually` lines")
+        return ("the disk mode keeps only the non-progress edges, not the ones liveness under fairness "
+                "(`check eventually`) needs: drop the disk mode, or the `check eventually` lines")
     return s.disk_refusal()
 
 
 @njit(cache=True, nogil=True)
 def _dwalk(j0, i0, chunk, table, S, out, bounds):
-    """`engine._walk` over a table of fingerprints (`diskstore.FpTable`),
-    without edges: walk successors from parent j0, successor i0; returns
-    (status, j, i). `chunk` (nrows, pofs, fps, flags, pdepth, pdone);
-    `table` (tab, R, sz, cnt, zero, shift); `out` (newidx, cut); `bounds`
-    (max_states, max_depth, deadlock_check)."""
+    """`engine._walk` over a table of fingerprints (`diskstore.FpTable`):
+    walk successors from parent j0, successor i0; returns (status, j, i).
+    `chunk` (nrows, pofs, fps, flags, pdepth, pdone); `table` (tab, R,
+    sz, cnt, zero, shift); `out` (newidx, cut, ecnt, etgt): with the
+    livelock check, each row's count of non-progress edges (ecnt[j], from
+    0) and their targets' fingerprints (etgt, S[S_NP] of them, from 0);
+    `bounds` (max_states, max_depth, deadlock_check, livelock)."""
     nrows, pofs, fps, flags, pdepth, pdone = chunk
     tab, R, sz, cnt, zero, shift = table
-    newidx, cut = out
-    max_states, max_depth, deadlock_check = bounds
+    newidx, cut, ecnt, etgt = out
+    max_states, max_depth, deadlock_check, livelock = bounds
     for j in range(j0, nrows):
         a = pofs[j]
         b = pofs[j + 1]
@@ -81,6 +123,10 @@ def _dwalk(j0, i0, chunk, table, S, out, bounds):
                 found, p, slot = _ffind(tab, R, sz, fp, shift)
             S[S_GEN] += 1
             if found:
+                if livelock and (flags[i] & PROGRESS) == 0:
+                    etgt[S[S_NP]] = fp
+                    S[S_NP] += 1
+                    ecnt[j] += 1
                 continue
             if max_depth >= 0 and pdepth >= max_depth:
                 cut[S[S_CUT]] = fp
@@ -105,6 +151,10 @@ def _dwalk(j0, i0, chunk, table, S, out, bounds):
                 S[S_MAXD] = pdepth + 1
             newidx[S[S_NEW]] = i
             S[S_NEW] += 1
+            if livelock and (flags[i] & PROGRESS) == 0:
+                etgt[S[S_NP]] = fp
+                S[S_NP] += 1
+                ecnt[j] += 1
             if flags[i] & CHECK:
                 return ST_CHECK, j, i + 1
     return ST_DONE, nrows, 0
@@ -151,6 +201,7 @@ def disk_check(m: Any, factory: Any, s: Settings) -> Result:
     why = refusal(s, has(m, FAIR))
     if why is not None:
         raise ValueError(why)
+    compiled.load(only=("explorer disk",))
     gc_was = gc.isenabled()
     gc.disable()
     trace = Trace(s.disk)
@@ -177,6 +228,7 @@ class Start:
     cuts: list
     size: int
     tb: FpTable | None = None
+    edges: Any = None  # with the livelock check: the engine's non-progress edges so far (`engine.Edges`)
 
 
 def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
@@ -185,11 +237,15 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
     states stored so far written to the trace, their fingerprints put in
     a table of fingerprints, the store freed (the table of ids first:
     the move holds at most 22 bytes a state at once, where the store held
-    20). The verdict's message says so."""
+    20); with the livelock check, the edges so far written as the first
+    of the edge files (`_moved_edges`). The verdict's message says so."""
+    compiled.load(only=("explorer disk",))
     n = int(start.S[S_N])
     trace = Trace(s.disk)
     try:
         trace.init_rows, trace.init_fps = st.init_rows, st.init_fps
+        if start.edges is not None:
+            start.edges = _moved_edges(EdgeFiles(trace.dir), start.edges, start.id0, int(start.S[S_NP]))
         st.drop_table(n)
         _trim()
         step = 1 << 20
@@ -206,9 +262,51 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
         trace.close()
 
 
+def _livelock(m, final, trace: Trace, graph) -> Result | None:
+    """`engine._livelock` over the graph made of the edge files: the same
+    passes and the same lasso, the cycle searched with arrays the size of
+    its component (`cycles._cycle_within`); None: no livelock."""
+    n, ofs, dst = graph
+    comp, left = _acyclic_part(n, ofs, dst)
+    entry = _scc(n, ofs, dst, comp) if left else -1
+    if entry < 0:
+        return None
+    ids = [entry] + [int(v) for v in _cycle_within(n, ofs, dst, comp, entry)]
+    del comp
+    fps = [int(trace.fp_of(x)) for x in ids]
+    trace.known.update(zip(fps, ids))
+    return livelock_result(m, lambda fp: trace.chain(m, fp), fps[0], fps[1:], final(0))
+
+
+def _moved_edges(files: EdgeFiles, edges, id0: int, nedges: int) -> EdgeFiles:
+    """The in-memory engine's non-progress edges (`engine.Edges`: a count
+    a state in a byte, the larger ones in its overflow, and the targets'
+    ids), of the states before id0, written to `files`; the engine's
+    arrays freed."""
+    counts = np.empty(id0, np.int32)
+    k = 0
+    for a in range(0, id0, 1 << 22):
+        c = edges.cnt[a: min(id0, a + (1 << 22))].astype(np.int32)
+        big = np.flatnonzero(c == ECNT_MAX)
+        c[big] = edges.ovf[k: k + big.shape[0]]
+        k += big.shape[0]
+        counts[a: a + c.shape[0]] = c
+    files.moved(counts, edges.dst[:nedges])
+    edges.cnt = edges.ovf = edges.dst = None
+    return files
+
+
 def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | None = None) -> Result:
     max_states, max_depth = s.max_states, s.max_depth
-    check_deadlock = s.check_deadlock
+    check_deadlock, livelock = s.check_deadlock, bool(s.check_livelock)
+    if not livelock:
+        edges = None
+    elif start is not None and start.edges is not None:
+        edges = start.edges
+    else:
+        edges = EdgeFiles(trace.dir)
+    ecnt = np.zeros(CHUNK if livelock else 1, np.int32)  # a chunk's counts of non-progress edges, by row
+    etgt = np.zeros(CHUNK if livelock else 1, np.uint64)  # and their targets' fingerprints
     tb = FpTable() if start is None else start.tb
     S = np.zeros(NS, np.int64) if start is None else start.S
     ms = -1 if max_states is None else max_states
@@ -251,6 +349,13 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
                     cut = np.zeros(2 * k, np.uint64)
                 S[S_NEW] = 0
                 S[S_CUT] = 0
+                if livelock:
+                    if etgt.shape[0] < k:
+                        etgt = np.zeros(2 * k, np.uint64)
+                    if ecnt.shape[0] < nrows:
+                        ecnt = np.zeros(2 * nrows, np.int32)
+                    ecnt[:nrows] = 0
+                    S[S_NP] = 0
                 pid0 = level_id0 + pos
                 written = 0  # the chunk's new states whose records are written
 
@@ -266,7 +371,7 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
                 j, i = 0, 0
                 while True:
                     status, j, i = _dwalk(j, i, (nrows, x.pofs, x.fps, x.flags, depth, x.pdone), tb.parts(), S,
-                                          (newidx, cut), (ms, md, check_deadlock))
+                                          (newidx, cut, ecnt, etgt), (ms, md, check_deadlock, livelock))
                     pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
                     if status == ST_DONE:
                         break
@@ -288,6 +393,8 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
                         return violation(m, chain, fp, bad[0][0], bad[0][1], final(pending - 1))
                 nnew = int(S[S_NEW])
                 records(nnew)
+                if livelock:
+                    edges.append(ecnt[:nrows], etgt[: int(S[S_NP])])
                 if nnew:
                     block, done = _pack_new(x, newidx[:nnew], arena.take(nnew, width), arena)
                     if isinstance(block, Packed) and in_ram + block.nbytes > SPILL_FROM:  # on disk
@@ -305,7 +412,15 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
             depth += 1
             level, level_n = nxt, next_count
             _trim()
-        return complete(m, lambda: final(0), cuts, tb.has, max_depth, None, lambda ids: [], chain,
-                        livelock=False)
+        r = complete(m, lambda: final(0), cuts, tb.has, max_depth, None, lambda ids: [], chain, livelock=False)
+        if r.verdict != "pass" or not livelock or not edges.edges:
+            return r
+        tb.drop()  # the table's memory handed back before the edges' graph is made
+        _trim()
+        trace.fps.flush()
+        return _livelock(m, final, trace, edges.graph(int(S[S_N]), trace.fps.name)) or r
     except STOPS as e:  # SIGINT/SIGTERM, tables that could not grow, a limit inside an expansion, a worker lost
         return watch.stopped(e, queue_now)
+    finally:
+        if edges is not None:
+            edges.close()

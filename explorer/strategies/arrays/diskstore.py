@@ -8,7 +8,8 @@ bits, 0 for an empty slot (the fingerprint 0 itself is a flag of its
 own), each sub-table grown on its own by a quarter once it is 85 % full,
 so 68 %-85 % full, and their first sizes staggered so that they do not
 all grow at once: about 76 % full, 10.5 bytes a state. A state has no id in RAM: nothing during the
-search needs one (the disk mode keeps no edges: no livelock pass).
+search needs one (the livelock check's edges are written with their targets' fingerprints, resolved to
+ids once the search is over: `arrays/diskgraph.py`).
 
 On disk (`Trace`), in a directory of its own under the one given,
 removed on every exit (`close`): per state id (dense, level by level, in
@@ -191,6 +192,10 @@ class FpTable:
             if k < 0:
                 return
             self.relayout()
+
+    def drop(self) -> None:
+        """The table's memory handed back (the search is over; `has` no longer answers)."""
+        self.tab = None
 
     def has(self, fp: int) -> bool:
         fp = np.uint64(fp)
