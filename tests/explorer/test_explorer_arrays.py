@@ -233,3 +233,18 @@ def test_compressed_blocks_round_trip_and_pickle():
     old = Packed.__new__(Packed)
     old.__setstate__((None, {k: getattr(plain, k) for k in Packed.__slots__ if k not in ("z", "words")}))
     assert (old.rows(0, n) == rows).all()
+
+
+@pytest.mark.parametrize("kw", [{}, {"workers": 2}])
+def test_more_edges_than_int32_offsets_stop_with_the_memory_bound(kw, monkeypatch):
+    """The livelock pass's offsets and targets are int32: past EDGES_MAX
+    non-progress edges the search stops with the memory bound and names
+    the disk mode, never wraps (here the bound is made small)."""
+    from explorer.strategies.arrays import engine
+
+    full = check(AsArrays(retry_loop(), 1), **kw)
+    assert full.verdict == "livelock"
+    monkeypatch.setattr(engine, "EDGES_MAX", 1)
+    r = check(_OnThreads(retry_loop(), 1) if kw else AsArrays(retry_loop(), 1), **kw)
+    assert r.verdict == "bound" and r.bound_reason == "memory", r.message
+    assert "non-progress edges kept in memory" in r.message and "--disk" in r.message

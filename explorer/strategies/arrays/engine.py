@@ -57,6 +57,7 @@ from explorer.strategies.arrays.watch import NS, STOPS, TRIM_EVERY, S_CUT, S_GEN
 __all__ = ["array_check", "array_check_on_processes"]
 
 ST_DONE, ST_CHECK, ST_DEADLOCK, ST_MAXSTATES, ST_ROOM = 0, 1, 2, 3, 4
+EDGES_MAX = (1 << 31) - 1  # the non-progress edges kept in memory at most: their offsets and targets are int32
 ECNT_MAX = 255  # a state's count of non-progress edges in one byte; from this many on, the count is in the overflow
 CHUNK = 1024  # rows a chunk has at most
 SUCC_CHUNK = 1024  # successors a chunk should give (at least this many in a large run; see `chunk_rows`)
@@ -196,7 +197,12 @@ class Edges:
 
     def reserve(self, S: np.ndarray, end: int, k: int) -> None:
         """Room for the counts of the states before id `end` and for k edges
-        more (and their overflow)."""
+        more (and their overflow). Past EDGES_MAX edges (their offsets are
+        int32) the search stops with the memory bound, naming the disk mode,
+        whose graph has no such bound, rather than wrap."""
+        if int(S[S_NP]) + k > EDGES_MAX:
+            raise LimitReached("memory", f"{EDGES_MAX:,} non-progress edges kept in memory for the livelock check; "
+                                         "--disk keeps them on disk")
         self.cnt = _reserve(self.cnt, end, self.cnt.shape[0])
         self.dst = _reserve(self.dst, int(S[S_NP]) + k, int(S[S_NP]))
         need = int(S[S_OVF]) + k // ECNT_MAX + 1
