@@ -121,54 +121,16 @@ def _dispatcher(module: str, attr: str):
     return getattr(importlib.import_module(module), attr)
 
 
-def _no_scipy_for_numba() -> None:
-    """numba's CPU target, set up when the first function is compiled or
-    loaded, imports `numba.np.arraymath`, which imports all of
-    `scipy.linalg` (a quarter of a second) only to learn whether a BLAS is
-    there for `np.dot` on floats; nothing compiled here calls BLAS. The
-    answer is taken from whether scipy is installed instead (what numba
-    concludes when scipy is there); a function that does use BLAS still
-    imports scipy when it is compiled. If numba's internals differ from
-    what this expects, nothing is changed."""
-    import sys
-
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    try:
-        from importlib.util import find_spec
-
-        from numba.np import linalg
-    except ImportError:  # pragma: no cover
-        return
-    real = getattr(linalg, "ensure_blas", None)
-    if real is None:  # pragma: no cover
-        return
-
-    def ensure_blas():
-        if find_spec("scipy") is None:
-            raise ImportError("scipy 0.16+ is required for linear algebra")
-
-    linalg.ensure_blas = ensure_blas  # what arraymath binds and asks once, as it is imported
-    try:
-        import numba.np.arraymath  # noqa: F401
-    except Exception:  # pragma: no cover (numba's own setup reports it again when it needs the module)
-        pass
-    finally:
-        linalg.ensure_blas = real
-    arraymath = sys.modules.get("numba.np.arraymath")
-    if arraymath is not None and getattr(arraymath, "ensure_blas", None) is ensure_blas:
-        arraymath.ensure_blas = real  # any later question asks the real one
-
-
 def load(only: Sequence[str] | None = None) -> None:
     """Every registered table's specializations (or those of the tables
     named in `only`), loaded in this process (from numba's cache, or
     compiled): at once the first time, nothing after (about a millisecond
     a specialization when the cache is warm)."""
-    _no_scipy_for_numba()
     import explorer.runtime.jit  # noqa: F401  (how what is not cached yet is compiled)
+    from explorer.runtime import cacheload
 
     with _LOCK:
+        cacheload.install()  # (how what is cached is loaded)
         for name, (table, _inner) in _TABLES.items():
             if name in _DONE or (only is not None and name not in only):
                 continue
