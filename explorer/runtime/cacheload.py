@@ -22,6 +22,10 @@ from what they expect, nothing is changed and loading is only slower.
   first asks for it to link.
 - numba's CPU target without scipy (`_no_scipy_for_numba`), when its
   implementations are first registered (by a compile).
+- A numpy array typed without `numpy.ma`. numba types an array passed
+  from Python (in a tuple, say) after asking whether it is a masked
+  array, which imports `numpy.ma` (30 ms) the first time; a plain
+  `np.ndarray` is not one, and is typed as numba types it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ def install() -> None:
     _load_without_refresh()
     _bitcode_parsed_when_linked()
     _scipy_spared_at_first_refresh()
+    _arrays_typed_without_numpy_ma()
 
 
 def _load_without_refresh() -> None:
@@ -153,6 +158,33 @@ def _scipy_spared_at_first_refresh() -> None:
 
     load_additional_registries._serq_cacheload = True
     ctx.load_additional_registries = load_additional_registries
+
+
+def _arrays_typed_without_numpy_ma() -> None:
+    try:
+        import numpy as np
+        from numba.core import types
+        from numba.core.typing import typeof
+        from numba.np import numpy_support
+    except ImportError:  # pragma: no cover
+        return
+    impl = getattr(typeof, "typeof_impl", None)
+    real = impl.dispatch(np.ndarray) if hasattr(impl, "dispatch") else None
+    if real is None or getattr(real, _MARK, False) or not all(
+            hasattr(numpy_support, n) for n in ("from_dtype", "map_layout")):
+        return
+
+    def typeof_ndarray(val, c):
+        if type(val) is not np.ndarray:  # (a subclass: a masked array is refused there)
+            return real(val, c)
+        try:
+            dtype = numpy_support.from_dtype(val.dtype)
+        except Exception:  # an unsupported dtype: numba's own words
+            return real(val, c)
+        return types.Array(dtype, val.ndim, numpy_support.map_layout(val), readonly=not val.flags.writeable)
+
+    typeof_ndarray._serq_cacheload = True
+    impl.register(np.ndarray)(typeof_ndarray)
 
 
 def _no_scipy_for_numba() -> None:

@@ -153,7 +153,7 @@ class Simulator:
         import serq.semantics.entries  # noqa: F401 (registers the kernel's table)
         from explorer.runtime import compiled
 
-        compiled.load(only=("serq kernel",))
+        compiled.load(("step",))
         # the run's limits count from here: building the model of a workload of many sessions is cut by them
         # (LimitReached, raised to the caller: nothing simulated; explorer/runtime/limits.py, `building`)
         self._t0 = time.perf_counter()
@@ -204,9 +204,9 @@ class Simulator:
     # -- running ---------------------------------------------------------------
     def run(self) -> SimResult:
         m, cfg, stats = self.m, self.cfg, self.stats
-        # the kernel's entry points, before the first step (explorer/runtime/compiled.py); a simulation
-        # calls none of the explorer's own compiled functions, whose loading took a fifth of a second
-        compiled.load(only=("serq kernel",))
+        # the kernel's entry points, before the first step (explorer/runtime/compiled.py, the use "step"): a
+        # simulation calls none of the explorer's own compiled functions
+        compiled.load(("step",))
         self._limits = Limits(cfg.time_limit, MemoryGuard(cfg.memory_limit), self._t0)
         with building(self._limits):  # a workload of many sessions: LimitReached to the caller, nothing simulated
             self.state = m.initial_state()

@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 NAMES = """
@@ -111,3 +113,30 @@ def test_another_format_is_not_read():
     assert defined_symbols(b"\xcf\xfa\xed\xfe" + bytes(60)) is None  # Mach-O
     assert defined_symbols(b"\x7fELF\x01\x01" + bytes(58)) is None  # 32-bit
     assert defined_symbols(b"\x7fELF\x02\x01" + bytes(58)) == set()  # no sections
+
+
+def test_an_array_is_typed_as_numba_types_it():
+    import numpy as np
+    from numba.core.typing import typeof as tf
+
+    from explorer.runtime import cacheload
+
+    cacheload.install()
+    ours, numbas = tf.typeof_impl.dispatch(np.ndarray), tf._typeof_ndarray  # (numba's own, as its module keeps it)
+    assert getattr(ours, "_serq_cacheload", False) and ours is not numbas
+    base = np.arange(24, dtype=np.int64).reshape(4, 6)
+    ro = np.zeros(3, np.uint8)
+    ro.flags.writeable = False
+    arrays = [base, base.T, base[:, ::2], np.zeros(5, np.int32), np.zeros((2, 2), np.float64, order="F"), ro,
+              np.zeros(0, np.bool_), np.zeros(3, np.dtype([("a", np.int64)])), base[1], np.zeros((0, 3))]
+    c = tf._TypeofContext(tf.Purpose.argument)
+    for a in arrays:
+        assert ours(a, c) == numbas(a, c), a
+    for a in arrays + [np.zeros(2, object)]:
+        assert tf.typeof(a) == numbas(a, c), a
+    masked = np.ma.masked_array([1, 2])
+    with pytest.raises(Exception) as ours_e:
+        tf.typeof(masked)
+    with pytest.raises(Exception) as numbas_e:
+        numbas(masked, c)
+    assert str(ours_e.value) == str(numbas_e.value)
