@@ -140,3 +140,21 @@ def test_an_array_is_typed_as_numba_types_it():
     with pytest.raises(Exception) as numbas_e:
         numbas(masked, c)
     assert str(ours_e.value) == str(numbas_e.value)
+
+
+WARM = """
+import contextlib, io, json, sys
+from serq.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(["explore", sys.argv[1]])
+print(json.dumps({m: m in sys.modules for m in ("numba.np.arraymath", "numpy.ma", "scipy.linalg", "numba.typed.typedset",
+                                                 "cffi")}))
+"""
+
+
+def test_a_warm_explore_sets_up_nothing_for_compiling():
+    """(numba's array code is imported all the same: the environments of
+    the cached code name its module.)"""
+    inst = str(ROOT / "instances" / "self_preempt.sq")
+    _run(WARM, inst)  # (the cache filled, if it was cold)
+    assert not any(_run(WARM, inst).values())
