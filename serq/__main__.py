@@ -11,6 +11,11 @@ pydantic), and each of the collections their making set off scanned
 them again (240 collections, 60 ms of a small `serq explore`; 7 and
 30 ms so).
 
+numba's configuration is read without PyYAML when there is no
+`.numba_config.yaml` to read (numba imports PyYAML as it starts only to
+read that file, in the working directory: 15 ms of CPU); with the file
+there, numba imports it and reads it as always (`_YamlOnlyForAFile`).
+
 When the command is done, the objects it leaves are frozen out of the
 garbage collector (`gc.freeze`): the interpreter's last collection at
 exit then has nothing to scan (the modules of numpy, numba and pydantic,
@@ -20,6 +25,7 @@ still open is flushed and closed); only garbage in reference cycles is
 left to the process's end, as the interpreter may leave it anyway."""
 
 import gc
+import os
 import signal
 import sys
 
@@ -41,8 +47,29 @@ def _raise(signum, frame):
     raise EarlyInterrupt(signal.Signals(signum).name)
 
 
+class _YamlOnlyForAFile:
+    """A finder refusing `yaml` to numba's configuration module while it is
+    first imported, unless there is a `.numba_config.yaml` for it to read
+    (numba then reads no file: what it does without PyYAML and without the
+    file); any other import of `yaml` is left to the other finders."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "yaml":
+            return None
+        config = sys.modules.get("numba.core.config")
+        if config is None:
+            return None
+        if not getattr(getattr(config, "__spec__", None), "_initializing", False) \
+                or os.path.isfile(".numba_config.yaml"):
+            return None
+        raise ImportError("yaml: not needed (no .numba_config.yaml)")  # numba: no file-based configuration
+
+
 def main() -> int:
     gc.set_threshold(20_000, *gc.get_threshold()[1:])  # (start-up: most objects made live to the end)
+    if "numba.core.config" not in sys.modules and "yaml" not in sys.modules:
+        sys.meta_path.insert(0, _YamlOnlyForAFile)
     for s in (signal.SIGINT, signal.SIGTERM):
         signal.signal(s, _raise)
     try:

@@ -69,3 +69,15 @@ def test_the_probe_sees_an_engine(tmp_path):
     code, modules = loaded_by(["explore", str(bad)], tmp_path)
     assert code == 2
     assert "serq.cli.explore_run" in modules and "serq.check.model" in modules and "numba" in modules
+
+
+def test_numbas_configuration_file_is_still_read(tmp_path):
+    """numba starts without PyYAML when there is no `.numba_config.yaml`
+    in the working directory (serq/__main__.py), and reads the file when
+    there is one."""
+    inst = str(ROOT / "instances" / "self_preempt.sq")
+    out = probe(["explore", inst], tmp_path)
+    assert out["code"] == 11 and "numba" in out["modules"] and "yaml" not in out["modules"]
+    (tmp_path / ".numba_config.yaml").write_text("developer_mode: 0\n")
+    out = probe(["explore", inst], tmp_path)
+    assert out["code"] == 11 and "yaml" in out["modules"]
