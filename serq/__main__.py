@@ -4,13 +4,6 @@ compiled kernel take most of a second): a signal that arrives while the
 program is still loading ends it with "interrupted" (exit 16), never a
 traceback. `serq.cli.main` then takes over the handlers for the command.
 
-The garbage collector looks at the youngest objects every 20,000
-allocations instead of 700: start-up makes a few hundred thousand
-objects that live for the whole command (the modules of numpy, numba and
-pydantic), and each of the collections their making set off scanned
-them again (240 collections, 60 ms of a small `serq explore`; 7 and
-30 ms so).
-
 numba's configuration is read without PyYAML when there is no
 `.numba_config.yaml` to read (numba imports PyYAML as it starts only to
 read that file, in the working directory: 15 ms of CPU); with the file
@@ -67,7 +60,6 @@ class _YamlOnlyForAFile:
 
 
 def main() -> int:
-    gc.set_threshold(20_000, *gc.get_threshold()[1:])  # (start-up: most objects made live to the end)
     if "numba.core.config" not in sys.modules and "yaml" not in sys.modules:
         sys.meta_path.insert(0, _YamlOnlyForAFile)
     for s in (signal.SIGINT, signal.SIGTERM):
