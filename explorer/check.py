@@ -59,7 +59,7 @@ from explorer.trace import follow
 from explorer.graph.walk import WalkEnd, walk
 from explorer.visitor import PRUNE, STOP, Visitor
 
-__all__ = ["find_livelock", "check", "start", "build", "BUILDING", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
+__all__ = ["find_livelock", "check", "start", "uses_for", "build", "BUILDING", "Settings", "ENGINES", "engine_for", "CheckpointError", "PartitionError", "RayUnavailable",
            "WorkerLost", "NoReturn", "completable", "no_return", "point_of_no_return", "forward_no_return",
            "highest", "longest",
            "sccs", "build_graph", "StateGraph", "follow", "walk", "WalkEnd", "Visitor", "PRUNE", "STOP"]
@@ -89,11 +89,27 @@ def check(model: Any, settings: Settings | None = None, **fields: Any) -> Result
 
 
 def start(s: Settings) -> Settings:
-    """`s` with the run's clock started (`started`), unless it is: every
-    compiled specialization is loaded first (explorer/runtime/compiled.py),
-    before the clock and before any worker starts."""
-    compiled.load()
+    """`s` with the run's clock started (`started`), unless it is: the
+    compiled specializations the search may call (`uses_for`) are loaded
+    first (explorer/runtime/compiled.py), before the clock and before any
+    worker starts."""
+    compiled.load(uses_for(s))
     return s if s.started is not None else s.but(started=time.perf_counter())
+
+
+def uses_for(s: Settings) -> tuple[str, ...]:
+    """The compiled code's uses (`compiled.USES`) of every engine `ENGINES`
+    may give a run with these settings, whatever the model offers (a
+    model without rows, or one that gives them up, takes the sequential
+    engine, whose compiled code is every search's; so does a run with a
+    visitor or exact identities, whose model offers no rows)."""
+    if s.visitor is not None or s.exact:
+        return ("search",)
+    if s.strategy == "bfs":
+        return ("search", "rows", "threads") if s.workers > 1 else ("search", "rows")
+    if s.strategy == "partitioned":
+        return ("search", "partitions")
+    return ("search",)
 
 
 def build(model: Any, s: Settings) -> tuple[Any, ModelFactory] | Result:

@@ -10,15 +10,30 @@ statistics. A worker forked afterwards inherits the code loaded.
 
 The table below names each function by module and attribute, with the
 argument types it is called with (numba's types: a C-contiguous array of
-int32 is `a(i32)`); a function called only from other compiled code needs
-no entry (it is compiled into its callers). A model brings its own
-compiled code the same way: `register(name, entries)` (serq registers its
-kernel's entry points, serq/semantics/entries.py), loaded by the same
-`load()`.
+int32 is `a(i32)`), and the uses that call it; a function called only
+from other compiled code needs no entry (it is compiled into its
+callers). A model brings its own compiled code the same way:
+`register(name, entries)` (serq registers its kernel's entry points,
+serq/semantics/entries.py), loaded by the same `load()`.
+
+*Uses.* `load(uses)` loads what the named uses call, not the rest (each
+function loaded costs a millisecond or more, and its module's import):
+
+- "search": what every search and every analysis of a stored graph calls
+  (the cycle search, liveness under fairness; a model's own step);
+- "rows": the array engine, in one process or with worker processes, and
+  its disk mode (strategies/arrays/);
+- "threads": the array engine's walkers on threads (with "rows");
+- "partitions": the hash partitions (strategies/partitions/, the flat store);
+- "step": what a simulation calls (a model's step, nothing of the explorer's).
+
+A row names its uses as a fourth element; a row without one serves every
+use. `explorer.check` loads the uses of the engine the settings choose
+(`uses_for`); a model may load its own share when it is built.
 
 `missing()` lists the specializations a process has compiled or loaded
-that the table does not name: empty after any search (a test runs every
-strategy on the instance library and checks it)."""
+that no `load()` loaded before: empty after any search (a test runs every
+strategy, each in a process of its own, and checks it)."""
 
 from __future__ import annotations
 
@@ -26,11 +41,15 @@ import importlib
 import threading
 from typing import Callable, Sequence
 
-__all__ = ["load", "register", "missing", "loaded"]
+__all__ = ["load", "register", "missing", "loaded", "USES"]
+
+USES = ("search", "rows", "threads", "partitions", "step")
 
 _LOCK = threading.Lock()
-_TABLES: dict[str, tuple] = {}  # name -> (table, inner): table() gives [(module, attribute, [argument types...])]
-_DONE: set[str] = set()  # tables loaded in this process
+# name -> (table, inner): table() gives [(module, attribute, [argument types...]) or (..., uses)]
+_TABLES: dict[str, tuple] = {}
+_LOADED: dict[str, set] = {}  # module.attribute -> the argument types of each specialization load() loaded
+_ASKED: set[str] = set()  # the uses loaded in this process ("*": every one)
 
 
 def _types():
@@ -48,7 +67,7 @@ def _explorer_table() -> list:
     T = nt.Tuple
     store = T((a(i32), i64, a(i64), a(u64)))  # the array engine's table: (tab, R, sz, fparr)
     graph = (i64, a(i32), a(i32))  # a graph's (n, ofs, dst)
-    return [
+    rows = [
         # the partitions' flat store (stores/flat.py)
         ("explorer.stores.flat", "_find", [(a(i32), a(u64), u64)]),
         ("explorer.stores.flat", "_rehash", [(a(i32), a(u64), i64, i64)]),
@@ -95,6 +114,20 @@ def _explorer_table() -> list:
             a(i64), T((a(i64), a(u64), a(i8), a(i32))), T((a(i32), a(u64), a(i32), a(i32))), i64, b1, b1,
             nt.UniTuple(a(i64), 3))]),
     ]
+    return [row + (_EXPLORER_USES[row[0]],) for row in rows]
+
+
+# the uses of each of the explorer's modules with compiled functions
+_EXPLORER_USES = {
+    "explorer.graph.cycles": ("search",),  # every engine's livelock check, the analyses of a stored graph
+    "explorer.graph.fair": ("search",),  # liveness under fairness: the array engine's or over a stored graph
+    "explorer.stores.flat": ("partitions",),
+    "explorer.strategies.arrays.engine": ("rows",),
+    "explorer.strategies.arrays.narrow": ("rows", "partitions"),  # (a partition keeps its levels packed too)
+    "explorer.strategies.arrays.table": ("rows",),
+    "explorer.strategies.arrays.walkers": ("threads",),
+    "explorer.strategies.partitions.partition": ("partitions",),
+}
 
 
 # explorer's functions called only from other compiled code (compiled into their callers)
@@ -104,14 +137,16 @@ _INNER = ("explorer.graph.cycles._grow32", "explorer.strategies.arrays.engine._c
 
 def register(name: str, table: Callable[[], list], inner: Sequence[str] = ()) -> None:
     """Add a table of compiled functions, `table()` giving [(module,
-    attribute, [argument types...])], that `load()` loads too (called
-    then: a registration imports nothing); `inner`: names (`module.attr`,
-    or a module's name for all of its functions the table does not name)
-    of functions called only from compiled code. A name registered again
-    replaces its table."""
+    attribute, [argument types...])] or [(module, attribute, [argument
+    types...], uses)] (`uses`: the names in USES that call it; without
+    them, every use), that `load()` loads too (called then: a registration
+    imports nothing); `inner`: names (`module.attr`, or a module's name
+    for all of its functions the table does not name) of functions called
+    only from compiled code. A name registered again replaces its table
+    (loaded again by the next `load()`)."""
     with _LOCK:
         _TABLES[name] = (table, tuple(inner))
-        _DONE.discard(name)
+        _ASKED.clear()
 
 
 _TABLES["explorer"] = (_explorer_table, _INNER)
@@ -121,88 +156,75 @@ def _dispatcher(module: str, attr: str):
     return getattr(importlib.import_module(module), attr)
 
 
-def _no_scipy_for_numba() -> None:
-    """numba's CPU target, set up when the first function is compiled or
-    loaded, imports `numba.np.arraymath`, which imports all of
-    `scipy.linalg` (a quarter of a second) only to learn whether a BLAS is
-    there for `np.dot` on floats; nothing compiled here calls BLAS. The
-    answer is taken from whether scipy is installed instead (what numba
-    concludes when scipy is there); a function that does use BLAS still
-    imports scipy when it is compiled. If numba's internals differ from
-    what this expects, nothing is changed."""
-    import sys
-
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    try:
-        from importlib.util import find_spec
-
-        from numba.np import linalg
-    except ImportError:  # pragma: no cover
-        return
-    real = getattr(linalg, "ensure_blas", None)
-    if real is None:  # pragma: no cover
-        return
-
-    def ensure_blas():
-        if find_spec("scipy") is None:
-            raise ImportError("scipy 0.16+ is required for linear algebra")
-
-    linalg.ensure_blas = ensure_blas  # what arraymath binds and asks once, as it is imported
-    try:
-        import numba.np.arraymath  # noqa: F401
-    except Exception:  # pragma: no cover (numba's own setup reports it again when it needs the module)
-        pass
-    finally:
-        linalg.ensure_blas = real
-    arraymath = sys.modules.get("numba.np.arraymath")
-    if arraymath is not None and getattr(arraymath, "ensure_blas", None) is ensure_blas:
-        arraymath.ensure_blas = real  # any later question asks the real one
+def _rows(uses) -> list:
+    """(module, attribute, [argument types...]) of each row of every table
+    that serves one of `uses` (None: every row)."""
+    out = []
+    for table, _inner in _TABLES.values():
+        for row in table():
+            module, attr, sigs = row[:3]
+            serves = row[3] if len(row) > 3 else None
+            unknown = set(serves or ()) - set(USES)
+            if unknown:
+                raise ValueError(f"{module}.{attr}: unknown uses {sorted(unknown)} (known: {', '.join(USES)})")
+            if uses is None or serves is None or set(serves) & set(uses):
+                out.append((module, attr, sigs))
+    return out
 
 
-def load(only: Sequence[str] | None = None) -> None:
-    """Every registered table's specializations (or those of the tables
-    named in `only`), loaded in this process (from numba's cache, or
-    compiled): at once the first time, nothing after (about a millisecond
-    a specialization when the cache is warm)."""
-    _no_scipy_for_numba()
+def load(uses: Sequence[str] | None = None) -> None:
+    """The specializations the named `uses` call (USES; None: every one),
+    of every registered table, loaded in this process (from numba's cache,
+    or compiled): at once the first time, nothing after (about a
+    millisecond a specialization when the cache is warm)."""
     import explorer.runtime.jit  # noqa: F401  (how what is not cached yet is compiled)
+    from explorer.runtime import cacheload
 
+    if uses is not None:
+        if isinstance(uses, str):
+            raise TypeError("load(uses): a sequence of names, not one string")
+        unknown = set(uses) - set(USES)
+        if unknown:
+            raise ValueError(f"unknown uses {sorted(unknown)} (known: {', '.join(USES)})")
     with _LOCK:
-        for name, (table, _inner) in _TABLES.items():
-            if name in _DONE or (only is not None and name not in only):
+        if "*" in _ASKED or (uses is not None and set(uses) <= _ASKED):
+            return
+        cacheload.install()  # (how what is cached is loaded)
+        for module, attr, sigs in _rows(uses):
+            have = _LOADED.setdefault(f"{module}.{attr}", set())
+            todo = [tuple(sig) for sig in sigs if tuple(sig) not in have]
+            if not todo:
                 continue
-            for module, attr, sigs in table():
-                d = _dispatcher(module, attr)
-                if not hasattr(d, "compile"):  # NUMBA_DISABLE_JIT=1: plain Python functions, nothing to load
-                    continue
-                for sig in sigs:
-                    d.compile(tuple(sig))
-            _DONE.add(name)
+            d = _dispatcher(module, attr)
+            if hasattr(d, "compile"):  # (NUMBA_DISABLE_JIT=1: plain Python functions, nothing to load)
+                for sig in todo:
+                    d.compile(sig)
+            have.update(todo)
+        _ASKED.update(["*"] if uses is None else uses)
 
 
 def loaded() -> set[str]:
-    """The tables loaded in this process."""
-    return set(_DONE)
+    """The uses loaded in this process ("*": every one)."""
+    with _LOCK:
+        return set(_ASKED)
 
 
 def missing() -> list[str]:
     """`module.attribute(types)` of each specialization this process holds
-    (of a module under `explorer` or a registered table's package) that no
-    table names, save those of the functions called only from compiled
-    code: those a search would have compiled or loaded as it ran."""
+    (of a module under `explorer` or a registered table's package) that
+    no `load()` loaded, save those of the functions called only from
+    compiled code: those a search compiled or loaded as it ran."""
     import sys
 
     from numba.core.registry import CPUDispatcher
 
     with _LOCK:
-        named: dict[str, set] = {}
         inner: list[str] = []
+        roots = {"explorer"}
         for table, inn in _TABLES.values():
             inner += inn
-            for module, attr, sigs in table():
-                named.setdefault(f"{module}.{attr}", set()).update(tuple(s) for s in sigs)
-    roots = {n.split(".")[0] for n in named}
+            roots |= {row[0].split(".")[0] for row in table()}
+        have = {k: set(v) for k, v in _LOADED.items()}
     out = []
     for mod_name, mod in sorted(sys.modules.items()):
         if mod_name.split(".")[0] not in roots:
@@ -211,8 +233,7 @@ def missing() -> list[str]:
             if not isinstance(d, CPUDispatcher) or d.__module__ != mod_name:
                 continue
             full = f"{mod_name}.{attr}"
-            if full not in named and any(full == i or mod_name == i for i in inner):
+            if full not in have and any(full == i or mod_name == i for i in inner):
                 continue
-            have = named.get(full, set())
-            out += [f"{full}{tuple(s)}" for s in d.signatures if tuple(s) not in have]
+            out += [f"{full}{tuple(s)}" for s in d.signatures if tuple(s) not in have.get(full, set())]
     return out

@@ -108,10 +108,12 @@ class Rows:
 
     def warm(self) -> None:
         """Load the compiled kernel's entry points and the explorer's
-        compiled functions, every specialization (numba's start-up: about
-        half a second, once per process; serq/semantics/entries.py), so
-        that none is loaded in the middle of a search."""
-        compiled.load()
+        compiled functions every search and every analysis of a stored
+        graph calls (numba's start-up, once per process;
+        serq/semantics/entries.py), so that none is loaded in the middle
+        of a search; the engine's own are loaded by the door
+        (`explorer.check.start`)."""
+        compiled.load(("search",))
 
     def _fit(self) -> None:
         if self._cap != self.e.cap:

@@ -144,6 +144,9 @@ class SimResult:
 # ---------------------------------------------------------------- the simulator
 
 
+RESERVE = 16 << 20  # bytes kept back during a run for its report at a MemoryError
+
+
 class Simulator:
     def __init__(self, program: ir.Program, config: SimConfig | None = None, base_dir: Path | None = None):
         self.program = program
@@ -153,7 +156,7 @@ class Simulator:
         import serq.semantics.entries  # noqa: F401 (registers the kernel's table)
         from explorer.runtime import compiled
 
-        compiled.load(only=("serq kernel",))
+        compiled.load(("step",))
         # the run's limits count from here: building the model of a workload of many sessions is cut by them
         # (LimitReached, raised to the caller: nothing simulated; explorer/runtime/limits.py, `building`)
         self._t0 = time.perf_counter()
@@ -204,9 +207,9 @@ class Simulator:
     # -- running ---------------------------------------------------------------
     def run(self) -> SimResult:
         m, cfg, stats = self.m, self.cfg, self.stats
-        # the kernel's entry points, before the first step (explorer/runtime/compiled.py); a simulation
-        # calls none of the explorer's own compiled functions, whose loading took a fifth of a second
-        compiled.load(only=("serq kernel",))
+        # the kernel's entry points, before the first step (explorer/runtime/compiled.py, the use "step"): a
+        # simulation calls none of the explorer's own compiled functions
+        compiled.load(("step",))
         self._limits = Limits(cfg.time_limit, MemoryGuard(cfg.memory_limit), self._t0)
         with building(self._limits):  # a workload of many sessions: LimitReached to the caller, nothing simulated
             self.state = m.initial_state()
@@ -242,6 +245,11 @@ class Simulator:
         stats.level(0, self._levels(self.state))
         horizon = cfg.horizon
         last_report = 0
+        # address space kept back for the report when the run stops at a MemoryError (it decodes the last
+        # state, as large as the memory allowed): released then (allocated, never written: no resident memory)
+        import numpy as np
+
+        reserve = [np.empty(RESERVE, np.uint8)]
         try:
             while self.heap and stopped is None:
                 tick = self.heap[0][0]
@@ -284,6 +292,7 @@ class Simulator:
             # the state or the statistics could not grow: the run so far, as
             # at the memory limit (the action under way is not in it)
             stopped, self.limit = MEMORY_LIMIT, "MemoryError"
+            reserve.clear()  # (room for the report of the run so far: its last state decoded)
         finally:
             m.engine.limits = None
         if stopped is None:

@@ -1,7 +1,8 @@
 """Compiled code is loaded before the search (explorer/runtime/compiled.py):
-after every strategy has run on instances of the library, the process holds
-no specialization of a compiled function that the table does not name (one
-the search would have compiled or loaded as it ran); and under an
+after each strategy has run on instances of the library, in a process of
+its own, the process holds no specialization of a compiled function that
+the `load()` of its uses did not load (one the search would have compiled
+or loaded as it ran), nor any of a use it does not have; and under an
 address-space limit (`ulimit -v`) every strategy ends with the memory bound
 (exit 13, `memory=MemoryError`), never with LLVM's abort (SIGABRT) when a
 function is first loaded late in the run."""
@@ -24,38 +25,64 @@ ROOT = Path(__file__).resolve().parents[2]
 
 RUNS = """
 import contextlib, io, json, sys
+from numba.core.registry import CPUDispatcher
 from serq.cli import main
 from explorer.runtime import compiled
-insts, forever = sys.argv[1:-1], sys.argv[-1]
-flags = [[], ["--strategy", "dfs"], ["--workers", "2"], ["--partitions", "2"], ["--partitions", "2", "--workers", "2"],
-         ["--exact"], ["--no-symmetry"], ["--swarm", "2", "--seed", "1"]]
+flags, insts = json.loads(sys.argv[1]), sys.argv[2:]
 codes = []
 for inst in insts:
-    for f in flags:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            codes.append(main(["explore", inst, "--max-states", "3000", *f]))
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        codes.append(main(["explore", inst, "--worst", "ttft", "--max-states", "3000"]))
-        codes.append(main(["run", inst, "--time-limit", "1", "--no-progress"]))
-for f in flags[:3]:  # rows whose values outgrow int8 and int16 (a level kept in a wider type)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        codes.append(main(["explore", forever, "--max-states", "40000", *f]))
-print(json.dumps({"codes": codes, "missing": compiled.missing(), "loaded": sorted(compiled.loaded())}))
+        codes.append(main([flags[0], inst, *flags[1:]]))
+held = sorted(f"{n}.{a}" for n, mod in list(sys.modules.items()) if n.startswith("explorer.")
+              for a, d in vars(mod).items() if isinstance(d, CPUDispatcher) and d.__module__ == n and d.signatures)
+print(json.dumps({"codes": codes, "missing": compiled.missing(), "loaded": sorted(compiled.loaded()), "held": held}))
 """
 
+# each command and flags, in a process of its own: the uses it loaded, and a module of the explorer whose compiled
+# functions it must not even load (a use it does not have)
+RUNS_OF = {
+    "bfs": (["explore", "--max-states", "3000"], ["rows", "search"], "partitions"),
+    "dfs": (["explore", "--max-states", "3000", "--strategy", "dfs"], ["search"], "arrays"),
+    "workers2": (["explore", "--max-states", "3000", "--workers", "2"], ["rows", "search", "threads"], "partitions"),
+    "partitions2": (["explore", "--max-states", "3000", "--partitions", "2"], ["partitions", "search"], "engine"),
+    "partitions2-workers2": (["explore", "--max-states", "3000", "--partitions", "2", "--workers", "2"],
+                             ["partitions", "search"], "engine"),
+    "exact": (["explore", "--max-states", "3000", "--exact"], ["search"], "arrays"),
+    "no-symmetry": (["explore", "--max-states", "3000", "--no-symmetry"], ["rows", "search"], "partitions"),
+    "swarm": (["explore", "--max-states", "3000", "--swarm", "2", "--seed", "1"], ["search"], "arrays"),
+    "worst": (["explore", "--worst", "ttft", "--max-states", "3000"], ["search"], "arrays"),  # a stored graph
+    "fair": (["explore", "--max-states", "3000"], ["rows", "search"], "partitions"),  # liveness under fairness
+    "fair-dfs": (["explore", "--max-states", "3000", "--strategy", "dfs"], ["search"], "arrays"),
+    "run": (["run", "--time-limit", "1", "--no-progress"], ["step"], "explorer."),
+}
+# rows whose values outgrow int8 and int16 (a level kept in a wider type)
+FOREVER_RUNS = {"bfs": ["--max-states", "40000"], "dfs": ["--max-states", "40000"],
+                "workers2": ["--max-states", "40000"]}
 
-def test_no_specialization_is_loaded_in_the_middle_of_a_search(tmp_path):
-    forever = tmp_path / "forever.sq"
-    forever.write_text(FOREVER)
+
+@pytest.mark.parametrize("name", list(RUNS_OF))
+def test_no_specialization_is_loaded_in_the_middle_of_a_search(tmp_path, name):
+    """Each strategy (and `serq run`) in a fresh process: after it ran on
+    instances of the library, the process holds no specialization that
+    the `load()` before it did not load (one the search would have
+    compiled or loaded as it ran), and it loaded only its uses."""
+    flags, uses, unused = RUNS_OF[name]
     insts = [str(ROOT / "instances" / n) for n in ("agent_subagents.sq", "decode_preempt.sq", "multiturn_chat.sq",
                                                    "theorem_no_nesting.sq")]
-    r = subprocess.run([sys.executable, "-c", RUNS, *insts, str(forever)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=900)
+    if name.startswith("fair"):
+        insts = [str(ROOT / "instances" / "starved_large.sq")]  # `check eventually admitted`
+    if name in FOREVER_RUNS:
+        forever = tmp_path / "forever.sq"
+        forever.write_text(FOREVER)
+        insts.append(str(forever))
+    r = subprocess.run([sys.executable, "-c", RUNS, json.dumps(flags), *insts], cwd=ROOT, capture_output=True,
+                       text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout.strip().splitlines()[-1])
-    assert out["loaded"] == ["explorer", "serq kernel"]
     assert all(c in (0, 10, 11, 12, 13, 17) for c in out["codes"]), out["codes"]
-    assert out["missing"] == [], "specializations the table does not name:\n" + "\n".join(out["missing"])
+    assert out["missing"] == [], "specializations no load() loaded:\n" + "\n".join(out["missing"])
+    assert out["loaded"] == uses
+    assert not [h for h in out["held"] if unused in h], out["held"]
 
 
 def test_the_tables_load_and_name_what_they_load():
@@ -63,8 +90,28 @@ def test_the_tables_load_and_name_what_they_load():
     from explorer.runtime import compiled
 
     compiled.load()
-    assert {"explorer", "serq kernel"} <= compiled.loaded()
+    assert "*" in compiled.loaded()
     compiled.load()  # once loaded, nothing more
+    compiled.load(("rows",))  # (every use loaded already)
+    assert "*" in compiled.loaded()
+
+
+def test_every_row_names_known_uses():
+    import serq.semantics.entries  # noqa: F401
+    from explorer.runtime import compiled
+
+    rows = [row for table, _inner in compiled._TABLES.values() for row in table()]
+    assert all(set(row[3]) <= set(compiled.USES) for row in rows if len(row) > 3)
+    # every use of the explorer's loads something of its own, and no module of the explorer serves every use
+    explorer_rows = [row for row in rows if row[0].startswith("explorer.")]
+    assert all(len(row) > 3 for row in explorer_rows)
+    for use in ("search", "rows", "threads", "partitions"):
+        assert any(use in row[3] for row in explorer_rows), use
+    assert not any("step" in row[3] for row in explorer_rows)  # a simulation calls none of the explorer's code
+    with pytest.raises(ValueError, match="unknown uses"):
+        compiled.load(("bogus",))
+    with pytest.raises(TypeError):
+        compiled.load("rows")
 
 
 # ---------------------------------------------------------------- under `ulimit -v`
