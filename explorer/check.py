@@ -106,7 +106,8 @@ def uses_for(s: Settings) -> tuple[str, ...]:
     if s.visitor is not None or s.exact:
         return ("search",)
     if s.strategy == "bfs":
-        return ("search", "rows", "threads") if s.workers > 1 else ("search", "rows")
+        disk = ("disk",) if s.disk is not None else ()  # (begun in the disk mode, or moved to it at disk_at)
+        return ("search", "rows", "threads") + disk if s.workers > 1 else ("search", "rows") + disk
     if s.strategy == "partitioned":
         return ("search", "partitions")
     return ("search",)

@@ -173,6 +173,19 @@ def _cycle(n, ofs, dst, comp, entry):
     return np.empty(0, np.int64)
 
 
+@inner  # (numba's np.searchsorted and np.full would bring numba's array functions, and scipy, into each load)
+def _position(nodes, v):
+    """The position of `v` in the sorted `nodes`, which hold it."""
+    lo, hi = 0, nodes.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if nodes[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True, nogil=True)
 def _cycle_within(n, ofs, dst, comp, entry):
     """`_cycle`, with its arrays the size of entry's component (13 bytes a
@@ -192,10 +205,12 @@ def _cycle_within(n, ofs, dst, comp, entry):
         if comp[v] == c:
             nodes[j] = v
             j += 1
-    par = np.full(k, -1, np.int32)
+    par = np.empty(k, np.int32)
+    for j in range(k):
+        par[j] = -1
     seen = np.zeros(k, np.bool_)
     q = np.empty(k, np.int32)
-    at = np.searchsorted(nodes, entry)
+    at = _position(nodes, entry)
     qh = 0
     qt = 1
     q[0] = at
@@ -216,7 +231,7 @@ def _cycle_within(n, ofs, dst, comp, entry):
                     out[i] = path[len(path) - 1 - i]
                 return out
             if comp[v] == c:
-                lv = np.searchsorted(nodes, v)
+                lv = _position(nodes, v)
                 if not seen[lv]:
                     seen[lv] = True
                     par[lv] = lu

@@ -1,4 +1,4 @@
-"""Loading compiled code from numba's cache for less: three changes to how
+"""Loading compiled code from numba's cache for less: changes to how
 numba loads a cached function (and sets up its CPU target), installed by
 `explorer.runtime.compiled.load()` before it loads anything. None changes
 the machine code loaded or what it computes; if numba's internals differ
@@ -21,7 +21,9 @@ from what they expect, nothing is changed and loading is only slower.
   loaded as numba loads it), and the bitcode is parsed when a compile
   first asks for it to link.
 - numba's CPU target without scipy (`_no_scipy_for_numba`), when its
-  implementations are first registered (by a compile).
+  implementations are first registered (by a compile), and when a cached
+  function's environment is the module `numba.np.arraymath` (numba's
+  array functions: `np.cumsum`, say), which loading it imports.
 - A numpy array typed without `numpy.ma`. numba types an array passed
   from Python (in a tuple, say) after asking whether it is a masked
   array, which imports `numpy.ma` (30 ms) the first time; a plain
@@ -41,13 +43,14 @@ _INSTALLED: list[bool] = []
 
 
 def install() -> None:
-    """The three changes (once per process)."""
+    """The changes (once per process)."""
     if _INSTALLED:
         return
     _INSTALLED.append(True)
     _load_without_refresh()
     _bitcode_parsed_when_linked()
     _scipy_spared_at_first_refresh()
+    _scipy_spared_for_an_environment()
     _arrays_typed_without_numpy_ma()
 
 
@@ -158,6 +161,27 @@ def _scipy_spared_at_first_refresh() -> None:
 
     load_additional_registries._serq_cacheload = True
     ctx.load_additional_registries = load_additional_registries
+
+
+def _scipy_spared_for_an_environment() -> None:
+    """A cached function's environment is rebuilt by importing its module
+    (`numba.core.environment._rebuild_env`, named in the cache's pickle):
+    for numba's own array functions, `numba.np.arraymath`, spared scipy."""
+    try:
+        from numba.core import environment
+    except ImportError:  # pragma: no cover
+        return
+    real = getattr(environment, "_rebuild_env", None)
+    if real is None or getattr(real, _MARK, False):
+        return
+
+    def _rebuild_env(modname, consts, env_name):
+        if modname == "numba.np.arraymath":
+            _no_scipy_for_numba()
+        return real(modname, consts, env_name)
+
+    _rebuild_env._serq_cacheload = True
+    environment._rebuild_env = _rebuild_env
 
 
 def _arrays_typed_without_numpy_ma() -> None:

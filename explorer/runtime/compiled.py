@@ -21,8 +21,11 @@ function loaded costs a millisecond or more, and its module's import):
 
 - "search": what every search and every analysis of a stored graph calls
   (the cycle search, liveness under fairness; a model's own step);
-- "rows": the array engine, in one process or with worker processes, and
-  its disk mode (strategies/arrays/);
+- "rows": the array engine, in one process or with worker processes
+  (strategies/arrays/);
+- "disk": its disk mode (strategies/arrays/disk.py registers its table),
+  loaded with "rows" when the settings name a disk directory, begun there
+  or moved there at `disk_at`;
 - "threads": the array engine's walkers on threads (with "rows");
 - "partitions": the hash partitions (strategies/partitions/, the flat store);
 - "step": what a simulation calls (a model's step, nothing of the explorer's).
@@ -43,7 +46,7 @@ from typing import Callable, Sequence
 
 __all__ = ["load", "register", "missing", "loaded", "USES"]
 
-USES = ("search", "rows", "threads", "partitions", "step")
+USES = ("search", "rows", "threads", "partitions", "step", "disk")
 
 _LOCK = threading.Lock()
 # name -> (table, inner): table() gives [(module, attribute, [argument types...]) or (..., uses)]
@@ -131,7 +134,7 @@ _EXPLORER_USES = {
 
 
 # explorer's functions called only from other compiled code (compiled into their callers)
-_INNER = ("explorer.graph.cycles._grow32", "explorer.strategies.arrays.engine._count",
+_INNER = ("explorer.graph.cycles._grow32", "explorer.graph.cycles._position", "explorer.strategies.arrays.engine._count",
           "explorer.strategies.arrays.table._home", "explorer.strategies.arrays.table._next_size")
 
 

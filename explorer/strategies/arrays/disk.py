@@ -60,7 +60,7 @@ def _compiled_table() -> list:
     i8, i32, i64, u64, b1, T = nt.int8, nt.int32, nt.int64, nt.uint64, nt.boolean, nt.Tuple
     d, st, g = "explorer.strategies.arrays.disk", "explorer.strategies.arrays.diskstore", \
         "explorer.strategies.arrays.diskgraph"
-    return [
+    rows = [
         (d, "_dwalk", [(i64, i64, T((i64, a(i64), a(u64), a(i64), i64, a(i8))),
                         T((a(u64), i64, a(i64), a(i64), a(i64), i64)), a(i64), T((a(i64), a(u64), a(i32), a(u64))),
                         T((i64, i64, b1, b1)))]),
@@ -73,6 +73,7 @@ def _compiled_table() -> list:
         (g, "_lookup", [(a(u64), a(i64), i64, a(u64), a(i64), a(i32))]),
         ("explorer.graph.cycles", "_cycle_within", [(i64, a(i32), a(i32), a(i32), i64)]),
     ]
+    return [row + (("disk",),) for row in rows]
 
 
 compiled.register("explorer disk", _compiled_table, inner=(
@@ -201,7 +202,7 @@ def disk_check(m: Any, factory: Any, s: Settings) -> Result:
     why = refusal(s, has(m, FAIR))
     if why is not None:
         raise ValueError(why)
-    compiled.load(only=("explorer disk",))
+    compiled.load(("disk",))  # (loaded already by check.start when the settings name the disk mode)
     gc_was = gc.isenabled()
     gc.disable()
     trace = Trace(s.disk)
@@ -239,7 +240,7 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
     the move holds at most 22 bytes a state at once, where the store held
     20); with the livelock check, the edges so far written as the first
     of the edge files (`_moved_edges`). The verdict's message says so."""
-    compiled.load(only=("explorer disk",))
+    compiled.load(("disk",))  # (loaded already by check.start when the settings name the disk mode)
     n = int(start.S[S_N])
     trace = Trace(s.disk)
     try:
