@@ -47,12 +47,15 @@ def _pack(rows, idx, var, base, wd, sh, spill, out):
 
 
 @njit(cache=True, nogil=True)
-def _pack_fit(rows, idx, lo, span, var, base, wd, sh, spill, out):
+def _pack_fit(rows, idx, fit, layout, out):
     """`_pack` in a layout made for other rows, each row checked first
     (every column j within lo[j]..lo[j] + span[j], modulo 2^64, so that
     any int64 range is exact; span 0: a column kept once): the rows packed
     before the first that does not fit (all: idx.shape[0]). One pass over
-    the rows where `_minmax` and `_pack` make two."""
+    the rows where `_minmax` and `_pack` make two. `fit`: (lo, span);
+    `layout`: (var, base, wd, sh, spill), as `_pack` takes them."""
+    lo, span = fit
+    var, base, wd, sh, spill = layout
     w = rows.shape[1]
     nw = out.shape[1]
     for i in range(idx.shape[0]):
@@ -354,7 +357,7 @@ class Packed:
             self.const, self.span, self.var, self.base, self.wd, self.sh, self.spill, self.mask, self.words = \
                 like.const, like.span, like.var, like.base, like.wd, like.sh, like.spill, like.mask, like.words
             self.data = np.empty((self.n, self.words), np.uint64)
-            if _pack_fit(rows, idx, self.const, self.span, self.var, self.base, self.wd, self.sh, self.spill,
+            if _pack_fit(rows, idx, (self.const, self.span), (self.var, self.base, self.wd, self.sh, self.spill),
                          self.data) == self.n:
                 return
         if self.n == 0:
