@@ -70,6 +70,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=5, help="chats (default 5)")
     ap.add_argument("--symmetry", action="store_true", help="with symmetry (default: without, ranks reduced)")
+    ap.add_argument("--max-states", type=int, default=None, help="stop at this many states (a part of a large run)")
     ap.add_argument("--perf-map", action="store_true", help="write /tmp/perf-PID.map and wait for Enter")
     args = ap.parse_args()
 
@@ -104,7 +105,7 @@ def main() -> None:
         print(f"pid {os.getpid()}: {perf_map()} functions in /tmp/perf-{os.getpid()}.map; Enter to start", flush=True)
         sys.stdin.readline()
     c = time.process_time()
-    r = explore(prog, symmetry=sym, reduce_ranks=red)
+    r = explore(prog, symmetry=sym, reduce_ranks=red, max_states=args.max_states)
     cpu = time.process_time() - c
     gen = max(r.stats.generated, 1)
     print(f"chat({args.n}) {'with' if sym else 'without'} symmetry{'' if sym else ', ranks reduced'}: {r.verdict}, "

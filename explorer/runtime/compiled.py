@@ -93,6 +93,8 @@ def _explorer_table() -> list:
         ("explorer.strategies.arrays.narrow", "_minmax", [(a(i64, 2), a(i64))]),
         ("explorer.strategies.arrays.narrow", "_pack", [(a(i64, 2), a(i64), a(i64), a(i64), a(i64), a(u64), a(b1),
                                                           a(u64, 2))]),
+        ("explorer.strategies.arrays.narrow", "_pack_fit", [(a(i64, 2), a(i64), T((a(i64), a(u64))),
+                                                              T((a(i64), a(i64), a(i64), a(u64), a(b1))), a(u64, 2))]),
         ("explorer.strategies.arrays.narrow", "_unpack", [(a(u64, 2), T((a(i64), a(i64), a(i64), a(u64), a(b1),
                                                                           a(u64), a(i64))), i64, i64, a(i64, 2))]),
         ("explorer.strategies.arrays.narrow", "_layout", [(a(i64), a(i64))]),

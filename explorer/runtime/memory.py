@@ -181,10 +181,39 @@ def _zeros(n: int, dtype) -> np.ndarray:
     system to back an array of 4 MiB or more with large pages (2 MiB),
     which makes a whole large page resident as soon as any byte of it is
     written, and the engine's large arrays are written from their start on
-    (a BFS's ids) or by regions (the table's sub-tables)."""
+    (a BFS's ids) or by regions (the table's sub-tables). A large run's
+    table asks for large pages itself (`_large_pages`)."""
     dt = np.dtype(dtype)
     buf = _anonymous(max(n, 1) * dt.itemsize)
     return np.zeros(n, dt) if buf is None else np.frombuffer(buf, dt, n)
+
+
+LARGE_FROM = 1 << 20  # states from which the array engines' tables are kept in large pages (`_large_pages`)
+LARGE_TABLE = 128 << 20  # bytes of hash-table regions from which they are (`_Store.relayout`)
+
+
+def _large_pages(a: np.ndarray, used: int = 0) -> None:
+    """Advise the system to back the entries of `a` from `used` on with
+    large pages (2 MiB) as they are written, where `a` lies in an mmap of
+    its own (`_zeros`) and the system can (Linux's transparent huge pages
+    in their `madvise` mode or `always`). For a large table read at random
+    (a fingerprint's slot, its state's fingerprint): a lookup then misses
+    the TLB far less often (about a fifth less time a lookup measured at
+    15 million states). Only where little is wasted: an array written
+    from its start on wastes less than one large page, a region written
+    from its start as far as its sub-table reaches, as much."""
+    buf = a.base
+    if isinstance(buf, memoryview):  # (np.frombuffer's base: a view of the mmap)
+        buf = buf.obj
+    if not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return
+    start = -(-used * a.itemsize // mmap.PAGESIZE) * mmap.PAGESIZE
+    if start >= len(buf):
+        return
+    try:
+        buf.madvise(mmap.MADV_HUGEPAGE, start)
+    except (OSError, ValueError):  # (a system without them)
+        pass
 
 
 LIMITED_BELOW = 256 << 30  # an address-space limit under which nothing is reserved ahead (`limited`)

@@ -78,6 +78,33 @@ def test_packed_rows_round_trip():
     assert (Packed(ext).rows(0, 2) == ext).all()
 
 
+def test_packed_like_a_block_before():
+    """A block packed in the layout of the one before (`like`): its own
+    rows come back whether they fit that layout (shared) or not (a layout
+    of both ranges), at any range, 64-bit extremes and another width
+    included; a chain of such blocks too."""
+    import numpy as np
+
+    from explorer.strategies.arrays.narrow import Packed
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n, w = int(rng.integers(1, 40)), int(rng.integers(1, 20))
+        hi = 2 ** int(rng.integers(0, 63))
+        like = None
+        for _ in range(4):
+            rows = rng.integers(-hi, hi, size=(n, w + int(rng.integers(0, 2))))
+            rows[:, ::3] = int(rng.integers(-2, 3))
+            if rng.integers(0, 4) == 0:
+                rows[int(rng.integers(0, n)), 0] = [-2**63, 2**63 - 1][int(rng.integers(0, 2))]
+            idx = rng.integers(0, n, size=int(rng.integers(1, 30)))
+            p = Packed(rows, idx, like)
+            assert (p.rows(0, len(idx)) == rows[idx]).all()
+            again = Packed(rows, idx, p.layout())  # fits its own layout: shared
+            assert again.const is p.const and (again.rows(0, len(idx)) == rows[idx]).all()
+            like = p.layout()
+
+
 def test_livelock_pass_finds_the_smallest_node_on_a_cycle():
     """Peeling then Pearce's components give what networkx gives: the
     smallest node in a component of 2+ nodes or with a self-loop."""

@@ -269,7 +269,9 @@ def _pack_new(x: _Expanded, newidx: np.ndarray, raw: np.ndarray | None, arena: A
     if rows is None:
         if raw is not None:
             arena.widen(x.succ[newidx])
-        rows = pack_rows(x.succ, newidx)
+        rows = pack_rows(x.succ, newidx, arena.like)
+        if rows.const is not getattr(arena.like, "const", None):  # a layout of its own: the next blocks' (`like`)
+            arena.like = rows.layout()
         if arena.compresses(rows):
             rows.compress()
     done = (x.flags[newidx] & DONE).astype(np.int8)

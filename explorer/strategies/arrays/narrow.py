@@ -47,6 +47,36 @@ def _pack(rows, idx, var, base, wd, sh, spill, out):
 
 
 @njit(cache=True, nogil=True)
+def _pack_fit(rows, idx, fit, layout, out):
+    """`_pack` in a layout made for other rows, each row checked first
+    (every column j within lo[j]..lo[j] + span[j], modulo 2^64, so that
+    any int64 range is exact; span 0: a column kept once): the rows packed
+    before the first that does not fit (all: idx.shape[0]). One pass over
+    the rows where `_minmax` and `_pack` make two. `fit`: (lo, span);
+    `layout`: (var, base, wd, sh, spill), as `_pack` takes them."""
+    lo, span = fit
+    var, base, wd, sh, spill = layout
+    w = rows.shape[1]
+    nw = out.shape[1]
+    for i in range(idx.shape[0]):
+        r = rows[idx[i]]
+        bad = False
+        for j in range(w):
+            bad = bad | (np.uint64(r[j] - lo[j]) > span[j])
+        if bad:
+            return i
+        o = out[i]
+        for t in range(nw):
+            o[t] = 0
+        for k in range(var.shape[0]):
+            v = np.uint64(r[var[k]] - base[k])
+            o[wd[k]] |= v << sh[k]
+            if spill[k]:
+                o[wd[k] + 1] |= v >> (np.uint64(64) - sh[k])
+    return idx.shape[0]
+
+
+@njit(cache=True, nogil=True)
 def _unpack(data, layout, a, b, out):
     """Rows a..b of the packed words `data` into `out`; `layout`: (var,
     base, wd, sh, spill, mask, const), the columns' places (`Packed`).
@@ -126,9 +156,10 @@ def narrow(rows: np.ndarray) -> np.ndarray:
     return rows.astype(_width(int(rows.min()), int(rows.max())))
 
 
-def pack_rows(rows: np.ndarray, idx: np.ndarray) -> "Packed":
-    """rows[idx] packed, without copying them out first."""
-    return Packed(rows, idx)
+def pack_rows(rows: np.ndarray, idx: np.ndarray, like: "Packed | None" = None) -> "Packed":
+    """rows[idx] packed, without copying them out first; in the layout of
+    the block `like` where every row fits it (see `Packed`)."""
+    return Packed(rows, idx, like)
 
 
 @njit(cache=True, nogil=True)
@@ -208,7 +239,8 @@ class Arena:
     large run holds no more than one buffer's worth of unpacked rows
     beside the level being written."""
 
-    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed", "dtype", "want", "packed", "compress_from")
+    __slots__ = ("size", "bufs", "maps", "full", "cur", "used", "freed", "dtype", "want", "packed", "compress_from",
+                 "like")
 
     def __init__(self, size: int, dtype=np.int64, compress_from: int | None = None) -> None:
         self.size = size
@@ -223,6 +255,7 @@ class Arena:
         self.used = 0
         self.freed = 0  # bytes handed back of the buffer being read
         self.packed = 0  # bytes of the blocks of this level packed so far (before any compression)
+        self.like = None  # the layout of the last block packed (`Packed.layout`): the next one's, where its rows fit
 
     def next_level(self) -> None:
         self.dtype = self.want
@@ -231,6 +264,7 @@ class Arena:
         self.full[self.cur] = False
         self.freed = 0
         self.packed = 0
+        self.like = None
 
     def compresses(self, block: "Packed") -> bool:
         """A block of this level was packed: whether to compress it, as
@@ -303,25 +337,52 @@ class Packed:
     as they are deflate 5 times); a compressed block is inflated on its
     first read (`_words`)."""
 
-    __slots__ = ("n", "width", "const", "var", "base", "wd", "sh", "spill", "mask", "data", "z", "words")
+    __slots__ = ("n", "width", "const", "var", "base", "wd", "sh", "spill", "mask", "data", "z", "words", "span")
 
-    def __init__(self, rows: np.ndarray, idx: np.ndarray | None = None) -> None:
-        """rows (2-D), or the rows rows[idx] when idx is given."""
+    def __init__(self, rows: np.ndarray, idx: np.ndarray | None = None, like: "Packed | None" = None) -> None:
+        """rows (2-D), or the rows rows[idx] when idx is given. With `like`
+        (a block of rows of the same width, the last one packed), the rows
+        are packed in its layout, sharing its arrays, when every one fits
+        it (`_pack_fit`: one pass over the rows instead of two; the
+        blocks of one BFS level mostly have the same ranges), and
+        otherwise in a layout of their ranges joined to its (so that the
+        next blocks fit it more often)."""
         if idx is None:
             idx = np.arange(rows.shape[0], dtype=np.int64)
         self.n, self.width = idx.shape[0], rows.shape[1]
+        self.z = None
+        idx = idx.astype(np.int64, copy=False)
+        similar = like is not None and like.width == self.width and getattr(like, "span", None) is not None
+        if similar and self.n:
+            self.const, self.span, self.var, self.base, self.wd, self.sh, self.spill, self.mask, self.words = \
+                like.const, like.span, like.var, like.base, like.wd, like.sh, like.spill, like.mask, like.words
+            self.data = np.empty((self.n, self.words), np.uint64)
+            if _pack_fit(rows, idx, (self.const, self.span), (self.var, self.base, self.wd, self.sh, self.spill),
+                         self.data) == self.n:
+                return
         if self.n == 0:
             lo = hi = np.zeros(self.width, np.int64)
         else:
             lo, hi = _minmax(rows, idx)
+            if similar:  # (the range of `like` in int64: lo + span modulo 2^64)
+                lo, hi = np.minimum(lo, like.const), np.maximum(hi, (like.const.view(np.uint64) + like.span).view(np.int64))
         self.const = lo  # the value of every column equal in all rows (others: overwritten)
+        self.span = (hi - lo).view(np.uint64)  # each column's range (modulo 2^64), for the next blocks (`like`)
         # column k: bits off .. off + nb of the row, in word off // 64 (and the next)
         self.var, self.base, self.wd, self.sh, self.spill, self.mask, off = _layout(lo, hi)
         self.words = (off + 63) // 64
         self.data = np.empty((self.n, self.words), np.uint64)
-        self.z = None
         if self.n and off:
-            _pack(rows, idx.astype(np.int64), self.var, self.base, self.wd, self.sh, self.spill, self.data)
+            _pack(rows, idx, self.var, self.base, self.wd, self.sh, self.spill, self.data)
+
+    def layout(self) -> "Packed":
+        """A block of no rows in this block's layout (for `like`: it holds
+        none of this block's words)."""
+        t = object.__new__(Packed)
+        t.n, t.width, t.data, t.z, t.words = 0, self.width, None, None, self.words
+        t.const, t.span, t.var, t.base, t.wd, t.sh, t.spill, t.mask = \
+            self.const, self.span, self.var, self.base, self.wd, self.sh, self.spill, self.mask
+        return t
 
     @property
     def nbytes(self) -> int:
@@ -330,8 +391,9 @@ class Packed:
 
     def __setstate__(self, state) -> None:
         """Unpickled (a checkpoint's frontier): a block pickled before
-        blocks could be compressed has no `z`."""
-        self.z, self.words = None, 0
+        blocks could be compressed has no `z`, nor `span` before they could
+        share a layout."""
+        self.z, self.words, self.span = None, 0, None
         for k, v in (state[1] if isinstance(state, tuple) else state).items():
             setattr(self, k, v)
 

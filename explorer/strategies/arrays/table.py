@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from explorer.runtime.memory import _reserve, _zeros, limited
+from explorer.runtime.memory import LARGE_FROM, LARGE_TABLE, _large_pages, _reserve, _zeros, limited
 
 __all__ = ["NSUB", "SUB_SHIFT", "SUB0", "TOUCH_FROM", "NO_ORDER", "_Store", "_by_walker", "_codes", "_codes_to_ids", "_find", "_grow_sub", "_ids_to_codes", "_next_size", "_touch", "_walker", "chain"]
 
@@ -217,19 +217,30 @@ class _Store:
         self.cnt = np.zeros(nsub, np.int64)
         self.init_rows = None  # the model's initial rows and fingerprints
         self.init_fps = None
+        self.large = None  # the arrays advised to be in large pages (`_large_pages`), once LARGE_FROM states
 
     def reserve(self, n: int, more: int) -> None:
         """Room for `more` states beyond the n stored. Each array is looked
         at on its own: one may have been given its reserve of BIG entries
-        and the other, refused that much address space, only doubled."""
+        and the other, refused that much address space, only doubled.
+        From LARGE_FROM states on, their pages still to be written are
+        large ones (the fingerprints are read at random)."""
         self.fp = _reserve(self.fp, n + more, n)
         self.parent = _reserve(self.parent, n + more, n)
+        if n + more >= LARGE_FROM and self.large != (id(self.fp), id(self.parent)):
+            _large_pages(self.fp, n)
+            _large_pages(self.parent, n)
+            self.large = (id(self.fp), id(self.parent))
 
     def relayout(self) -> None:
         """Regions 16 times larger (the next ones are reserved address
         space: a region's pages become resident as its sub-table grows into
         them), twice as large where the address space is limited (`limited`)
-        or refused; each sub-table copied over, slots unchanged."""
+        or refused; each sub-table copied over, slots unchanged. Regions of
+        LARGE_TABLE bytes in all or more are in large pages (`_large_pages`:
+        a sub-table then holds at least a sixteenth of its region, and a
+        lookup misses the TLB less; at most a large page more is resident
+        a sub-table)."""
         R = self.R * (2 if limited() else 16)
         try:
             tab = _zeros(self.nsub * R, np.int32)
@@ -238,6 +249,8 @@ class _Store:
                 raise
             R = self.R * 2
             tab = _zeros(self.nsub * R, np.int32)
+        if tab.nbytes >= LARGE_TABLE:  # (written before the copy: its pages are large from the first)
+            _large_pages(tab)
         for p in range(self.nsub):
             tab[p * R: p * R + self.sz[p]] = self.tab[p * self.R: p * self.R + self.sz[p]]
         self.tab, self.R = tab, R
