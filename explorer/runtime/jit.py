@@ -182,6 +182,161 @@ def _link_only_without_wrapper() -> None:
     jit_cls.set_env = set_env_if_defined
 
 
+def _one_module_pipeline_without_refcounts() -> None:
+    try:
+        from numba.core import codegen
+    except ImportError:  # pragma: no cover
+        return
+    lib_cls = getattr(codegen, "CPUCodeLibrary", None)
+    opt = getattr(lib_cls, "_optimize_final_module", None)
+    if opt is None or getattr(opt, _MARK, False):
+        return
+    probe = getattr(getattr(codegen, "JITCPUCodegen", None), "_module_pass_manager", None)
+    if probe is None:
+        return
+
+    def refcounts(mod) -> bool:
+        for fn in mod.functions:
+            if fn.name.startswith("NRT_"):  # numba's runtime: reference counts, allocations
+                return True
+        return False
+
+    def _optimize_final_module(self):
+        mod = getattr(self, "_final_module", None)
+        cg = getattr(self, "_codegen", None)
+        timings = getattr(self, "_recorded_timings", None)
+        if mod is None or cg is None or timings is None or refcounts(mod):
+            return opt(self)
+        mpm, mpb = cg._module_pass_manager()
+        with timings.record("Module passes (full optimization)", mpb):
+            mpm.run(mod, mpb)
+
+    _optimize_final_module._serq_quick = True
+    lib_cls._optimize_final_module = _optimize_final_module
+
+
+def _library_calls_keyed_by_what_the_options_hold() -> None:
+    try:
+        from numba.core import targetconfig
+        from numba.core.typing import templates
+    except ImportError:  # pragma: no cover
+        return
+    cls = getattr(templates, "_OverloadFunctionTemplate", None)
+    get_impl = getattr(cls, "_get_impl", None)
+    stack = getattr(getattr(targetconfig, "ConfigStack", None), "top_or_none", None)
+    if get_impl is None or stack is None or getattr(get_impl, _MARK, False) \
+            or not hasattr(cls, "_build_impl") or get_impl.__code__.co_argcount != 3:
+        return
+
+    def held(flags):
+        """The options set to other than their default, with the class: equal
+        exactly when numba's comparison finds the options equal; None when
+        a value cannot be a key."""
+        c = type(flags)
+        values, opts = getattr(flags, "_values", None), getattr(c, "options", None)
+        if type(values) is not dict or opts is None:
+            return None
+        out = []
+        for name, v in values.items():
+            opt = opts.get(name)
+            if opt is None:
+                return None
+            if v != opt.default:
+                out.append((name, v))
+        try:
+            key = (c, frozenset(out))
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    def _get_impl(self, args, kws):
+        flags = targetconfig.ConfigStack.top_or_none()
+        f = held(flags) if flags is not None else None
+        if f is None and flags is not None:
+            return get_impl(self, args, kws)
+        cache_key = self.context, tuple(args), tuple(kws.items()), f
+        try:
+            return self._impl_cache[cache_key]
+        except KeyError:
+            pass
+        return self._build_impl(cache_key, args, kws)
+
+    _get_impl._serq_quick = True
+    cls._get_impl = _get_impl
+
+
+def _scalar_operators_skip_numpy_rules() -> None:
+    try:
+        from numba.core import types
+        from numba.core.typing import npydecl
+    except ImportError:  # pragma: no cover
+        return
+    cls = getattr(npydecl, "NumpyRulesArrayOperator", None)
+    generic = getattr(cls, "generic", None)
+    array, optional = getattr(types, "ArrayCompatible", None), getattr(types, "Optional", None)
+    if generic is None or array is None or optional is None or getattr(generic, _MARK, False):
+        return
+
+    def generic_(self, args, kws):
+        for a in args:
+            if isinstance(a.type if isinstance(a, optional) else a, array):
+                return generic(self, args, kws)
+        for a in kws.values():
+            if isinstance(a, (array, optional)):
+                return generic(self, args, kws)
+        return None  # what numba concludes, after matching a ufunc loop, for operands none of which is an array
+
+    generic_._serq_quick = True
+    cls.generic = generic_
+
+
+def _llvm_lock_events_only_when_listened() -> None:
+    try:
+        from llvmlite.binding import ffi
+        from numba.core import base, event  # noqa: F401  (base registers numba's callbacks)
+    except ImportError:  # pragma: no cover
+        return
+    lock = getattr(getattr(ffi, "lib", None), "_lock", None)
+    cblist = getattr(lock, "_cblist", None)
+    install_timer, registered = getattr(event, "install_timer", None), getattr(event, "_registered", None)
+    if type(cblist) is not list or install_timer is None or not isinstance(registered, dict) \
+            or getattr(install_timer, _MARK, False):
+        return
+    kind = "numba:llvm_lock"
+    ours = [i for i, (acq, rel) in enumerate(cblist)
+            if "_initialize_llvm_lock_event" in getattr(acq, "__qualname__", "")
+            and "_initialize_llvm_lock_event" in getattr(rel, "__qualname__", "")]
+    if len(ours) != 1:
+        return
+    acq, rel = cblist[ours[0]]
+    import contextlib
+
+    @contextlib.contextmanager
+    def install_timer_(k, callback):
+        if k != kind:
+            with install_timer(k, callback) as tl:
+                yield tl
+            return
+        yield event.TimingListener()  # never fires: the compile's metadata has no "llvm_lock" time
+
+    def acquired():
+        if registered.get(kind):
+            acq()
+
+    def released():
+        if registered.get(kind):
+            rel()
+
+    install_timer_._serq_quick = True
+    event.install_timer = install_timer_
+    cblist[ours[0]] = (acquired, released)
+
+
 _options_compared_by_what_they_hold()
 _messages_without_colour_setup()
 _link_only_without_wrapper()
+_one_module_pipeline_without_refcounts()
+_library_calls_keyed_by_what_the_options_hold()
+_scalar_operators_skip_numpy_rules()
+_llvm_lock_events_only_when_listened()

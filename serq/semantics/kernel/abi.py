@@ -178,3 +178,18 @@ MAX_DOMAIN = 100_000
 BIG = 1 << 62
 INT_MAX = (1 << 63) - 1  # the language's integers are 64-bit: every operation is checked against these
 INT_MIN = -(1 << 63)
+
+# ---------------------------------------------------------------- the kernel's one entry (kernel/call.py)
+# call(K, w, (op, a1, ..., a6), buf): the operation and what it takes
+(OP_STEP,  # (kind, subj, now, stopnew, evon, nscript), buf: the step's summary; the step's result
+ OP_EXPAND,  # (nrows, nout, nchoices, sym, opts, W), buf: expand_layout's; successors, -1 full, -2 row too small
+ OP_FP,  # (sym, opts), buf: scratch; the row's fingerprint (its 64 bits as an int64)
+ OP_CANON,  # (sym, opts), buf: the canonical form; its length
+ OP_FLAGS,  # (): the row's flags (entry.row_flags)
+ OP_EVAL_AT,  # (code, ab, sid, now): entry.eval_at
+ OP_EVAL_SHAPE,  # (code, nreq, ndec, kvb, ntok, now), buf: the fault (entry.eval_shape)
+ OP_EXPLAIN,  # (sid, si, now), buf: the explanation (entry.explain)
+ OP_MIGHT_WORK,  # (si,): 1 if entry.might_work
+ OP_LEVELS,  # (), buf: units allocated per pool (entry.levels)
+ OP_EVICTABLE,  # (p,): core.evictable_sum
+ ) = range(11)

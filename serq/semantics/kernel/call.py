@@ -1,0 +1,86 @@
+"""The kernel's one entry point called from Python: `call(K, w, args,
+buf)`, args = (operation, a1, ..., a6), every operation of the kernel
+Python uses (a step, every successor of a batch of rows, the canonical
+form and fingerprint, an expression's value, ...). One entry, because
+numba optimises and emits the machine code of each function Python calls
+with everything it calls compiled into it: one entry per operation would
+compile the step (most of the kernel) once for the simulator's step and
+again for the explorer's expansion, and the evaluator and admission once
+more for each small entry. The operation codes are abi.py's `OP_*`; Python
+builds the arguments in `serq/semantics/engine.py` and
+`serq/semantics/rows.py`.
+
+`OP_EXPAND` takes its rows and gives its successors in `buf`, laid out
+as `expand_layout` says (the same offsets `serq/semantics/rows.py`
+makes its views with): the canonical form's scratch, then per successor
+its parent, fingerprint, flags, action (4 words), the answers, the
+successors' rows, and the rows to expand."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from serq.semantics.kernel.jit import exported, internal
+
+from serq.semantics.kernel.abi import (
+    OP_CANON, OP_EVAL_AT, OP_EVAL_SHAPE, OP_EVICTABLE, OP_EXPAND, OP_EXPLAIN, OP_FLAGS, OP_FP, OP_LEVELS,
+    OP_MIGHT_WORK, OP_STEP,
+)
+from serq.semantics.kernel.canon import canon, expand_batch, fp_of
+from serq.semantics.kernel.core import evictable_sum
+from serq.semantics.kernel.entry import eval_at, eval_shape, explain, levels, might_work, row_flags, run_step_packed
+
+__all__ = ["call", "expand_layout"]
+
+
+def expand_layout(W, nrows, nout, nch):
+    """Offsets in buf of OP_EXPAND's arrays: scratch, parent, fps, flags,
+    acts, choices, outs, rows, and the end (a plain function: Python's
+    views of buf, serq/semantics/rows.py, call it too)."""
+    parent = 3 * W + 64
+    fps = parent + nout
+    flags = fps + nout
+    acts = flags + nout
+    choices = acts + 4 * nout
+    outs = choices + nch
+    rows = outs + nout * W
+    return parent, fps, flags, acts, choices, outs, rows, rows + nrows * W
+
+
+_layout = internal(expand_layout)
+
+
+@exported
+def call(K, w, args, buf):
+    """The operation args[0] (abi.py's OP_*) with args[1:] on the row in w:
+    its result, an int (see OP_*)."""
+    op, a1, a2, a3, a4, a5, a6 = args
+    if op == OP_STEP:
+        return run_step_packed(K, w, (a1, a2, a3, a4, a5, a6), buf)
+    if op == OP_EXPAND:
+        W = a6
+        parent, fps, flags, acts, choices, outs, rows, end = _layout(W, a1, a2, a3)
+        succ = (buf[outs:rows].reshape((a2, W)), buf[acts:choices].reshape((a2, 4)), buf[choices:outs],
+                buf[fps:flags].view(np.uint64), buf[flags:acts])
+        return expand_batch(K, w, buf[rows:end].reshape((a1, W)), succ, buf[parent:fps], buf[0:parent], a4, a5)
+    if op == OP_FP:
+        return np.int64(fp_of(K, w, buf, a1, a2))
+    if op == OP_CANON:
+        return canon(K, w, buf, a1, a2)
+    if op == OP_FLAGS:
+        return row_flags(K, w)
+    if op == OP_EVAL_AT:
+        return eval_at(K, w, a1, a2, a3, a4)
+    if op == OP_EVAL_SHAPE:
+        return eval_shape(K, w, a1, (a2, a3, a4), a5, a6, buf)
+    if op == OP_EXPLAIN:
+        explain(K, w, a1, a2, a3, buf)
+        return 0
+    if op == OP_MIGHT_WORK:
+        return 1 if might_work(K, w, a1) else 0
+    if op == OP_LEVELS:
+        levels(K, w, buf)
+        return 0
+    if op == OP_EVICTABLE:
+        return evictable_sum(K, w, a1)
+    return -1
