@@ -35,11 +35,12 @@ _hold, _entry = partial(_new, Hold), partial(_new, CacheEntry)  # from a tuple o
 
 
 _ENTRY = None
+NO_ROWS = np.zeros((0, 1), np.int64)  # the kernel entry's rows for every operation but an expansion
 TICK = (1 << 12) - 1  # a loop over sessions calls `tick` every 4,096 of them (a small workload: never)
 
 
 def _kernel():
-    """The kernel's one entry point, `call(K, w, (op, a1, ..., a6), buf)`
+    """The kernel's one entry point, `call(K, w, (op, a1, ..., a6), buf, rows)`
     (serq/semantics/kernel/call.py)."""
     global _ENTRY
     if _ENTRY is None:
@@ -247,7 +248,7 @@ class Engine:
                 w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
             # one compiled entry for both (the packed summary is left unread when not asked for)
             ok = call(K, w, (OP_STEP, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script)),
-                      self._pk)
+                      self._pk, NO_ROWS)
             halt = w[R_HALT]
             if halt == HALT_ASK:
                 script.append(self._answer(oracle))
@@ -312,7 +313,7 @@ class Engine:
         if isinstance(state, RowState) and state.works is not None:
             return bool(state.works[si])
         self.load(state)
-        return bool(_kernel()(self.K, self.w, (OP_MIGHT_WORK, si, 0, 0, 0, 0, 0), self._fo))
+        return bool(_kernel()(self.K, self.w, (OP_MIGHT_WORK, si, 0, 0, 0, 0, 0), self._fo, NO_ROWS))
 
     def levels(self, state) -> tuple[int, ...]:
         """Units allocated per pool."""
@@ -320,7 +321,7 @@ class Engine:
             return state.levels
         self.load(state)
         out = np.zeros(max(self.low.NP, 1), np.int64)
-        _kernel()(self.K, self.w, (OP_LEVELS, 0, 0, 0, 0, 0, 0), out)
+        _kernel()(self.K, self.w, (OP_LEVELS, 0, 0, 0, 0, 0, 0), out, NO_ROWS)
         return tuple(out[: self.low.NP].tolist())
 
     def evictable(self, state) -> tuple[int, ...]:
@@ -328,7 +329,7 @@ class Engine:
         (a shared prefix's blocks are pinned while a hold uses them)."""
         call = _kernel()
         self.load(state)
-        return tuple(int(call(self.K, self.w, (OP_EVICTABLE, p, 0, 0, 0, 0, 0), self._fo))
+        return tuple(int(call(self.K, self.w, (OP_EVICTABLE, p, 0, 0, 0, 0, 0), self._fo, NO_ROWS))
                      for p in range(len(self.program.pools)))
 
     def explain_admission(self, state, sid: int, si: int, now: int = 0):
@@ -340,7 +341,7 @@ class Engine:
         fault is the message of a header that cannot be evaluated, else None."""
         self.load(state)
         out = np.zeros(2 + 5 * max(self.low.NP, 1), np.int64)
-        _kernel()(self.K, self.w, (OP_EXPLAIN, sid, si, now, 0, 0, 0), out)
+        _kernel()(self.K, self.w, (OP_EXPLAIN, sid, si, now, 0, 0, 0), out, NO_ROWS)
         fault = self._fault(int(self.w[R_FAULT]))[1] if self.w[R_HALT] == HALT_FAULT else None
         self._in_w = None  # the scratch and perhaps the fault slots were written: load again
         items = []
@@ -448,7 +449,7 @@ class Engine:
         if code < 0 or (not some and self.low.invariants[i].e.q != "forall"):
             return ""
         self.load(state)
-        sid = int(_kernel()(self.K, self.w, (OP_EVAL_AT, code, 0, -1, 0, 0, 0), self._fo))
+        sid = int(_kernel()(self.K, self.w, (OP_EVAL_AT, code, 0, -1, 0, 0, 0), self._fo, NO_ROWS))
         if sid < 0 or self.w[R_HALT] == HALT_FAULT:
             return ""
         return f" by {self.program.sessions[self._prog_of(sid)].name}#{sid + 1}"
@@ -474,7 +475,7 @@ class Engine:
         K, w = self.K, self.w
         code = int(K[K[H_INVO] + slot])
         self.load(state)
-        v = call(K, w, (OP_EVAL_AT, code, 0, -1, 0, 0, 0), self._fo)
+        v = call(K, w, (OP_EVAL_AT, code, 0, -1, 0, 0, 0), self._fo, NO_ROWS)
         if w[R_HALT] == HALT_FAULT:
             return 0, self._fault(int(w[R_FAULT]))[1].split(" at line ")[0]
         return v, None
@@ -490,7 +491,7 @@ class Engine:
             return None
         g, fo = shape.get, self._fo
         args = (OP_EVAL_SHAPE, code, g("nreq", 0), g("ndec", 0), g("kvb", 0), g("ntok", 0), now)
-        v = _kernel()(self.K, self.w, args, fo)
+        v = _kernel()(self.K, self.w, args, fo, NO_ROWS)
         if fo[0]:
             raise ValueError(self._fault(int(fo[0]), fo[1:5].tolist())[1])
         return bits2f(int(v)) if real else int(v)
@@ -501,7 +502,7 @@ class Engine:
         self.load(state)
         call = _kernel()
         K, w = self.K, self.w
-        v = call(K, w, (OP_EVAL_AT, code, RHDR + sid * self.SF + F_ATTR, sid, now, 0, 0), self._fo)
+        v = call(K, w, (OP_EVAL_AT, code, RHDR + sid * self.SF + F_ATTR, sid, now, 0, 0), self._fo, NO_ROWS)
         if w[R_HALT] == HALT_FAULT:
             raise ValueError(self._fault(int(w[R_FAULT]))[1])
         return bits2f(int(v)) if real else int(v)

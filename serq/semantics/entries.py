@@ -24,7 +24,7 @@ def table() -> list:
     K = w = a(i64)  # the lowered table and the working row
     return [
         # every operation of the kernel Python uses (serq/semantics/kernel/call.py)
-        ("serq.semantics.kernel.call", "call", [(K, w, nt.UniTuple(i64, 7), a(i64))]),
+        ("serq.semantics.kernel.call", "call", [(K, w, nt.UniTuple(i64, 7), a(i64), a(i64, 2))]),
         ("serq.semantics.rows", "explorer_flags", [(i64, a(i64), a(i64, 2), a(i64), b1, b1, a(i64), a(i64))]),
     ]
 

@@ -17,7 +17,7 @@ from numba import njit
 from explorer.runtime import compiled
 
 from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
-from serq.semantics.engine import Engine
+from serq.semantics.engine import NO_ROWS, Engine
 from serq.semantics.kernel.abi import OP_CANON, OP_EXPAND, OP_FLAGS, OP_FP
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
@@ -66,7 +66,6 @@ class Rows:
         # successors a buffer holds at first: 64, fewer for rows of many
         # sessions (a row of a million sessions is about 200 MiB), grown as needed
         self._out = max(1, min(64, FIRST_BUFFERS // (8 * max(engine.W, 1))))
-        self._nrows = 1  # rows an expansion takes at most before the buffer grows
         self.limits = None  # explorer.runtime.limits.Limits: checked each time an expansion outgrows its buffers
         self._alloc()
         self._memo_key = None
@@ -96,12 +95,12 @@ class Rows:
         self._alloc()
 
     def _alloc(self) -> None:
-        """One buffer for the kernel's expansion (the rows it expands and
-        what it fills: kernel/call.py's `expand_layout`), and views of it."""
+        """One buffer for what the kernel's expansion fills (kernel/call.py's
+        `expand_layout`), and views of it."""
         from serq.semantics.kernel.call import expand_layout
 
         W, n, nch = self.e.W, self._out, self._out * 16 + 64
-        parent, fps, flags, acts, choices, outs, rows, end = expand_layout(W, self._nrows, n, nch)
+        parent, fps, flags, acts, choices, outs, end = expand_layout(W, n, nch)
         self.buf = buf = np.zeros(end, np.int64)
         self._args = (W, n, nch)
         self.tmp = buf[:parent]  # the canonical form's scratch
@@ -110,31 +109,24 @@ class Rows:
         self.flags = buf[flags:acts]
         self.acts = buf[acts:choices].reshape(n, 4)
         self.choices = buf[choices:outs]
-        self.outs = buf[outs:rows].reshape(n, W)
-        self.rows_in = buf[rows:end].reshape(self._nrows, W)
+        self.outs = buf[outs:end].reshape(n, W)
+        self.row = np.zeros((1, W), np.int64)
         self.arflags = np.zeros(n, np.int64)
         self.action = np.zeros(n, np.int64)
         self._cap = self.e.cap
 
-    def _expand(self, rows: np.ndarray | None) -> int:
-        """The kernel's expansion of rows (None: the one row already in
-        `rows_in`): the number of successors, -1 when the buffers are full,
-        -2 when a spawn needs a larger row."""
+    def _expand(self, rows: np.ndarray) -> int:
+        """The kernel's expansion of rows: the number of successors, -1 when
+        the buffers are full, -2 when a spawn needs a larger row."""
         e = self.e
-        n = 1 if rows is None else rows.shape[0]
-        if n > self._nrows:
-            self._nrows = n
-            self._alloc()
-        if rows is not None:
-            self.rows_in[:n] = rows
         W, nout, nch = self._args
-        return self.call(e.K, e.w, (OP_EXPAND, n, nout, nch, self.sym, self.opts, W), self.buf)
+        return self.call(e.K, e.w, (OP_EXPAND, 0, nout, nch, self.sym, self.opts, W), self.buf, rows)
 
     def canonical(self) -> np.ndarray:
         """The canonical form of the row in the engine's working row (a view
         of a buffer: valid until the next call)."""
         self._fit()
-        m = self.call(self.e.K, self.e.w, (OP_CANON, self.sym, self.opts, 0, 0, 0, 0), self.tmp)
+        m = self.call(self.e.K, self.e.w, (OP_CANON, self.sym, self.opts, 0, 0, 0, 0), self.tmp, NO_ROWS)
         return self.tmp[:m]
 
     def warm(self) -> None:
@@ -165,8 +157,8 @@ class Rows:
     def _made(self, t) -> RowState:
         self._fit()
         K, w = self.e.K, self.e.w
-        fp = int(self.call(K, w, (OP_FP, self.sym, self.opts, 0, 0, 0, 0), self.tmp)) & MASK64
-        flags = int(self.call(K, w, (OP_FLAGS, 0, 0, 0, 0, 0, 0), self.tmp))
+        fp = int(self.call(K, w, (OP_FP, self.sym, self.opts, 0, 0, 0, 0), self.tmp, NO_ROWS)) & MASK64
+        flags = int(self.call(K, w, (OP_FLAGS, 0, 0, 0, 0, 0, 0), self.tmp, NO_ROWS))
         rs = RowState(self, w[: self.e.W].tobytes(), self.e.cap, fp, flags)
         rs._t = t
         return rs
@@ -182,10 +174,10 @@ class Rows:
         while True:
             rs = self.pack(rs)
             e = self.e
-            self.rows_in[0] = np.frombuffer(rs.row, np.int64)
+            self.row[0] = np.frombuffer(rs.row, np.int64)
             e._in_w = None  # expand steps in w
             t = time.perf_counter()
-            k = self._expand(None)  # a batch of one row: one compiled entry for both
+            k = self._expand(self.row)  # a batch of one row: one compiled entry for both
             if k == -1:
                 if self.limits is not None:
                     self.limits.check()

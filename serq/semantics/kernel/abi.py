@@ -180,9 +180,10 @@ INT_MAX = (1 << 63) - 1  # the language's integers are 64-bit: every operation i
 INT_MIN = -(1 << 63)
 
 # ---------------------------------------------------------------- the kernel's one entry (kernel/call.py)
-# call(K, w, (op, a1, ..., a6), buf): the operation and what it takes
+# call(K, w, (op, a1, ..., a6), buf, rows): the operation and what it takes
 (OP_STEP,  # (kind, subj, now, stopnew, evon, nscript), buf: the step's summary; the step's result
- OP_EXPAND,  # (nrows, nout, nchoices, sym, opts, W), buf: expand_layout's; successors, -1 full, -2 row too small
+ OP_EXPAND,  # (-, nout, nchoices, sym, opts, W), buf: expand_layout's, rows: the rows; successors, -1 full, -2 row
+            # too small
  OP_FP,  # (sym, opts), buf: scratch; the row's fingerprint (its 64 bits as an int64)
  OP_CANON,  # (sym, opts), buf: the canonical form; its length
  OP_FLAGS,  # (): the row's flags (entry.row_flags)

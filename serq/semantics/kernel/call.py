@@ -1,5 +1,5 @@
 """The kernel's one entry point called from Python: `call(K, w, args,
-buf)`, args = (operation, a1, ..., a6), every operation of the kernel
+buf, rows)`, args = (operation, a1, ..., a6), every operation of the kernel
 Python uses (a step, every successor of a batch of rows, the canonical
 form and fingerprint, an expression's value, ...). One entry, because
 numba optimises and emits the machine code of each function Python calls
@@ -10,11 +10,12 @@ more for each small entry. The operation codes are abi.py's `OP_*`; Python
 builds the arguments in `serq/semantics/engine.py` and
 `serq/semantics/rows.py`.
 
-`OP_EXPAND` takes its rows and gives its successors in `buf`, laid out
-as `expand_layout` says (the same offsets `serq/semantics/rows.py`
-makes its views with): the canonical form's scratch, then per successor
-its parent, fingerprint, flags, action (4 words), the answers, the
-successors' rows, and the rows to expand."""
+`rows` is the rows `OP_EXPAND` expands (any 2-D array for the other
+operations); it gives their successors in `buf`, laid out as
+`expand_layout` says (the same offsets `serq/semantics/rows.py` makes its
+views with): the canonical form's scratch, then per successor its
+parent, fingerprint, flags, action (4 words), the answers, and the
+successors' rows."""
 
 from __future__ import annotations
 
@@ -33,25 +34,24 @@ from serq.semantics.kernel.entry import eval_at, eval_shape, explain, levels, mi
 __all__ = ["call", "expand_layout"]
 
 
-def expand_layout(W, nrows, nout, nch):
-    """Offsets in buf of OP_EXPAND's arrays: scratch, parent, fps, flags,
-    acts, choices, outs, rows, and the end (a plain function: Python's
-    views of buf, serq/semantics/rows.py, call it too)."""
+def expand_layout(W, nout, nch):
+    """Offsets in buf of OP_EXPAND's arrays after the canonical form's
+    scratch: parent, fps, flags, acts, choices, outs, and the end (a plain
+    function: Python's views of buf, serq/semantics/rows.py, call it too)."""
     parent = 3 * W + 64
     fps = parent + nout
     flags = fps + nout
     acts = flags + nout
     choices = acts + 4 * nout
     outs = choices + nch
-    rows = outs + nout * W
-    return parent, fps, flags, acts, choices, outs, rows, rows + nrows * W
+    return parent, fps, flags, acts, choices, outs, outs + nout * W
 
 
 _layout = internal(expand_layout)
 
 
 @exported
-def call(K, w, args, buf):
+def call(K, w, args, buf, rows):
     """The operation args[0] (abi.py's OP_*) with args[1:] on the row in w:
     its result, an int (see OP_*)."""
     op, a1, a2, a3, a4, a5, a6 = args
@@ -59,10 +59,10 @@ def call(K, w, args, buf):
         return run_step_packed(K, w, (a1, a2, a3, a4, a5, a6), buf)
     if op == OP_EXPAND:
         W = a6
-        parent, fps, flags, acts, choices, outs, rows, end = _layout(W, a1, a2, a3)
-        succ = (buf[outs:rows].reshape((a2, W)), buf[acts:choices].reshape((a2, 4)), buf[choices:outs],
+        parent, fps, flags, acts, choices, outs, end = _layout(W, a2, a3)
+        succ = (buf[outs:end].reshape((a2, W)), buf[acts:choices].reshape((a2, 4)), buf[choices:outs],
                 buf[fps:flags].view(np.uint64), buf[flags:acts])
-        return expand_batch(K, w, buf[rows:end].reshape((a1, W)), succ, buf[parent:fps], buf[0:parent], a4, a5)
+        return expand_batch(K, w, rows, succ, buf[parent:fps], buf[0:parent], a4, a5)
     if op == OP_FP:
         return np.int64(fp_of(K, w, buf, a1, a2))
     if op == OP_CANON:
