@@ -1,7 +1,7 @@
 """How compiled functions are compiled: the decorator of a compiled
-function called only from other compiled code (`inner`), and three
-changes to numba that make a cold compile (an empty cache: once per
-install) cheaper without changing what is compiled. Installed when this
+function called only from other compiled code (`inner`), and changes to
+numba that make a cold compile (an empty cache: once per install)
+cheaper without changing what the compiled code computes. Installed when this
 module is imported (serq's kernel imports it too:
 serq/semantics/kernel/jit.py); if numba's internals differ from what
 they expect, nothing is changed and compiling is only slower.
@@ -28,6 +28,24 @@ they expect, nothing is changed and compiling is only slower.
   or because it was just compiled, now only links its own callees: its
   code is optimised and emitted once, in each function Python calls (the
   cached ones, whose cached machine code holds everything they call).
+- Library calls cached by what the options hold. The same cache of typed
+  library calls, keyed (here) by the options set to other than their
+  default instead of the options object: a lookup hashes to its entry
+  instead of comparing options with every entry of the same call.
+- Operators on scalars skip numpy's rules. numba types every `a + b` by
+  trying, among others, numpy's ufunc rules, which match a ufunc loop for
+  the operands and then answer "no" unless one operand is an array
+  (17,000 times in a cold `serq explore`); here they answer "no" first.
+- LLVM lock events only when listened to. numba broadcasts an event on
+  each of the ~90,000 calls into LLVM, for a timer per compile in progress
+  that only fills a figure of the compile's metadata (numba's
+  `llvm_lock` time); that timer is not installed, and the event is sent
+  only when someone listens to it.
+- One module pipeline for a library without reference counts. numba runs
+  LLVM's module pipeline twice on each library it finalizes, a first
+  pass that gathers reference-count operations for numba's pruning, then
+  the full one; a library that calls none of numba's runtime (the
+  kernel's: compiled without it) gets the full one only.
 """
 
 from __future__ import annotations
@@ -228,6 +246,8 @@ def _library_calls_keyed_by_what_the_options_hold() -> None:
             or not hasattr(cls, "_build_impl") or get_impl.__code__.co_argcount != 3:
         return
 
+    memo: dict = {}  # id(options) -> (the options, what they held, their key): one compile's options, asked often
+
     def held(flags):
         """The options set to other than their default, with the class: equal
         exactly when numba's comparison finds the options equal; None when
@@ -236,6 +256,17 @@ def _library_calls_keyed_by_what_the_options_hold() -> None:
         values, opts = getattr(flags, "_values", None), getattr(c, "options", None)
         if type(values) is not dict or opts is None:
             return None
+        m = memo.get(id(flags))
+        if m is not None and m[0] is flags and m[1] == values:
+            return m[2]
+        key = keyed(c, values, opts)
+        if key is not None:
+            if len(memo) > 4096:
+                memo.clear()
+            memo[id(flags)] = (flags, dict(values), key)
+        return key
+
+    def keyed(c, values, opts):
         out = []
         for name, v in values.items():
             opt = opts.get(name)

@@ -18,7 +18,7 @@ from explorer.runtime import compiled
 
 from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
 from serq.semantics.engine import NO_ROWS, Engine
-from serq.semantics.kernel.abi import OP_CANON, OP_EXPAND, OP_FLAGS, OP_FP
+from serq.semantics.kernel.abi import CALL_CANON, CALL_EXPAND, CALL_FLAGS, CALL_FP
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
 KIND_NAMES = ("arrive", "turn", "iterate")
@@ -120,13 +120,13 @@ class Rows:
         the buffers are full, -2 when a spawn needs a larger row."""
         e = self.e
         W, nout, nch = self._args
-        return self.call(e.K, e.w, (OP_EXPAND, 0, nout, nch, self.sym, self.opts, W), self.buf, rows)
+        return self.call(e.K, e.w, (CALL_EXPAND, 0, nout, nch, self.sym, self.opts, W), self.buf, rows)
 
     def canonical(self) -> np.ndarray:
         """The canonical form of the row in the engine's working row (a view
         of a buffer: valid until the next call)."""
         self._fit()
-        m = self.call(self.e.K, self.e.w, (OP_CANON, self.sym, self.opts, 0, 0, 0, 0), self.tmp, NO_ROWS)
+        m = self.call(self.e.K, self.e.w, (CALL_CANON, self.sym, self.opts, 0, 0, 0, 0), self.tmp, NO_ROWS)
         return self.tmp[:m]
 
     def warm(self) -> None:
@@ -157,8 +157,8 @@ class Rows:
     def _made(self, t) -> RowState:
         self._fit()
         K, w = self.e.K, self.e.w
-        fp = int(self.call(K, w, (OP_FP, self.sym, self.opts, 0, 0, 0, 0), self.tmp, NO_ROWS)) & MASK64
-        flags = int(self.call(K, w, (OP_FLAGS, 0, 0, 0, 0, 0, 0), self.tmp, NO_ROWS))
+        fp = int(self.call(K, w, (CALL_FP, self.sym, self.opts, 0, 0, 0, 0), self.tmp, NO_ROWS)) & MASK64
+        flags = int(self.call(K, w, (CALL_FLAGS, 0, 0, 0, 0, 0, 0), self.tmp, NO_ROWS))
         rs = RowState(self, w[: self.e.W].tobytes(), self.e.cap, fp, flags)
         rs._t = t
         return rs
