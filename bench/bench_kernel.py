@@ -19,8 +19,9 @@ sys.path.insert(0, str(ROOT))
 from serq.check.explore import explore  # noqa: E402
 from serq.lang.load import load_path  # noqa: E402
 from serq.semantics.model import Model  # noqa: E402
-from serq.semantics.engine import KIND  # noqa: E402
-from serq.semantics.kernel import entry  # noqa: E402
+from serq.semantics.engine import KIND, NO_ROWS  # noqa: E402
+from serq.semantics.kernel.abi import CALL_STEP  # noqa: E402
+from serq.semantics.kernel.call import call  # noqa: E402
 
 
 REPEAT = 5  # runs of each exploration: the first pays for loading the compiled engine once per process
@@ -42,7 +43,7 @@ def main() -> None:
     t0 = time.process_time()
     for _ in range(n):
         e.w[: e.W] = row
-        entry.run_step_packed(e.K, e.w, (KIND["iterate"], 0, 0, 0, 0, 0), e._pk)
+        call(e.K, e.w, (CALL_STEP, KIND["iterate"], 0, 0, 0, 0, 0), e._pk, NO_ROWS)
     dt = time.process_time() - t0
     print(f"one step (iterate, 3 residents, with its summary) from Python: {dt / n * 1e6:.2f} us CPU ({n} calls)")
     explore(prog, symmetry=False, max_states=10)  # the engine's compiled parts loaded

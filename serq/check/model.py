@@ -211,8 +211,7 @@ class SerqModel:
         r = self.rows
         rs = r.pack(state)
         r.e.load(rs)
-        m = r.canon.canon(r.e.K, r.e.w, r.tmp, r.sym, r.opts)
-        return r.tmp[:m].tobytes()
+        return r.canonical().tobytes()
 
     def is_done(self, state) -> bool:
         # a faulted state is terminal: its fault is reported by `invariants`

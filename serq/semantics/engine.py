@@ -20,7 +20,8 @@ from serq.semantics.kernel.abi import (
     R_HALT,
     A_ARRIVE, A_ITERATE, A_TURN, CE_UNITS, CW, EVW, F_ADM, F_ARR, F_ATTR, F_LIVE, F_LP0, F_LP1, F_NH, F_PARENT,
     F_PC, F_PROG, F_RD, F_RT, F_STUCK, FT_EXTERNAL, H_INVO, HALT_ASK, HALT_CAP, HALT_EVFULL, HALT_FAULT,
-    HALT_ULOG, HW, P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2, R_FA3, R_FAULT, R_NSESS,
+    HALT_ULOG, HW, CALL_EVAL_AT, CALL_EVAL_SHAPE, CALL_EVICTABLE, CALL_EXPLAIN, CALL_LEVELS, CALL_MIGHT_WORK, CALL_STEP,
+    P_CN, P_FREE, P_Q, P_QN, R_FA0, R_FA1, R_FA2, R_FA3, R_FAULT, R_NSESS,
     R_SEQ, RHDR, S_ARITY, S_EV, S_EVN, S_QKIND, S_QN, S_QPOS, S_QSTATE, S_QVALS, S_SCRIPT,
     S_VALS, T_REAL,
 )
@@ -34,15 +35,18 @@ _hold, _entry = partial(_new, Hold), partial(_new, CacheEntry)  # from a tuple o
 
 
 _ENTRY = None
+NO_ROWS = np.zeros((0, 1), np.int64)  # the kernel entry's rows for every operation but an expansion
 TICK = (1 << 12) - 1  # a loop over sessions calls `tick` every 4,096 of them (a small workload: never)
 
 
 def _kernel():
+    """The kernel's one entry point, `call(K, w, (op, a1, ..., a6), buf, rows)`
+    (serq/semantics/kernel/call.py)."""
     global _ENTRY
     if _ENTRY is None:
-        from serq.semantics.kernel import entry
+        from serq.semantics.kernel.call import call
 
-        _ENTRY = entry
+        _ENTRY = call
     return _ENTRY
 
 
@@ -231,7 +235,7 @@ class Engine:
         `packed`: the successor as a RowState (decoded only when read)."""
         kind = KIND[base[0]]
         subj = base[1]
-        ent = _kernel()
+        call = _kernel()
         script: list[int] = list(oracle) if isinstance(oracle, (list, tuple)) else []
         ask = oracle is not None and not isinstance(oracle, (list, tuple))
         while True:
@@ -243,8 +247,8 @@ class Engine:
             if script:
                 w[o[S_SCRIPT]: o[S_SCRIPT] + len(script)] = script
             # one compiled entry for both (the packed summary is left unread when not asked for)
-            ok = ent.run_step_packed(K, w, (kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script)),
-                                     self._pk)
+            ok = call(K, w, (CALL_STEP, kind, subj, now, 1 if ask else 0, 1 if want_events else 0, len(script)),
+                      self._pk, NO_ROWS)
             halt = w[R_HALT]
             if halt == HALT_ASK:
                 script.append(self._answer(oracle))
@@ -309,7 +313,7 @@ class Engine:
         if isinstance(state, RowState) and state.works is not None:
             return bool(state.works[si])
         self.load(state)
-        return bool(_kernel().might_work(self.K, self.w, si))
+        return bool(_kernel()(self.K, self.w, (CALL_MIGHT_WORK, si, 0, 0, 0, 0, 0), self._fo, NO_ROWS))
 
     def levels(self, state) -> tuple[int, ...]:
         """Units allocated per pool."""
@@ -317,16 +321,16 @@ class Engine:
             return state.levels
         self.load(state)
         out = np.zeros(max(self.low.NP, 1), np.int64)
-        _kernel().levels(self.K, self.w, out)
+        _kernel()(self.K, self.w, (CALL_LEVELS, 0, 0, 0, 0, 0, 0), out, NO_ROWS)
         return tuple(out[: self.low.NP].tolist())
 
     def evictable(self, state) -> tuple[int, ...]:
         """Each pool's evictable cached units in a state: those no hold uses
         (a shared prefix's blocks are pinned while a hold uses them)."""
-        from serq.semantics.kernel.core import evictable_sum
-
+        call = _kernel()
         self.load(state)
-        return tuple(int(evictable_sum(self.K, self.w, p)) for p in range(len(self.program.pools)))
+        return tuple(int(call(self.K, self.w, (CALL_EVICTABLE, p, 0, 0, 0, 0, 0), self._fo, NO_ROWS))
+                     for p in range(len(self.program.pools)))
 
     def explain_admission(self, state, sid: int, si: int, now: int = 0):
         """Why the waiting hold of session sid is or is not admitted, by the
@@ -337,7 +341,7 @@ class Engine:
         fault is the message of a header that cannot be evaluated, else None."""
         self.load(state)
         out = np.zeros(2 + 5 * max(self.low.NP, 1), np.int64)
-        _kernel().explain(self.K, self.w, sid, si, now, out)
+        _kernel()(self.K, self.w, (CALL_EXPLAIN, sid, si, now, 0, 0, 0), out, NO_ROWS)
         fault = self._fault(int(self.w[R_FAULT]))[1] if self.w[R_HALT] == HALT_FAULT else None
         self._in_w = None  # the scratch and perhaps the fault slots were written: load again
         items = []
@@ -445,7 +449,7 @@ class Engine:
         if code < 0 or (not some and self.low.invariants[i].e.q != "forall"):
             return ""
         self.load(state)
-        sid = int(_kernel().eval_at(self.K, self.w, code, 0, -1, 0))
+        sid = int(_kernel()(self.K, self.w, (CALL_EVAL_AT, code, 0, -1, 0, 0, 0), self._fo, NO_ROWS))
         if sid < 0 or self.w[R_HALT] == HALT_FAULT:
             return ""
         return f" by {self.program.sessions[self._prog_of(sid)].name}#{sid + 1}"
@@ -467,11 +471,11 @@ class Engine:
     def _check_expr(self, state, slot: int):
         """(value, fault words or None) of the `check` condition at `slot`
         of the lowered table (the invariants, then the `sometimes` ones)."""
-        ent = _kernel()
+        call = _kernel()
         K, w = self.K, self.w
         code = int(K[K[H_INVO] + slot])
         self.load(state)
-        v = ent.eval_at(K, w, code, 0, -1, 0)
+        v = call(K, w, (CALL_EVAL_AT, code, 0, -1, 0, 0, 0), self._fo, NO_ROWS)
         if w[R_HALT] == HALT_FAULT:
             return 0, self._fault(int(w[R_FAULT]))[1].split(" at line ")[0]
         return v, None
@@ -486,8 +490,8 @@ class Engine:
         if code < 0:
             return None
         g, fo = shape.get, self._fo
-        v = _kernel().eval_shape(self.K, self.w, code, (g("nreq", 0), g("ndec", 0), g("kvb", 0)), g("ntok", 0),
-                                 now, fo)
+        args = (CALL_EVAL_SHAPE, code, g("nreq", 0), g("ndec", 0), g("kvb", 0), g("ntok", 0), now)
+        v = _kernel()(self.K, self.w, args, fo, NO_ROWS)
         if fo[0]:
             raise ValueError(self._fault(int(fo[0]), fo[1:5].tolist())[1])
         return bits2f(int(v)) if real else int(v)
@@ -496,9 +500,9 @@ class Engine:
         """A session expression (a think time) against a state: its value, or
         raises ValueError with the fault's message."""
         self.load(state)
-        ent = _kernel()
+        call = _kernel()
         K, w = self.K, self.w
-        v = ent.eval_at(K, w, code, RHDR + sid * self.SF + F_ATTR, sid, now)
+        v = call(K, w, (CALL_EVAL_AT, code, RHDR + sid * self.SF + F_ATTR, sid, now, 0, 0), self._fo, NO_ROWS)
         if w[R_HALT] == HALT_FAULT:
             raise ValueError(self._fault(int(w[R_FAULT]))[1])
         return bits2f(int(v)) if real else int(v)

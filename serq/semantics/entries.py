@@ -20,27 +20,17 @@ def table() -> list:
     def a(dt, nd: int = 1):
         return nt.Array(dt, nd, "C")
 
-    i64, u64, b1 = nt.int64, nt.uint64, nt.boolean
+    i64, b1 = nt.int64, nt.boolean
     K = w = a(i64)  # the lowered table and the working row
-    succ = nt.Tuple((a(i64, 2), a(i64, 2), a(i64), a(u64), a(i64)))  # successors' rows, actions, choices, fps, flags
-    kernel, canon = "serq.semantics.kernel.entry", "serq.semantics.kernel.canon"
     return [
-        (canon, "canon", [(K, w, a(i64), i64, i64)]),
-        (canon, "fp_of", [(K, w, a(i64), i64, i64)]),
-        (canon, "expand_batch", [(K, w, a(i64, 2), succ, a(i64), a(i64), i64, i64)]),
-        (kernel, "row_flags", [(K, w)]),
-        (kernel, "run_step_packed", [(K, w, nt.UniTuple(i64, 6), a(i64))]),
-        (kernel, "eval_at", [(K, w, i64, i64, i64, i64)]),
-        (kernel, "eval_shape", [(K, w, i64, nt.UniTuple(i64, 3), i64, i64, a(i64))]),
-        (kernel, "explain", [(K, w, i64, i64, i64, a(i64))]),
-        (kernel, "levels", [(K, w, a(i64))]),
-        (kernel, "might_work", [(K, w, i64)]),
-        ("serq.semantics.kernel.core", "evictable_sum", [(K, w, i64)]),
+        # every operation of the kernel Python uses (serq/semantics/kernel/call.py)
+        ("serq.semantics.kernel.call", "call", [(K, w, nt.UniTuple(i64, 7), a(i64), a(i64, 2))]),
         ("serq.semantics.rows", "explorer_flags", [(i64, a(i64), a(i64, 2), a(i64), b1, b1, a(i64), a(i64))]),
     ]
 
 
-compiled.register("serq kernel", table, inner=("serq.semantics.kernel.core", "serq.semantics.kernel.canon",
+compiled.register("serq kernel", table, inner=("serq.semantics.kernel.call", "serq.semantics.kernel.core",
+                                                   "serq.semantics.kernel.canon",
                                                    "serq.semantics.kernel.entry", "serq.semantics.kernel.admission",
                                                    "serq.semantics.kernel.evaluate", "serq.semantics.kernel.iterate",
                                                    "serq.semantics.kernel.pools", "serq.semantics.kernel.session"))

@@ -4,7 +4,8 @@ state tuple of `serq.semantics.model` is decoded only when something reads it (a
 trace, a property that needs words, a test).
 
 `Rows.expand` computes every successor of a row in one kernel call
-(`kernel/canon.py`): the explorer's hot loop is a lookup."""
+(`kernel/canon.py`, through the kernel's one entry, `kernel/call.py`):
+the explorer's hot loop is a lookup."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from numba import njit
 from explorer.runtime import compiled
 
 from explorer.model import CHECK as AR_CHECK, DONE as AR_DONE, PROGRESS as AR_PROGRESS
-from serq.semantics.engine import Engine
+from serq.semantics.engine import NO_ROWS, Engine
+from serq.semantics.kernel.abi import CALL_CANON, CALL_EXPAND, CALL_FLAGS, CALL_FP
 from serq.semantics.rowstate import F_DONE, F_FAULT, F_STUCK, RowState
 
 KIND_NAMES = ("arrive", "turn", "iterate")
@@ -44,6 +46,7 @@ def explorer_flags(k, parent, acts, flags, stuck, plain, out_flags, out_action):
         out_flags[i] = r
 
 
+MASK64 = (1 << 64) - 1
 FIRST_BUFFERS = 64 << 20  # bytes of successor rows a model's buffers start with, at most
 
 
@@ -52,11 +55,11 @@ class Rows:
     model's engine."""
 
     def __init__(self, engine: Engine, symmetry: bool, keep_pos: bool, reduce_ranks: bool = False):
-        from serq.semantics.kernel import canon
         from serq.semantics.kernel.abi import CO_KEEP_POS, CO_RANKS
+        from serq.semantics.kernel.call import call
 
         self.e = engine
-        self.canon = canon
+        self.call = call
         self.sym = 1 if symmetry else 0
         # the canonical form's options: keep preemption positions; reduce ranks (serq/semantics/ranks.py)
         self.opts = (CO_KEEP_POS if keep_pos else 0) | (CO_RANKS if reduce_ranks else 0)
@@ -92,19 +95,39 @@ class Rows:
         self._alloc()
 
     def _alloc(self) -> None:
-        W = self.e.W
-        self.outs = np.zeros((self._out, W), np.int64)
-        self.acts = np.zeros((self._out, 4), np.int64)
-        self.choices = np.zeros(self._out * 16 + 64, np.int64)
-        self.fps = np.zeros(self._out, np.uint64)
-        self.parent = np.zeros(self._out, np.int64)
-        self.flags = np.zeros(self._out, np.int64)
-        self.succ = (self.outs, self.acts, self.choices, self.fps, self.flags)  # what canon.expand fills
-        self.arflags = np.zeros(self._out, np.int64)
-        self.action = np.zeros(self._out, np.int64)
-        self.tmp = np.zeros(3 * W + 64, np.int64)
-        self.row = np.zeros(W, np.int64)
+        """One buffer for what the kernel's expansion fills (kernel/call.py's
+        `expand_layout`), and views of it."""
+        from serq.semantics.kernel.call import expand_layout
+
+        W, n, nch = self.e.W, self._out, self._out * 16 + 64
+        parent, fps, flags, acts, choices, outs, end = expand_layout(W, n, nch)
+        self.buf = buf = np.zeros(end, np.int64)
+        self._args = (W, n, nch)
+        self.tmp = buf[:parent]  # the canonical form's scratch
+        self.parent = buf[parent:fps]
+        self.fps = buf[fps:flags].view(np.uint64)
+        self.flags = buf[flags:acts]
+        self.acts = buf[acts:choices].reshape(n, 4)
+        self.choices = buf[choices:outs]
+        self.outs = buf[outs:end].reshape(n, W)
+        self.row = np.zeros((1, W), np.int64)
+        self.arflags = np.zeros(n, np.int64)
+        self.action = np.zeros(n, np.int64)
         self._cap = self.e.cap
+
+    def _expand(self, rows: np.ndarray) -> int:
+        """The kernel's expansion of rows: the number of successors, -1 when
+        the buffers are full, -2 when a spawn needs a larger row."""
+        e = self.e
+        W, nout, nch = self._args
+        return self.call(e.K, e.w, (CALL_EXPAND, 0, nout, nch, self.sym, self.opts, W), self.buf, rows)
+
+    def canonical(self) -> np.ndarray:
+        """The canonical form of the row in the engine's working row (a view
+        of a buffer: valid until the next call)."""
+        self._fit()
+        m = self.call(self.e.K, self.e.w, (CALL_CANON, self.sym, self.opts, 0, 0, 0, 0), self.tmp, NO_ROWS)
+        return self.tmp[:m]
 
     def warm(self) -> None:
         """Load the compiled kernel's entry points and the explorer's
@@ -136,8 +159,8 @@ class Rows:
     def _made(self, t) -> RowState:
         self._fit()
         K, w = self.e.K, self.e.w
-        fp = int(self.canon.fp_of(K, w, self.tmp, self.sym, self.opts))
-        flags = int(self.canon.row_flags(K, w))
+        fp = int(self.call(K, w, (CALL_FP, self.sym, self.opts, 0, 0, 0, 0), self.tmp, NO_ROWS)) & MASK64
+        flags = int(self.call(K, w, (CALL_FLAGS, 0, 0, 0, 0, 0, 0), self.tmp, NO_ROWS))
         rs = RowState(self, w[: self.e.W].tobytes(), self.e.cap, fp, flags)
         rs._t = t
         return rs
@@ -153,11 +176,10 @@ class Rows:
         while True:
             rs = self.pack(rs)
             e = self.e
-            self.row[:] = np.frombuffer(rs.row, np.int64)
+            self.row[0] = np.frombuffer(rs.row, np.int64)
             e._in_w = None  # expand steps in w
             t = time.perf_counter()
-            k = self.canon.expand_batch(e.K, e.w, self.row.reshape(1, -1), self.succ, self.parent, self.tmp, self.sym,
-                                        self.opts)  # a batch of one row: one compiled entry for both
+            k = self._expand(self.row)  # a batch of one row: one compiled entry for both
             if k == -1:
                 if self.limits is not None:
                     self.limits.check()
@@ -194,7 +216,7 @@ class Rows:
         while True:
             e._in_w = None
             t = time.perf_counter()
-            k = self.canon.expand_batch(e.K, e.w, rows, self.succ, self.parent, self.tmp, self.sym, self.opts)
+            k = self._expand(rows)
             if k == -1:  # grown by halves of what it holds: a chunk's buffers stay near its size
                 if self.limits is not None:
                     self.limits.check()

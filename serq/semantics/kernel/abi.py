@@ -178,3 +178,19 @@ MAX_DOMAIN = 100_000
 BIG = 1 << 62
 INT_MAX = (1 << 63) - 1  # the language's integers are 64-bit: every operation is checked against these
 INT_MIN = -(1 << 63)
+
+# ---------------------------------------------------------------- the kernel's one entry (kernel/call.py)
+# call(K, w, (op, a1, ..., a6), buf, rows): the operation and what it takes
+(CALL_STEP,  # (kind, subj, now, stopnew, evon, nscript), buf: the step's summary; the step's result
+ CALL_EXPAND,  # (-, nout, nchoices, sym, opts, W), buf: expand_layout's, rows: the rows; successors, -1 full, -2 row
+            # too small
+ CALL_FP,  # (sym, opts), buf: scratch; the row's fingerprint (its 64 bits as an int64)
+ CALL_CANON,  # (sym, opts), buf: the canonical form; its length
+ CALL_FLAGS,  # (): the row's flags (entry.row_flags)
+ CALL_EVAL_AT,  # (code, ab, sid, now): entry.eval_at
+ CALL_EVAL_SHAPE,  # (code, nreq, ndec, kvb, ntok, now), buf: the fault (entry.eval_shape)
+ CALL_EXPLAIN,  # (sid, si, now), buf: the explanation (entry.explain)
+ CALL_MIGHT_WORK,  # (si,): 1 if entry.might_work
+ CALL_LEVELS,  # (), buf: units allocated per pool (entry.levels)
+ CALL_EVICTABLE,  # (p,): core.evictable_sum
+ ) = range(11)

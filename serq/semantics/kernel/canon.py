@@ -13,7 +13,7 @@ session capacity."""
 from __future__ import annotations
 
 import numpy as np
-from serq.semantics.kernel.jit import exported, internal
+from serq.semantics.kernel.jit import internal
 
 from serq.semantics.kernel.abi import (
     R_HALT, FT_OVERFLOW, BIG,
@@ -250,7 +250,7 @@ def ranks_reduced(K, w, out, base, stride):
                 else -1
 
 
-@exported
+@internal
 def canon(K, w, out, sym, opts):
     """The canonical form of the row in w[0:W] into `out`; returns its
     length. w's scratch S_TMP and S_PERM are used. opts: CO_KEEP_POS keeps
@@ -448,7 +448,7 @@ def fingerprint(out, m):
     return h
 
 
-@exported
+@internal
 def fp_of(K, w, out, sym, opts):
     m = canon(K, w, out, sym, opts)
     return fingerprint(out, m)
@@ -517,7 +517,7 @@ def expand(K, w, row, succ, tmp, sym, opts):
     return k
 
 
-@exported
+@internal
 def expand_batch(K, w, rows, succ, parent, tmp, sym, opts):
     """`expand` over every row of rows, successors concatenated in row
     order into succ (parent[i]: the row a successor comes from). Same

@@ -9,7 +9,7 @@ tentative admission is open, so `undo` restores the row exactly."""
 from __future__ import annotations
 
 import numpy as np
-from serq.semantics.kernel.jit import exported, internal
+from serq.semantics.kernel.jit import internal
 
 from serq.semantics.kernel.abi import (  # the tables' field offsets
     PG_SCOPES, PG_STATES, PG_TYPES, PL_BLOCK, PL_CAP, SCK_PREFIX, SEG_LEN, SEG_PARENT, SEGW,
@@ -423,7 +423,7 @@ def copy_for(K, w, p, x):
     return -1
 
 
-@exported
+@internal
 def evictable_sum(K, w, p):
     """Cached units no hold uses: what eviction can free."""
     if K[H_NSEG] == 0:

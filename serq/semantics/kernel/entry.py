@@ -3,7 +3,7 @@ evaluation of one expression against a row."""
 
 from __future__ import annotations
 
-from serq.semantics.kernel.jit import exported, internal
+from serq.semantics.kernel.jit import internal
 
 from serq.semantics.kernel.abi import (
     R_EVON,
@@ -27,7 +27,7 @@ def is_end(K, w, sid):
     return K[st_row(K, w[sb + F_PROG], w[sb + F_PC]) + ST_KIND] == K_END
 
 
-@exported
+@internal
 def row_flags(K, w):
     """bit 0 faulted, bit 1 some session stuck, bit 2 every session ended."""
     f = 1 if w[R_FAULT] != 0 else 0
@@ -69,7 +69,7 @@ def run_step(K, w, kind, subj, now, stopnew, evon, nscript):
     return step(K, w, kind, subj)
 
 
-@exported
+@internal
 def eval_at(K, w, code, ab, sid, now):
     """An expression against the row in w: attributes at w[ab..] (0: none),
     pool queries for sid (-1: none); only `now` is in the context."""
@@ -77,7 +77,7 @@ def eval_at(K, w, code, ab, sid, now):
     return ev(K, code, w, ab, sid)
 
 
-@exported
+@internal
 def eval_shape(K, w, code, shape, ntok, now, out):
     """An @step expression (a stage's budget, chunk or cost) for an
     iteration of this shape, shape = (nreq, ndec, kvb): its raw value. No
@@ -101,7 +101,7 @@ def eval_shape(K, w, code, shape, ntok, now, out):
     return v
 
 
-@exported
+@internal
 def explain(K, w, sid, si, now, out):
     """Why the queued hold of sid is or is not admitted (the explanation of
     admission.admit_plan, into out), evaluated with the budget an iteration
@@ -116,7 +116,7 @@ def explain(K, w, sid, si, now, out):
     explain_admit(K, w, sid, budget, out)
 
 
-@exported
+@internal
 def might_work(K, w, si):
     """False only if an iteration of stage si would certainly do nothing:
     no resident of si and an empty queue in every pool it admits."""
@@ -132,14 +132,14 @@ def might_work(K, w, si):
     return False
 
 
-@exported
+@internal
 def levels(K, w, out):
     """Units allocated per pool, into out."""
     for p in range(K[H_NP]):
         out[p] = allocated(K, w, p)
 
 
-@exported
+@internal
 def run_step_packed(K, w, args, out):
     """run_step with args = (kind, subj, now, stopnew, evon, nscript), then
     what the simulator reads of the successor, in one call: out[0] the

@@ -2,9 +2,12 @@
 numba compiles the functions they make.
 
 - `exported`: a function Python calls (serq/semantics/entries.py names
-  each with its argument types). Cached (`cache=True`): its cached machine
+  it with its argument types): only `call.call`, the kernel's one entry
+  (each exported function optimises and emits again everything it calls:
+  one entry per operation compiled the step once for the simulator and
+  once more for the explorer). Cached (`cache=True`): its cached machine
   code holds every kernel function it calls, so a warm process loads only
-  these.
+  it.
 - `internal`: a function called only from other kernel functions. No
   Python wrapper, no cache of its own, and no machine code of its own
   (below): it is optimised and compiled once, inside each exported
@@ -30,7 +33,8 @@ does not make a specialization of its own for that constant: numba would
 type the constant as a literal and compile the callee again for it (24
 specializations of `fault`), where one for int64 serves every call.
 Neither changes what the code computes. Cold, the kernel compiles in
-40 s of CPU instead of 127 s (bench/bench_cold_compile.py). If numba's
+40 s of CPU instead of 127 s (bench/bench_cold_compile.py; less since,
+docs/notes/compile.md). If numba's
 internals differ from what this expects, nothing is changed: the kernel
 then only compiles slower. With `NUMBA_DISABLE_JIT=1` the decorators leave the functions as
 they are (plain Python)."""
