@@ -25,7 +25,8 @@ def table() -> list:
     return [
         # every operation of the kernel Python uses (serq/semantics/kernel/call.py)
         ("serq.semantics.kernel.call", "call", [(K, w, nt.UniTuple(i64, 7), a(i64), a(i64, 2))]),
-        ("serq.semantics.rows", "explorer_flags", [(i64, a(i64), a(i64, 2), a(i64), b1, b1, a(i64), a(i64))]),
+        ("serq.semantics.rows", "explorer_flags", [(i64, a(i64), a(i64, 2), a(i64), b1, b1, a(i64), a(i64))],
+         ("search",)),  # (the explorer's: a simulation does not load it)
     ]
 
 
