@@ -6,7 +6,9 @@ starts. No compilation and no loading then happens in the middle of a
 search: under an address-space limit (`ulimit -v`) LLVM aborts the process
 (SIGABRT) when one of its allocations fails, where Python would have
 raised a MemoryError that ends the search with the "memory" bound and its
-statistics. A worker forked afterwards inherits the code loaded.
+statistics. A worker forked afterwards inherits the code loaded. (One
+exception: the disk mode's code, for a search the memory bound moves
+there, is loaded at the move; see "disk" below.)
 
 The table below names each function by module and attribute, with the
 argument types it is called with (numba's types: a C-contiguous array of
@@ -24,8 +26,9 @@ function loaded costs a millisecond or more, and its module's import):
 - "rows": the array engine, in one process or with worker processes
   (strategies/arrays/);
 - "disk": its disk mode (strategies/arrays/disk.py registers its table),
-  loaded with "rows" when the settings name a disk directory, begun there
-  or moved there at `disk_at`;
+  loaded with "rows" when a search begins in the disk mode, and at the
+  move by one the memory bound moves there (`disk_at`: the one load in
+  the middle of a search, which most searches never make);
 - "threads": the array engine's walkers on threads (with "rows");
 - "partitions": the hash partitions (strategies/partitions/, the flat store);
 - "step": what a simulation calls (a model's step, nothing of the explorer's).

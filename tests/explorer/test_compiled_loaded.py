@@ -39,17 +39,16 @@ print(json.dumps({"codes": codes, "missing": compiled.missing(), "loaded": sorte
 """
 
 # each command and flags, in a process of its own: the uses it loaded, and a module of the explorer whose compiled
-# functions it must not even load (a use it does not have); a one-worker BFS loads the disk mode's too, where the
-# memory bound may move the search to it
+# functions it must not even load (a use it does not have)
 RUNS_OF = {
-    "bfs": (["explore", "--max-states", "3000"], ["disk", "rows", "search"], "partitions"),
+    "bfs": (["explore", "--max-states", "3000"], ["rows", "search"], "partitions"),
     "dfs": (["explore", "--max-states", "3000", "--strategy", "dfs"], ["search"], "arrays"),
     "workers2": (["explore", "--max-states", "3000", "--workers", "2"], ["rows", "search", "threads"], "partitions"),
     "partitions2": (["explore", "--max-states", "3000", "--partitions", "2"], ["partitions", "search"], "engine"),
     "partitions2-workers2": (["explore", "--max-states", "3000", "--partitions", "2", "--workers", "2"],
                              ["partitions", "search"], "engine"),
     "exact": (["explore", "--max-states", "3000", "--exact"], ["search"], "arrays"),
-    "no-symmetry": (["explore", "--max-states", "3000", "--no-symmetry"], ["disk", "rows", "search"], "partitions"),
+    "no-symmetry": (["explore", "--max-states", "3000", "--no-symmetry"], ["rows", "search"], "partitions"),
     "swarm": (["explore", "--max-states", "3000", "--swarm", "2", "--seed", "1"], ["search"], "arrays"),
     "worst": (["explore", "--worst", "ttft", "--max-states", "3000"], ["search"], "arrays"),  # a stored graph
     "fair": (["explore", "--max-states", "3000"], ["rows", "search"], "partitions"),  # liveness under fairness

@@ -202,7 +202,7 @@ def disk_check(m: Any, factory: Any, s: Settings) -> Result:
     why = refusal(s, has(m, FAIR))
     if why is not None:
         raise ValueError(why)
-    compiled.load(("disk",))  # (loaded already by check.start when the settings name the disk mode)
+    compiled.load(("disk",))  # (loaded already by check.start: the settings name the disk mode)
     gc_was = gc.isenabled()
     gc.disable()
     trace = Trace(s.disk)
@@ -239,8 +239,12 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
     a table of fingerprints, the store freed (the table of ids first:
     the move holds at most 22 bytes a state at once, where the store held
     20); with the livelock check, the edges so far written as the first
-    of the edge files (`_moved_edges`). The verdict's message says so."""
-    compiled.load(("disk",))  # (loaded already by check.start when the settings name the disk mode)
+    of the edge files (`_moved_edges`). The verdict's message says so.
+    The disk mode's compiled code is loaded here, at the move (the one
+    load in the middle of a search: from numba's cache, 13 ms, or
+    compiled there once per install), not by every search the memory
+    bound might move."""
+    compiled.load(("disk",))
     n = int(start.S[S_N])
     trace = Trace(s.disk)
     try:
