@@ -22,7 +22,10 @@ serq/semantics/entries.py), loaded by the same `load()`.
 function loaded costs a millisecond or more, and its module's import):
 
 - "search": what every search and every analysis of a stored graph calls
-  (the cycle search, liveness under fairness; a model's own step);
+  (the cycle search; a model's own step);
+- "fair": liveness under fairness (graph/fair.py), loaded by the door once
+  the model is built and declares FAIR, before its search (the load kept
+  out of the run's clock);
 - "rows": the array engine, in one process or with worker processes
   (strategies/arrays/);
 - "disk": its disk mode (strategies/arrays/disk.py registers its table),
@@ -49,7 +52,7 @@ from typing import Callable, Sequence
 
 __all__ = ["load", "register", "missing", "loaded", "USES"]
 
-USES = ("search", "rows", "threads", "partitions", "step", "disk")
+USES = ("search", "rows", "threads", "partitions", "step", "disk", "fair")
 
 _LOCK = threading.Lock()
 # name -> (table, inner): table() gives [(module, attribute, [argument types...]) or (..., uses)]
@@ -128,7 +131,7 @@ def _explorer_table() -> list:
 # the uses of each of the explorer's modules with compiled functions
 _EXPLORER_USES = {
     "explorer.graph.cycles": ("search",),  # every engine's livelock check, the analyses of a stored graph
-    "explorer.graph.fair": ("search",),  # liveness under fairness: the array engine's or over a stored graph
+    "explorer.graph.fair": ("fair",),  # liveness under fairness: the array engine's or over a stored graph
     "explorer.stores.flat": ("partitions",),
     "explorer.strategies.arrays.engine": ("rows",),
     "explorer.strategies.arrays.narrow": ("rows", "partitions"),  # (a partition keeps its levels packed too)
