@@ -43,6 +43,7 @@ def pytest_sessionstart(session):
     config = session.config
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         return
+    import explorer.strategies.arrays.disk  # noqa: F401  (registers the disk mode's table)
     import serq.semantics.entries  # noqa: F401  (registers the kernel's table)
     from explorer.runtime import compiled
 
