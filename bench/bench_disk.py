@@ -19,6 +19,7 @@ and the files grow linearly; the table's misses grow with its size).
     python bench/bench_disk.py --n 5 --dir /var/tmp       # where the disk mode writes
     python bench/bench_disk.py --n 6 --only disk          # chat(6) unreduced, the disk mode alone
     python bench/bench_disk.py --n 5 --livelock           # the livelock check too
+    python bench/bench_disk.py --n 5 --eventually         # `check eventually done` too (every edge kept)
 
 With `--livelock`, also: "search B/st", the peak RSS while the search
 ran (before the livelock pass); "pass anon", the pass's peak of anonymous
@@ -30,7 +31,9 @@ search); "rate" is then that of the search and the pass together, and
 the buckets the edges' targets are resolved in. The RAM column is the whole run's
 peak RSS, which in the disk mode includes the pages of the memory-mapped
 graph that the page cache holds (file pages: reclaimable, not the
-process's own).
+process's own). `--eventually` adds `check eventually done` (liveness
+under fairness: every edge kept, with its class, and each state's waiting
+sessions; then the fair pass), with the same columns as `--livelock`.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ CHILD = textwrap.dedent("""
     red = sym == "r"
     symmetry = sym == "1"
     livelock = sys.argv[6] == "1"
-    checks = ["deadlock", "invariant"] + (["livelock"] if livelock else [])
+    checks = ["deadlock", "invariant"] + (["livelock"] if livelock else []) + \
+        (["eventually done"] if sys.argv[7] == "1" else [])
     seen = {"end": 0, "peak": 0, "search_rss": 0, "pass_cpu0": None, "pass_anon": 0, "on": False}
     from explorer.strategies.arrays import diskgraph, engine
     def status():
@@ -139,9 +143,10 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def run(n: int, sym: str, limit: float, disk: str | None, livelock: bool) -> dict:
+def run(n: int, sym: str, limit: float, disk: str | None, livelock: bool, eventually: bool = False) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, TEMPLATE.replace("{N}", str(n)), sym, str(limit), disk or "",
-                          TEMPLATE.replace("{N}", "2"), "1" if livelock else "0"], capture_output=True, text=True)
+                          TEMPLATE.replace("{N}", "2"), "1" if livelock else "0", "1" if eventually else "0"],
+                         capture_output=True, text=True)
     if out.returncode:
         raise SystemExit(out.stderr)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -156,20 +161,22 @@ def main() -> None:
     ap.add_argument("--only", choices=("disk",), help="disk: the disk mode alone (a member too large to also run "
                                                       "in memory in the time at hand)")
     ap.add_argument("--livelock", action="store_true", help="the livelock check too, in both modes")
+    ap.add_argument("--eventually", action="store_true", help="`check eventually done` too, in both modes")
     ap.add_argument("--dir", default=None, help="where the disk mode writes (default: a new directory under /var/tmp)")
     args = ap.parse_args()
+    passes = args.livelock or args.eventually  # (a pass over the graph after the search: its own columns)
     sym = "r" if args.reduce else "1" if args.symmetry == "on" else "0"
     root = args.dir or tempfile.mkdtemp(prefix="bench-disk-", dir="/var/tmp" if os.path.isdir("/var/tmp") else None)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} ({os.cpu_count()} cores); "
           f"disk mode under {root}")
     hdr = (f"{'N':>2} {'mode':>6} {'verdict':>8} {'distinct':>11} {'seconds':>8} {'st/cpu s':>9} {'cpu s':>7} "
-           f"{'RAM B/st':>8}" + (f" {'search B/st':>11} {'pass anon':>9} {'pass cpu':>8}" if args.livelock else "")
+           f"{'RAM B/st':>8}" + (f" {'search B/st':>11} {'pass anon':>9} {'pass cpu':>8}" if passes else "")
            + f" {'disk B/st':>9} {'disk peak':>9} {'rate':>6}")
     print(hdr)
     print("-" * len(hdr))
     for n in args.n:
-        mem = run(n, sym, args.time_limit, None, args.livelock) if args.only is None else None
-        dsk = run(n, sym, args.time_limit, root, args.livelock)
+        mem = run(n, sym, args.time_limit, None, args.livelock, args.eventually) if args.only is None else None
+        dsk = run(n, sym, args.time_limit, root, args.livelock, args.eventually)
         if mem and mem["verdict"] != "bound" and (mem["verdict"], mem["distinct"]) != (dsk["verdict"], dsk["distinct"]):
             raise SystemExit(f"the disk mode differs: {dsk} against {mem}")
         rates = {"memory": 0.0}
@@ -178,7 +185,7 @@ def main() -> None:
                 continue
             rates[mode] = r["distinct"] / r["cpu"] if r["cpu"] else 0.0  # (per CPU second: a shared machine)
             extra = ""
-            if args.livelock:
+            if passes:
                 extra = (f" {r['search_bytes']:>11.1f} {r['pass_anon']:>9.1f} {r['pass_cpu']:>8.1f}"
                          if r["pass_cpu"] is not None else f" {'':>11} {'':>9} {'':>8}")
             extra += f" {r['disk_end']:>9.1f} {r['disk_peak']:>9.1f}" if mode == "disk" else ""

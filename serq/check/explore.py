@@ -88,13 +88,13 @@ def can_move_to_disk(ch: Checks, strategy: str, workers: int, exact: bool, visit
     """Whether a search can go on in the disk mode when memory runs short
     (past half the memory bound, at the start of a BFS level: the array
     engine's choice, explorer/strategies/arrays/disk.py): one worker's BFS
-    over fingerprints, the livelock check's edges on disk too (no `check
-    eventually`, whose edges stay in memory), on the instance's own rows
-    (no per-request SLO product)."""
+    over fingerprints, the edges of the livelock check and of `check
+    eventually` on disk too, on the instance's own rows (no per-request
+    SLO product)."""
     from serq.check.slo import needs_product
 
     return (strategy == "bfs" and workers == 1 and not exact and visitor is None and not partitioned
-            and not ch.eventually and not needs_product(ch))
+            and not needs_product(ch))
 
 
 def default_disk_dir() -> str:

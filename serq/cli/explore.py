@@ -33,7 +33,7 @@ def register(sub) -> None:
                    help="keep the search's trace (each state's fingerprint and parent) and its large BFS levels "
                         "in files under DIR (removed at the end), and only the fingerprints in memory: about 10 "
                         "bytes a state instead of 20, for runs past the memory; the same states, verdicts and "
-                        "shortest counterexamples; the livelock check's edges on disk too (no `check eventually`); "
+                        "shortest counterexamples; the edges of the livelock check and of `check eventually` on disk too; "
                         "one worker")
     e.add_argument("--ties", choices=("all", "seq"), default="all",
                    help="all: explore every order of elements tied on declared keys (default); "

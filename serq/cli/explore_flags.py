@@ -130,20 +130,15 @@ def refuse_disk(args) -> None:
 
 
 def refuse_disk_checks(args, checks) -> None:
-    """`--disk` and the properties the search checks: the disk mode keeps
-    the non-progress edges only (the livelock check, not `check
-    eventually`), and explores the instance's own states (no per-request
-    SLO product, no witnesses of `check sometimes`, each a search of its
-    own)."""
+    """`--disk` and the properties the search checks: the disk mode
+    explores the instance's own states (no per-request SLO product, no
+    witnesses of `check sometimes`, each a search of its own)."""
     if getattr(args, "disk", None) is None:
         return
     from serq.check.slo import needs_product
 
     why = None
-    if checks.eventually:
-        why = (f"the disk mode keeps only the non-progress edges, not the ones `check {checks.eventually[0].text}` "
-               "needs; drop --disk")
-    elif needs_product(checks):
+    if needs_product(checks):
         why = (f"a per-request SLO check ({checks.slo[0].text}) is explored on a product without rows, which the "
                "disk mode needs; drop --disk")
     elif checks.sometimes:

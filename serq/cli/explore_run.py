@@ -118,7 +118,7 @@ def cmd_explore(args) -> int:
     make = lambda: make_model(prog, ties=args.ties, symmetry=not args.no_symmetry,  # noqa: E731
                               checks=Checks.of_program(prog, args.check), reduce_ranks=reduce_ranks(args))
     hint = None if args.swarm is not None or getattr(args, "disk", None) is not None or args.exact or cluster_kwargs(args) or \
-        args.strategy != "bfs" or checks.eventually else disk_hint(result, workers=args.workers)
+        args.strategy != "bfs" else disk_hint(result, workers=args.workers)
     if hint:
         print(hint, file=sys.stderr)
     if visitor is not None:

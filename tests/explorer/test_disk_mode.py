@@ -1,8 +1,9 @@
 """The array engine's disk mode (explorer/strategies/arrays/disk.py,
 `Settings.disk`, `serq explore --disk`) gives what the engine gives in
 memory: verdict, message, counts, queue figure, depth and the shortest
-counterexample (a livelock's lasso too: its edges go to disk and are
-made into the same graph, `arrays/diskgraph.py`), on every instance of
+counterexample (a livelock's lasso too, and a starved session's under
+`check eventually`: their edges go to disk and are made into the same
+graph, `arrays/diskgraph.py`), on every instance of
 the library, on random instances, on the toys of the array engine's own
 tests and under limits, begun in the disk mode or moved there mid-search;
 its files are gone after every run, an interrupted one included."""
@@ -96,13 +97,6 @@ def test_disk_mode_refuses_what_it_cannot_honour(tmp_path):
         check(SerqModel(prog), disk=str(tmp_path), check_livelock=False, workers=2)
     with pytest.raises(ValueError, match="BFS"):
         check(SerqModel(prog), disk=str(tmp_path), check_livelock=False, strategy="dfs")
-    fair = next(p for p in INSTANCES if liveness(p))
-    from serq.check.model import Checks
-
-    p2 = load_path(fair).program
-    for livelock in (False, True):
-        with pytest.raises(ValueError, match="eventually"):
-            check(SerqModel(p2, checks=Checks.of_program(p2)), disk=str(tmp_path), check_livelock=livelock)
     assert os.listdir(tmp_path) == []
 
 
@@ -337,7 +331,8 @@ def test_the_disk_modes_compiled_code_is_named(tmp_path):
     """After runs in the disk mode (begun there, moved there, the edges'
     targets in buckets), no specialization was loaded that a table of
     explorer/runtime/compiled.py (the disk mode's own, `disk._compiled_table`)
-    does not name."""
+    does not name (`check eventually` and the livelock check's pass over
+    its non-progress edges included)."""
     code = f"""
 import contextlib, io, json
 from explorer import check
@@ -346,7 +341,7 @@ from explorer.strategies.arrays import disk, diskgraph, diskstore
 from serq.check.model import SerqModel
 from serq.lang.load import load_path
 disk.TOUCH_FROM, diskstore.SUB0 = 0, 4
-for name in ("theorem_no_fit", "vllm_chat"):
+for name in ("theorem_no_fit", "vllm_chat", "starved_large"):
     prog = load_path({str(ROOT / "instances")!r} + "/" + name + ".sq").program
     for at in (None, 0):
         for b in (1 << 22, 8):
@@ -358,3 +353,72 @@ print(json.dumps(compiled.missing()))
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.strip().splitlines()[-1]) == []
+
+
+# ---------------------------------------------------------------- `check eventually` on disk
+
+
+def _fair_cases():
+    from tests.check.test_liveness_brute import CHECKS, LIBRARY, TEXTS
+
+    return [(name, c) for name in sorted(TEXTS) + LIBRARY for c in CHECKS]
+
+
+@pytest.mark.parametrize("name,goal", _fair_cases())
+def test_check_eventually_on_disk(name, goal, tmp_path):
+    """Liveness under fairness (both goals, both fairness assumptions, on
+    the instances of its brute-force cross-check: turn, spawn/join,
+    preemption, prefixes, livelocks and deadlocks): begun in the disk
+    mode, or moved there after the first level, the same verdict, counts,
+    starved session and lasso as in memory, and no file left."""
+    from serq.check.model import Checks
+    from serq.check.slo import make_model
+    from tests.check.test_liveness_brute import program
+
+    prog = program(name)
+    make = lambda: make_model(prog, checks=Checks.of_program(prog, [goal]))  # noqa: E731
+    a = check(make(), check_livelock=False, check_deadlock=False)
+    for at in (None, 0):
+        b = check(make(), disk=str(tmp_path), disk_at=at, check_livelock=False, check_deadlock=False)
+        assert ("moved to the disk mode after" in b.message) == (at is not None and a.stats.max_depth > 0)
+        b.message = b.message.split(" (moved")[0]
+        same(a, b)
+        assert a.lasso_start == b.lasso_start
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("at", [None, 0])
+def test_check_eventually_with_livelock_on_disk_everything_spilled(at, tiny, buckets, tmp_path):
+    """With the livelock check too (its pass over the non-progress edges
+    of the graph of every edge, `diskgraph.nonprogress`), every spill,
+    growth and bucket met: the in-memory results, a livelock found first
+    where there is one, a starved session or a pass where not."""
+    from serq.check.model import Checks
+
+    seen = set()
+    for name in ("starved_large", "self_preempt", "theorem_no_fit", "agent_subagents"):
+        prog = load_path(ROOT / "instances" / f"{name}.sq").program
+        for goal in ("eventually admitted", "eventually done under strong"):
+            checks = Checks.of_program(prog, ["livelock", "deadlock", goal])
+            model = lambda: SerqModel(prog, checks=checks)  # noqa: E731
+            a = check(model(), max_states=20_000)
+            b = check(model(), disk=str(tmp_path), disk_at=at, max_states=20_000)
+            assert ("moved to the disk mode after" in b.message) == (at is not None and a.stats.max_depth > 0)
+            b.message = b.message.split(" (moved")[0]
+            same(a, b)
+            assert a.lasso_start == b.lasso_start
+            seen.add(a.verdict if a.verdict != "violation" else a.kind)
+    assert {"livelock", "eventually admitted"} <= seen, seen
+    assert os.listdir(tmp_path) == []
+
+
+def test_cli_check_eventually_on_disk(tmp_path):
+    """`serq explore --disk` of an instance with a `check eventually` line
+    prints what the search in memory prints; the memory bound's note
+    names --disk for it too."""
+    inst = ROOT / "instances" / "starved_large.sq"
+    mem, disk = run_on(inst), run_on(inst, "--disk", str(tmp_path))
+    assert (disk.returncode, disk.stdout) == (mem.returncode, mem.stdout) and os.listdir(tmp_path) == []
+    assert "eventually admitted" in mem.stdout.splitlines()[0]
+    low = run_on(inst, "--memory", "1M")
+    assert low.returncode == 13 and "note: --disk DIR keeps" in low.stderr

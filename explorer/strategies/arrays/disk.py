@@ -13,8 +13,12 @@ the trace and packs their rows into the next level. With the livelock
 check, the walk also gives each row's non-progress edges (their targets'
 fingerprints), which go to files (`arrays/diskgraph.py`), to be made
 into the in-memory engine's graph, with its ids, once the search is
-over: the same livelock pass, the same lasso. Liveness under fairness
-(`check eventually`) is refused (`refusal`), never run without it."""
+over: the same livelock pass, the same lasso. With liveness under
+fairness (`check eventually`, a model that declares FAIR) every edge goes
+to those files, with its fairness class and each state's waiting
+subjects (`diskgraph.FairFiles`), and the fair pass of the in-memory
+engine runs over them once the search is over: the same starved subject,
+the same lasso."""
 
 from __future__ import annotations
 
@@ -27,14 +31,16 @@ from numba import njit
 
 from explorer.model import CHECK, DONE, FAIR, PROGRESS, has
 from explorer.graph.cycles import _acyclic_part, _cycle_within, _scc
-from explorer.outcome import bounded, deadlock, livelock_result, violation
+from explorer.outcome import bounded, deadlock, livelock_result, passed, violation
 from explorer.result import Result
 from explorer.runtime import compiled
+from explorer.runtime.limits import LimitReached
 from explorer.runtime.memory import MemoryGuard, _trim, mib
 from explorer.settings import Settings
 from explorer.strategies.arrays.diskstore import (LOAD_DEN, LOAD_NUM, FpTable, Spilled, Trace, _ffind, _fgrow, _fnext,
                                                   _ftouch)
-from explorer.strategies.arrays.diskgraph import EdgeFiles
+from explorer.strategies.arrays.diskgraph import EdgeFiles, FairFiles, nonprogress
+from explorer.strategies.arrays.fairrec import FairRecord
 from explorer.strategies.arrays.table import TOUCH_FROM
 from explorer.strategies.arrays.watch import STOPS
 from explorer.strategies.arrays.engine import (CHUNK, ECNT_MAX, NS, RAW_LEVEL, S_CUT, S_GEN, S_MAXD, S_N, S_NEW, S_NP,
@@ -71,6 +77,7 @@ def _compiled_table() -> list:
         (g, "_by_bucket", [(a(u64), i64, u64, a(u64), a(i64), a(i64))]),
         (g, "_index", [(a(u64), a(i64), i64, a(u64), a(i64), i64)]),
         (g, "_lookup", [(a(u64), a(i64), i64, a(u64), a(i64), a(i32))]),
+        (g, "_nonprogress", [(i64, a(i32), a(i32), a(nt.uint8), a(i32), a(i32))]),
         ("explorer.graph.cycles", "_cycle_within", [(i64, a(i32), a(i32), a(i32), i64)]),
     ]
     return [row + (("disk",),) for row in rows]
@@ -85,12 +92,8 @@ SPILL_FROM = 4 << 20
 STORED_CAP = 1 << 23  # the chunks' buffers stop growing with the states stored from here on (`chunk_rows`)
 
 
-def refusal(s: Settings, fair: bool = False) -> str | None:
-    """Why the disk mode cannot honour these settings and a model that
-    declares FAIR or not (None: it can)."""
-    if fair:
-        return ("the disk mode keeps only the non-progress edges, not the ones liveness under fairness "
-                "(`check eventually`) needs: drop the disk mode, or the `check eventually` lines")
+def refusal(s: Settings) -> str | None:
+    """Why the disk mode cannot honour these settings (None: it can)."""
     return s.disk_refusal()
 
 
@@ -161,9 +164,10 @@ def _dwalk(j0, i0, chunk, table, S, out, bounds):
     return ST_DONE, nrows, 0
 
 
-def _initial(m, S, tb: FpTable, trace: Trace, ms: int, final):
-    """The initial states stored and their records written: the first
-    level's blocks, or the Result when the run ends there."""
+def _initial(m, S, tb: FpTable, trace: Trace, ms: int, final, fair: FairFiles | None):
+    """The initial states stored and their records written (with `fair`,
+    their waiting subjects too): the first level's blocks, or the Result
+    when the run ends there."""
     rows, fps, flags = m.array_initial()
     trace.init_rows, trace.init_fps = np.array(rows, np.int64), np.array(fps, np.uint64)
     first = []
@@ -183,6 +187,8 @@ def _initial(m, S, tb: FpTable, trace: Trace, ms: int, final):
                 return violation(m, lambda fp: trace.chain(m, fp), int(fps[i]), bad[0][0], bad[0][1],
                                  final(len(first)))
         first.append(i)
+    if fair is not None and first:
+        fair.states(m.array_waiting(np.asarray(rows, np.int64)[first]))
     return [(Packed(np.asarray(rows, np.int64)[first]),
              (np.asarray(flags, np.int64)[first] & DONE).astype(np.int8))] if first else []
 
@@ -199,7 +205,7 @@ def _blocks(level: list):
 def disk_check(m: Any, factory: Any, s: Settings) -> Result:
     """`engine.array_check` in the disk mode: the run's files under
     `s.disk`, removed on every way out."""
-    why = refusal(s, has(m, FAIR))
+    why = refusal(s)
     if why is not None:
         raise ValueError(why)
     compiled.load(("disk",))  # (loaded already by check.start: the settings name the disk mode)
@@ -230,6 +236,7 @@ class Start:
     size: int
     tb: FpTable | None = None
     edges: Any = None  # with the livelock check: the engine's non-progress edges so far (`engine.Edges`)
+    fair: Any = None  # with liveness under fairness: the engine's record (`fairrec.FairRecord`; edges: every edge)
 
 
 def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
@@ -239,7 +246,8 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
     a table of fingerprints, the store freed (the table of ids first:
     the move holds at most 22 bytes a state at once, where the store held
     20); with the livelock check, the edges so far written as the first
-    of the edge files (`_moved_edges`). The verdict's message says so.
+    of the edge files (`_moved_edges`), and with liveness under fairness
+    their bytes and the states' waiting subjects (`FairFiles.moved`). The verdict's message says so.
     The disk mode's compiled code is loaded here, at the move (the one
     load in the middle of a search: from numba's cache, 13 ms, or
     compiled there once per install), not by every search the memory
@@ -251,6 +259,10 @@ def moved_to_disk(m: Any, s: Settings, st: Any, start: Start, expand) -> Result:
         trace.init_rows, trace.init_fps = st.init_rows, st.init_fps
         if start.edges is not None:
             start.edges = _moved_edges(EdgeFiles(trace.dir), start.edges, start.id0, int(start.S[S_NP]))
+        if start.fair is not None:
+            fair, start.fair = start.fair, FairFiles(trace.dir)
+            start.fair.moved(fair, n)
+            del fair
         st.drop_table(n)
         _trim()
         step = 1 << 20
@@ -303,7 +315,11 @@ def _moved_edges(files: EdgeFiles, edges, id0: int, nedges: int) -> EdgeFiles:
 
 def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | None = None) -> Result:
     max_states, max_depth = s.max_states, s.max_depth
-    check_deadlock, livelock = s.check_deadlock, bool(s.check_livelock)
+    check_deadlock = s.check_deadlock
+    fair = None  # liveness under fairness: every edge is written, with its class, and the waiting subjects
+    if has(m, FAIR):
+        fair = start.fair if start is not None and start.fair is not None else FairFiles(trace.dir)
+    livelock = bool(s.check_livelock) or fair is not None  # (the walk writes the edges)
     if not livelock:
         edges = None
     elif start is not None and start.edges is not None:
@@ -324,7 +340,7 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
     arena = Arena(RAW_LEVEL, np.int8, compress_from=1 << 62)  # (spilled blocks are not compressed: see SPILL_FROM)
     try:
         if start is None:
-            r = _initial(m, S, tb, trace, ms, final)
+            r = _initial(m, S, tb, trace, ms, final, fair)
             if isinstance(r, Result):
                 return r
             level, level_n, level_id0, depth, cuts, size = r, sum(b[0].n for b in r), 0, 0, [], CHUNK
@@ -374,8 +390,9 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
                 if int(S[S_N]) >= TOUCH_FROM:
                     _ftouch(x.fps, tb.tab, tb.R, tb.sz, tb.shift)
                 j, i = 0, 0
+                wflags = x.flags if fair is None else FairRecord.walk_flags(x.flags)  # (fair: every edge written)
                 while True:
-                    status, j, i = _dwalk(j, i, (nrows, x.pofs, x.fps, x.flags, depth, x.pdone), tb.parts(), S,
+                    status, j, i = _dwalk(j, i, (nrows, x.pofs, x.fps, wflags, depth, x.pdone), tb.parts(), S,
                                           (newidx, cut, ecnt, etgt), (ms, md, check_deadlock, livelock))
                     pending = (nlevel - pos - j - 1) + next_count + int(S[S_NEW])
                     if status == ST_DONE:
@@ -400,6 +417,10 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
                 records(nnew)
                 if livelock:
                     edges.append(ecnt[:nrows], etgt[: int(S[S_NP])])
+                if fair is not None:
+                    fair.edges(x.flags, x.fps, cut[: int(S[S_CUT])])
+                    if nnew:
+                        fair.states(m.array_waiting(x.succ[newidx[:nnew]]))
                 if nnew:
                     block, done = _pack_new(x, newidx[:nnew], arena.take(nnew, width), arena)
                     if isinstance(block, Packed) and in_ram + block.nbytes > SPILL_FROM:  # on disk
@@ -418,14 +439,51 @@ def _disk_check(m, s: Settings, expand, memory, trace: Trace, start: Start | Non
             level, level_n = nxt, next_count
             _trim()
         r = complete(m, lambda: final(0), cuts, tb.has, max_depth, None, lambda ids: [], chain, livelock=False)
-        if r.verdict != "pass" or not livelock or not edges.edges:
+        if r.verdict != "pass" or not livelock or not (edges.edges or fair is not None):
             return r
         tb.drop()  # the table's memory handed back before the edges' graph is made
         _trim()
         trace.fps.flush()
-        return _livelock(m, final, trace, edges.graph(int(S[S_N]), trace.fps.name)) or r
+        graph = edges.graph(int(S[S_N]), trace.fps.name)
+        if fair is None:
+            return _livelock(m, final, trace, graph) or r
+        return _fair(m, s, final, trace, graph, fair, watch.t0, memory)
     except STOPS as e:  # SIGINT/SIGTERM, tables that could not grow, a limit inside an expansion, a worker lost
         return watch.stopped(e, queue_now)
     finally:
-        if edges is not None:
-            edges.close()
+        for f in (edges, fair):
+            if f is not None:
+                f.close()
+
+
+def _fair(m, s: Settings, final, trace: Trace, graph, fair: FairFiles, t0: float, memory) -> Result:
+    """`engine.complete`'s passes for a model that declares FAIR, over the
+    graph of every edge made of the edge files (`graph`) and the bytes and
+    masks of `fair`, memory-mapped: with the livelock check, the livelock
+    pass over the non-progress edges (`diskgraph.nonprogress`, two more
+    files); then a starved subject looked for (explorer/graph/fair.py),
+    cut by the run's limits as in memory."""
+    import time
+
+    from explorer.graph.fair import fair_lasso, fair_pass, fair_result
+
+    n, ofs, dst = graph
+    cls, wait = fair.arrays(n, dst.shape[0])
+    if s.check_livelock:
+        r = _livelock(m, final, trace, nonprogress(trace.dir, graph, cls))
+        if r is not None:
+            return r
+
+    def limits() -> None:
+        if s.time_limit is not None and time.perf_counter() - t0 >= s.time_limit:
+            raise LimitReached("time_limit", s.time_limit)
+        if memory.over():
+            raise LimitReached("memory", mib(memory.limit))
+
+    lasso = fair_lasso(n, ofs, dst, cls, wait, m.fair_strong, limits)
+    if lasso is None:
+        return fair_pass(m, passed(final(0)), wait)
+    ids = [lasso.entry] + [int(v) for v in lasso.cycle]
+    fps = [int(trace.fp_of(x)) for x in ids]
+    trace.known.update(zip(fps, ids))
+    return fair_result(m, lambda fp: trace.chain(m, fp), lasso, fps, final(0))

@@ -19,7 +19,16 @@ through the page cache, so RAM holds only what the passes allocate per
 state (`_acyclic_part`'s and `_scc`'s 4 bytes; when a livelock is found,
 `_cycle_within`'s 13 bytes a state of its component) and a bucket at a
 time (at most about 160 MiB). A search that began in memory
-(`moved`) writes the edges it has, already ids, as the first ones."""
+(`moved`) writes the edges it has, already ids, as the first ones.
+
+Liveness under fairness (`check eventually`, `FairFiles`): every edge is
+written, not only the non-progress ones, and beside it its byte (its
+fairness class, bit 7 on a progress edge: `fairrec.FairRecord`'s), with
+each state's mask of waiting subjects (8 bytes, id order); once the graph
+is made, the livelock pass runs over its non-progress edges
+(`_nonprogress`, into two more memory-mapped files), and the fair pass
+(`graph/fair.py`) over the whole graph, the bytes and the masks, all
+memory-mapped."""
 
 from __future__ import annotations
 
@@ -28,7 +37,7 @@ import os
 import numpy as np
 from numba import njit
 
-__all__ = ["EdgeFiles", "BUCKET"]
+__all__ = ["EdgeFiles", "FairFiles", "BUCKET", "nonprogress"]
 
 BUCKET = 1 << 21  # states hashed at once when the edges' targets are resolved (a table of at most 64 MiB)
 MAX_BUCKETS = 256  # (two files each, open at once: past 256 x BUCKET states, the buckets grow instead)
@@ -103,6 +112,86 @@ class EdgeFiles:
                 f.close()
             except OSError:
                 pass
+
+
+class FairFiles:
+    """What liveness under fairness needs beside the edges (`EdgeFiles`,
+    which then hold every edge): each edge's byte and each state's mask of
+    waiting subjects, in files of the run's directory `d`."""
+
+    def __init__(self, d: str) -> None:
+        self.d = d
+        self.cls = open(os.path.join(d, "eclass"), "w+b")  # uint8 per edge, in the order of `EdgeFiles`
+        self.wait = open(os.path.join(d, "ewait"), "w+b")  # uint64 per state, id order
+        self.nedges = 0
+        self.n = 0
+
+    def edges(self, flags: np.ndarray, fps: np.ndarray, cut: np.ndarray) -> None:
+        """A walked chunk's edges (`FairRecord.edge_bytes`)."""
+        from explorer.strategies.arrays.fairrec import FairRecord
+
+        b = FairRecord.edge_bytes(flags, fps, cut)
+        self.cls.write(b.tobytes())
+        self.nedges += b.shape[0]
+
+    def states(self, masks: np.ndarray) -> None:
+        """The waiting masks of the next len(masks) states."""
+        self.wait.write(np.ascontiguousarray(masks, np.uint64).tobytes())
+        self.n += masks.shape[0]
+
+    def moved(self, rec, n: int) -> None:
+        """The in-memory engine's record (`FairRecord`) of states 0..n-1,
+        before any other; its arrays freed."""
+        assert self.n == 0 and self.nedges == 0
+        self.cls.write(rec.cls[: rec.nedges].tobytes())
+        self.nedges = rec.nedges
+        self.states(rec.wait[:n])
+        rec.cls = rec.wait = None
+
+    def arrays(self, n: int, E: int):
+        """(the edges' bytes, the states' masks), memory-mapped (writable,
+        as the in-memory engine's arrays are: the same compiled
+        specializations read them)."""
+        assert (self.n, self.nedges) == (n, E), (self.n, n, self.nedges, E)
+        for f in (self.cls, self.wait):
+            f.flush()
+        return (_mapped(self.cls.name, np.uint8, E).view(np.ndarray),
+                _mapped(self.wait.name, np.uint64, n).view(np.ndarray))
+
+    def close(self) -> None:
+        for f in (self.cls, self.wait):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+def nonprogress(d: str, graph, cls: np.ndarray):
+    """The livelock pass's graph: the non-progress edges of `graph` (n,
+    offsets, targets: every edge), by their bytes `cls`, into two
+    memory-mapped files of `d`."""
+    n, ofs, dst = graph
+    nofs = _mapped(os.path.join(d, "lofs"), ofs.dtype, n + 1)
+    ndst = _mapped(os.path.join(d, "ldst"), dst.dtype, dst.shape[0])
+    k = _nonprogress(n, ofs, dst, cls, nofs.view(np.ndarray), ndst.view(np.ndarray))
+    nofs.flush()
+    ndst.flush()
+    return n, nofs.view(np.ndarray), ndst[:k].view(np.ndarray)
+
+
+@njit(cache=True, nogil=True)
+def _nonprogress(n, ofs, dst, cls, nofs, ndst):
+    """nofs, ndst: the graph (ofs, dst) without its progress edges (bit 7
+    of their byte in cls); returns their count."""
+    k = 0
+    nofs[0] = 0
+    for u in range(n):
+        for e in range(ofs[u], ofs[u + 1]):
+            if (cls[e] & 0x80) == 0:
+                ndst[k] = dst[e]
+                k += 1
+        nofs[u + 1] = k
+    return k
 
 
 def _mapped(path: str, dtype, n: int) -> np.memmap:

@@ -557,11 +557,11 @@ def _array_check(m, s: Settings, expand, memory) -> Result:
             depth += 1
             level = nxt
             _trim()
-            if s.disk_at is not None and fair is None and level and rss() > s.disk_at:  # on in the disk mode
+            if s.disk_at is not None and level and rss() > s.disk_at:  # on in the disk mode
                 from explorer.strategies.arrays.disk import Start, moved_to_disk
 
                 return moved_to_disk(m, s, st, Start(S, level, next_count, level_id0, depth, cuts, size,
-                                                     edges=edges if livelock else None), expand)
+                                                     edges=edges if livelock else None, fair=fair), expand)
         def graph():  # the non-progress edges, the table's room handed back first
             n = int(S[S_N])
             st.drop_table(n)

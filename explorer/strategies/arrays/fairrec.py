@@ -26,12 +26,16 @@ class FairRecord:
         """The flags the walk sees: no edge is progress (every edge recorded)."""
         return flags & ~np.int64(PROGRESS)
 
-    def edges(self, flags: np.ndarray, fps: np.ndarray, cut: np.ndarray) -> None:
+    @staticmethod
+    def edge_bytes(flags: np.ndarray, fps: np.ndarray, cut: np.ndarray) -> np.ndarray:
         """The bytes of a walked chunk's edges: every successor, in order,
         but those the depth bound cut (`cut`: their fingerprints)."""
         b = (((flags >> FAIR_SHIFT) & 0x7F) | np.where(flags & PROGRESS, PROGRESS_BIT, 0)).astype(np.uint8)
-        if cut.shape[0]:
-            b = b[~np.isin(fps, cut)]
+        return b[~np.isin(fps, cut)] if cut.shape[0] else b
+
+    def edges(self, flags: np.ndarray, fps: np.ndarray, cut: np.ndarray) -> None:
+        """A walked chunk's edges recorded (`edge_bytes`)."""
+        b = self.edge_bytes(flags, fps, cut)
         k = self.nedges + b.shape[0]
         if k > self.cls.shape[0]:
             grown = np.zeros(max(2 * self.cls.shape[0], k), np.uint8)
