@@ -412,6 +412,42 @@ def test_check_eventually_with_livelock_on_disk_everything_spilled(at, tiny, buc
     assert os.listdir(tmp_path) == []
 
 
+def test_check_eventually_on_disk_on_random_instances(tmp_path):
+    """Random instances (turns, prefixes, preemption: those of the
+    livelock test above), with a goal of `check eventually` each: the
+    same verdict, counts and lasso on disk, begun there or moved there."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from serq.check.model import Checks
+    from serq.lang.load import load_text
+    from tests.semantics.test_semantics_properties import instances
+
+    seen = []
+
+    @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(instances(), st.integers(1, 4), st.sampled_from(["eventually admitted", "eventually done",
+                                                            "eventually done under strong"]))
+    def run(text, blocks, goal):  # (the pool cut to 1-4 blocks: sessions preempt one another, or wait for ever)
+        text = re.sub(r"pool kv \{ cap \d+; block (\d+)", lambda g: f"pool kv {{ cap {blocks * int(g.group(1))}; "
+                      f"block {g.group(1)}", text)
+        prog = load_text(text, "r.sq").program
+        checks = Checks.of_program(prog, [goal])
+        kw = dict(max_states=3000, check_deadlock=False, check_livelock=False)  # (a deadlock: a starved session)
+        a = check(SerqModel(prog, checks=checks), **kw)
+        for at in (None, 0):
+            b = check(SerqModel(prog, checks=checks), disk=str(tmp_path), disk_at=at, **kw)
+            b.message = b.message.split(" (moved")[0]
+            same(a, b)
+            assert a.lasso_start == b.lasso_start
+        how = 'cycle' if a.lasso_start is not None else 'end'
+        seen.append(a.verdict if a.verdict != "violation" else f"{a.kind}, {how}")
+
+    run()
+    assert {"pass", "eventually done, cycle", "eventually done, end"} <= set(seen), seen
+    assert os.listdir(tmp_path) == []
+
+
 def test_cli_check_eventually_on_disk(tmp_path):
     """`serq explore --disk` of an instance with a `check eventually` line
     prints what the search in memory prints; the memory bound's note
