@@ -76,37 +76,66 @@ def _enabled(n, ofs, ecls):
 
 
 @njit(cache=True, nogil=True)
-def _judge(n, ofs, dst, ecls, comp, en, strong):
-    """Per component (comp's labels, 0..n-1; DONE_NODE: outside): 0 no
-    cycle in it, 1 fair, 2 unfair; the classes taken on its internal
-    edges, enabled at all of its states, at one of them."""
-    taken = np.zeros(n, np.uint64)
-    allm = np.zeros(n, np.uint64)
-    anym = np.zeros(n, np.uint64)
-    seen = np.zeros(n, np.bool_)
+def _judge(n, ofs, dst, ecls, comp, en, strong, inside):
+    """The components (comp's labels, 0..n-1; DONE_NODE: outside) with an
+    internal edge (the others cannot be fair), numbered 0..C-1 in the
+    order of their first node (`slot[label]`, -1 for the others), and per
+    such component the classes taken on its internal edges, enabled at all
+    of its states (allm), at one of them (anym): a state's share of it all
+    is 5 bytes (the labels with an internal edge, their numbers), 24 per
+    such component. Returns (each node's status: 0 on no cycle or not
+    `inside`, 1 in a fair component, 2 in an unfair one; its component's
+    number or -1; taken, anym; under strong fairness, each node of an
+    unfair component where a class enabled in it and never taken in it is
+    enabled (`drop`: the refinement removes them), else nothing)."""
     cyc = np.zeros(n, np.bool_)
     for u in range(n):
         c = comp[u]
         if c == DONE_NODE:
             continue
-        if not seen[c]:
-            seen[c] = True
-            allm[c] = en[u]
-        else:
-            allm[c] &= en[u]
-        anym[c] |= en[u]
         for e in range(ofs[u], ofs[u + 1]):
             if comp[dst[e]] == c:
                 cyc[c] = True
-                k = ecls[e] & 0x7F
-                if k != 0:
-                    taken[c] |= np.uint64(1) << np.uint64(k)
-    out = np.zeros(n, np.int8)
-    for c in range(n):
-        if cyc[c]:
-            need = anym[c] if strong else allm[c]
-            out[c] = 1 if (need & ~taken[c]) == 0 else 2
-    return out, taken, allm, anym
+                break
+    slot = np.full(n, -1, np.int32)
+    C = 0
+    for u in range(n):
+        c = comp[u]
+        if c != DONE_NODE and cyc[c] and slot[c] < 0:
+            slot[c] = C
+            C += 1
+    taken = np.zeros(C, np.uint64)
+    allm = np.zeros(C, np.uint64)
+    anym = np.zeros(C, np.uint64)
+    seen = np.zeros(C, np.bool_)
+    for u in range(n):
+        c = comp[u]
+        if c == DONE_NODE or slot[c] < 0:
+            continue
+        k = slot[c]
+        if not seen[k]:
+            seen[k] = True
+            allm[k] = en[u]
+        else:
+            allm[k] &= en[u]
+        anym[k] |= en[u]
+        for e in range(ofs[u], ofs[u + 1]):
+            if comp[dst[e]] == c:
+                x = ecls[e] & 0x7F
+                if x != 0:
+                    taken[k] |= np.uint64(1) << np.uint64(x)
+    status = np.zeros(n, np.int8)
+    drop = np.zeros(n if strong else 0, np.bool_)
+    for u in range(n):
+        c = comp[u]
+        if not inside[u] or c == DONE_NODE or slot[c] < 0:
+            continue
+        k = slot[c]
+        need = anym[k] if strong else allm[k]
+        status[u] = 1 if (need & ~taken[k]) == 0 else 2
+        if strong and status[u] == 2:
+            drop[u] = (en[u] & anym[k] & ~taken[k]) != 0
+    return status, slot, taken, anym, drop
 
 
 @njit(cache=True, nogil=True)
@@ -166,27 +195,26 @@ class FairLasso:
 def _components(n, ofs, dst, ecls, inside, en, strong, check=None):
     """(entry, comp, label, taken, anym) of the fair component with the
     smallest node among those inside `inside` (refined under strong
-    fairness), or None."""
+    fairness), or None; taken and anym: its classes taken on its internal
+    edges and enabled at one of its states."""
     best = None
     inside = inside.copy()
     while inside.any():
         if check is not None:
             check()
-        comp = np.where(inside, np.int32(0), DONE_NODE).astype(np.int32)
+        comp = np.full(n, DONE_NODE, np.int32)
+        comp[inside] = 0
         _scc(n, ofs, dst, comp)
-        status, taken, allm, anym = _judge(n, ofs, dst, ecls, comp, en, strong)
-        labels = np.where(inside, comp, 0)
-        node_status = np.where(inside, status[labels], 0)
-        fair_nodes = np.flatnonzero(node_status == 1)
+        status, slot, taken, anym, drop = _judge(n, ofs, dst, ecls, comp, en, strong, inside)
+        fair_nodes = np.flatnonzero(status == 1)
         if fair_nodes.size and (best is None or fair_nodes[0] < best[0]):
             entry = int(fair_nodes[0])
-            best = (entry, comp, int(comp[entry]), taken, anym)
+            label = int(comp[entry])
+            best = (entry, comp, label, taken[slot[label]], anym[slot[label]])
+        del slot, taken, anym
         if not strong:
             break
-        unfair = node_status == 2
-        bad = (anym & ~taken)[labels]
-        drop = unfair & ((en & bad) != 0)
-        inside = unfair & ~drop
+        inside = (status == 2) & ~drop
     return best
 
 
@@ -204,7 +232,9 @@ def fair_lasso(n: int, ofs: np.ndarray, dst: np.ndarray, ecls: np.ndarray, wait:
     for k in range(64):
         if not ever >> k & 1:
             continue
-        inside = ((wait >> np.uint64(k)) & np.uint64(1)).astype(np.bool_)
+        inside = np.empty(n, np.bool_)  # (a block at a time: no temporary of 8 bytes a state)
+        for a in range(0, n, 1 << 20):
+            np.not_equal(wait[a: a + (1 << 20)] & np.uint64(1 << k), 0, out=inside[a: a + (1 << 20)])
         ends = np.flatnonzero(inside & terminal)
         cand = None
         if ends.size:
@@ -225,16 +255,16 @@ def fair_lasso(n: int, ofs: np.ndarray, dst: np.ndarray, ecls: np.ndarray, wait:
 def _lasso(graph, en, inner, k: int, entry: int, strong: bool) -> FairLasso:
     """The cycle from `entry` through a witness of each class enabled in
     the component (`inner`: its comp, label, classes taken, classes
-    enabled somewhere), and back."""
+    enabled somewhere: the component's masks), and back."""
     n, ofs, dst, ecls = graph
     comp, label, taken, anym = inner
     members = np.flatnonzero(comp == label)
     wits: list[tuple[int, int, int]] = []  # (node, next node or -1, class)
     for c in range(1, 64):
         bit = np.uint64(1) << np.uint64(c)
-        if not anym[label] & bit:
+        if not anym & bit:
             continue
-        if taken[label] & bit:
+        if taken & bit:
             u, v = _class_edge(ofs, dst, ecls, comp, label, members, c)
             wits.append((u, v, c))
         elif not strong:
