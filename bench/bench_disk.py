@@ -33,7 +33,9 @@ peak RSS, which in the disk mode includes the pages of the memory-mapped
 graph that the page cache holds (file pages: reclaimable, not the
 process's own). `--eventually` adds `check eventually done` (liveness
 under fairness: every edge kept, with its class, and each state's waiting
-sessions; then the fair pass), with the same columns as `--livelock`.
+sessions; then the fair pass), with the same columns as `--livelock`,
+and "fair anon": the fair pass's own peak of anonymous memory (above what
+the process held when it began: its arrays alone).
 """
 
 from __future__ import annotations
@@ -60,7 +62,8 @@ CHILD = textwrap.dedent("""
     livelock = sys.argv[6] == "1"
     checks = ["deadlock", "invariant"] + (["livelock"] if livelock else []) + \
         (["eventually done"] if sys.argv[7] == "1" else [])
-    seen = {"end": 0, "peak": 0, "search_rss": 0, "pass_cpu0": None, "pass_anon": 0, "on": False}
+    seen = {"end": 0, "peak": 0, "search_rss": 0, "pass_cpu0": None, "pass_anon": 0, "on": False,
+            "fair_on": False, "fair0": 0, "fair_anon": 0}
     from explorer.strategies.arrays import diskgraph, engine
     def status():
         got = {}
@@ -69,11 +72,13 @@ CHILD = textwrap.dedent("""
                 if line.startswith(("RssAnon:", "VmRSS:")):
                     got[line.split(":")[0]] = int(line.split()[1]) * 1024
         return got
-    def sample():  # the pass's peak of anonymous memory
+    def sample():  # the pass's peak of anonymous memory (and the fair pass's alone)
         while True:
             if seen["on"]:
                 seen["pass_anon"] = max(seen["pass_anon"], status().get("RssAnon", 0))
-            time.sleep(0.01)
+            if seen["fair_on"]:
+                seen["fair_anon"] = max(seen["fair_anon"], status().get("RssAnon", 0))
+            time.sleep(0.005)
     threading.Thread(target=sample, daemon=True).start()
     def marking(graph):
         def wrapped(self, *a):
@@ -99,6 +104,16 @@ CHILD = textwrap.dedent("""
         return table(n)
     diskgraph._resolve, diskgraph._table = resolving, tabling
     engine.Edges.graph = marking(engine.Edges.graph)
+    from explorer.graph import fair
+    lasso = fair.fair_lasso
+    def fair_marked(*a, **k):  # the fair pass alone: its peak above what the process held when it began
+        seen["fair0"] = seen["fair_anon"] = status().get("RssAnon", 0)
+        seen["fair_on"] = True
+        try:
+            return lasso(*a, **k)
+        finally:
+            seen["fair_on"] = False
+    fair.fair_lasso = engine.fair_lasso = fair_marked
     diskgraph.EdgeFiles.graph = marking(diskgraph.EdgeFiles.graph)
     def du(d):
         return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
@@ -139,7 +154,8 @@ CHILD = textwrap.dedent("""
                       "disk_peak": max(seen["peak"], seen["end"]) / n,
                       "search_bytes": (seen["search_rss"] - base * 1024) / n if passed else None,
                       "pass_cpu": time.process_time() - seen["pass_cpu0"] if passed else None,
-                      "pass_anon": (seen["pass_anon"] - anon0) / n if passed else None}))
+                      "pass_anon": (seen["pass_anon"] - anon0) / n if passed else None,
+                      "fair_anon": (seen["fair_anon"] - seen["fair0"]) / n if passed else None}))
 """)
 
 
@@ -171,6 +187,7 @@ def main() -> None:
           f"disk mode under {root}")
     hdr = (f"{'N':>2} {'mode':>6} {'verdict':>8} {'distinct':>11} {'seconds':>8} {'st/cpu s':>9} {'cpu s':>7} "
            f"{'RAM B/st':>8}" + (f" {'search B/st':>11} {'pass anon':>9} {'pass cpu':>8}" if passes else "")
+           + (f" {'fair anon':>9}" if args.eventually else "")
            + f" {'disk B/st':>9} {'disk peak':>9} {'rate':>6}")
     print(hdr)
     print("-" * len(hdr))
@@ -188,6 +205,8 @@ def main() -> None:
             if passes:
                 extra = (f" {r['search_bytes']:>11.1f} {r['pass_anon']:>9.1f} {r['pass_cpu']:>8.1f}"
                          if r["pass_cpu"] is not None else f" {'':>11} {'':>9} {'':>8}")
+                if args.eventually:
+                    extra += f" {r['fair_anon']:>9.1f}" if r["pass_cpu"] is not None else f" {'':>9}"
             extra += f" {r['disk_end']:>9.1f} {r['disk_peak']:>9.1f}" if mode == "disk" else ""
             extra += f" {rates['disk'] / rates['memory']:>5.0%}" if mode == "disk" and rates["memory"] else ""
             print(f"{n:>2} {mode:>6} {r['verdict']:>8} {r['distinct']:>11,} {r['seconds']:>8.1f} "

@@ -76,6 +76,51 @@ def _enabled(n, ofs, ecls):
 
 
 @njit(cache=True, nogil=True)
+def _peel_within(n, ofs, dst, comp):
+    """`cycles._acyclic_part` within the nodes whose comp is 0 (the others,
+    DONE_NODE, are not there): the nodes on no cycle of that subgraph
+    peeled off (DONE_NODE), the others left 0; returns how many are left.
+    The in-degrees are counted in comp itself, so nothing a node is added
+    to it (the components search after it then runs over the rest alone,
+    its stacks the size of that rest)."""
+    for u in range(n):
+        if comp[u] == DONE_NODE:
+            continue
+        for e in range(ofs[u], ofs[u + 1]):
+            w = dst[e]
+            if comp[w] != DONE_NODE:
+                comp[w] += 1
+    st = np.empty(1024, np.int32)
+    left = 0
+    for v in range(n):
+        if comp[v] != DONE_NODE:
+            left += 1
+    for v in range(n):
+        if comp[v] != 0:
+            continue
+        sp = 1
+        st[0] = v
+        while sp > 0:
+            sp -= 1
+            u = st[sp]
+            comp[u] = -1
+            left -= 1
+            for e in range(ofs[u], ofs[u + 1]):
+                w = dst[e]
+                if comp[w] == DONE_NODE or comp[w] < 0:
+                    continue
+                comp[w] -= 1
+                if comp[w] == 0 and w < v:  # a larger id is met by the sweep
+                    if sp == st.shape[0]:
+                        st = _grow32(st, sp)
+                    st[sp] = w
+                    sp += 1
+    for v in range(n):
+        comp[v] = DONE_NODE if comp[v] < 0 or comp[v] == DONE_NODE else 0
+    return left
+
+
+@njit(cache=True, nogil=True)
 def _judge(n, ofs, dst, ecls, comp, en, strong, inside):
     """The components (comp's labels, 0..n-1; DONE_NODE: outside) with an
     internal edge (the others cannot be fair), numbered 0..C-1 in the
@@ -204,6 +249,8 @@ def _components(n, ofs, dst, ecls, inside, en, strong, check=None):
             check()
         comp = np.full(n, DONE_NODE, np.int32)
         comp[inside] = 0
+        if _peel_within(n, ofs, dst, comp) == 0:  # no cycle among them: no fair component, nothing to refine
+            break
         _scc(n, ofs, dst, comp)
         status, slot, taken, anym, drop = _judge(n, ofs, dst, ecls, comp, en, strong, inside)
         fair_nodes = np.flatnonzero(status == 1)

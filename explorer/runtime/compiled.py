@@ -87,6 +87,7 @@ def _explorer_table() -> list:
         # liveness under fairness over the same graphs (graph/fair.py)
         ("explorer.graph.fair", "_enabled", [(i64, a(i32), a(u8))]),
         ("explorer.graph.fair", "_judge", [graph + (a(u8), a(i32), a(u64), b1, a(b1))]),
+        ("explorer.graph.fair", "_peel_within", [graph + (a(i32),)]),
         ("explorer.graph.fair", "_leg", [graph + (a(i32), i64, i64)]),
         # the array engine (strategies/arrays/)
         ("explorer.strategies.arrays.engine", "_walk", [(
